@@ -1,0 +1,72 @@
+// lease/error.hpp — errors a store operation can raise, sorted by what the caller should do.
+//
+// Losing a race is never an error (it is a claim_outcome). A store_error means
+// the store could not complete an operation; its code compares equal to one
+// `lease::errc` condition, which says what to do next. The backend's own code
+// (SQLite extended result code, SQLSTATE, hiredis error) stays in the
+// error_code's category so nothing is lost for the log.
+#pragma once
+
+#include <string>
+#include <system_error>
+
+namespace lease {
+
+/// What the caller should do about a failed store operation.
+enum class errc {
+  /// The store can't be reached or is busy: retry with backoff.
+  unavailable = 1,
+  /// The request may or may not have been applied (e.g. the connection dropped
+  /// after a claim was sent). Never retry blindly: read the run back and
+  /// compare its token with the one you sent.
+  outcome_unknown,
+  /// Stored data is not what this library wrote (foreign schema, bad value):
+  /// an operator must look; retrying won't help.
+  corrupt,
+  /// The call itself is wrong (bad name, bad option): fix the caller.
+  invalid_argument,
+};
+
+namespace detail {
+class errc_category_impl final : public std::error_category {
+ public:
+  [[nodiscard]] const char* name() const noexcept override { return "lease"; }
+  [[nodiscard]] std::string message(int c) const override {
+    switch (static_cast<errc>(c)) {
+      case errc::unavailable: return "store unavailable (retry with backoff)";
+      case errc::outcome_unknown:
+        return "outcome unknown (read the run back before retrying)";
+      case errc::corrupt: return "stored data not understood";
+      case errc::invalid_argument: return "invalid argument";
+    }
+    return "unknown lease error";
+  }
+};
+}  // namespace detail
+
+/// The category of `lease::errc` conditions.
+[[nodiscard]] inline const std::error_category& errc_category() noexcept {
+  static const detail::errc_category_impl instance;
+  return instance;
+}
+
+[[nodiscard]] inline std::error_condition make_error_condition(errc e) noexcept {
+  return {static_cast<int>(e), errc_category()};
+}
+[[nodiscard]] inline std::error_code make_error_code(errc e) noexcept {
+  return {static_cast<int>(e), errc_category()};
+}
+
+/// Thrown by a store operation that could not complete. `code()` compares
+/// equal to one `lease::errc` (e.g. `e.code() == lease::errc::unavailable`).
+/// Backends throw it with their own category whose default_error_condition
+/// maps each native code onto an errc.
+class store_error : public std::system_error {
+ public:
+  using std::system_error::system_error;
+};
+
+}  // namespace lease
+
+template <>
+struct std::is_error_condition_enum<lease::errc> : std::true_type {};

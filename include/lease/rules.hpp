@@ -1,0 +1,209 @@
+// lease/rules.hpp — the store rules of DESIGN.md §3, once, as pure functions.
+//
+// A `run_table` is the whole stored state; each function is one atomic store
+// operation applied at the store's clock `now`. memory_store is these
+// functions behind a mutex; every other store is checked against them by the
+// conformance suite (test/laws/store_conformance.hpp), answer by answer.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lease/run.hpp"
+
+namespace lease::rules {
+
+/// The stored state of one job: its fence counter and its runs by slot.
+struct job_state {
+  std::uint64_t fence = 0;  ///< +1 on every won attempt; survives pruning
+  std::map<time_point, run_record> runs;
+  friend bool operator==(const job_state&, const job_state&) = default;
+};
+
+/// The stored state of every job.
+struct run_table {
+  std::map<std::string, job_state, std::less<>> jobs;
+  friend bool operator==(const run_table&, const run_table&) = default;
+};
+
+namespace detail {
+
+inline run_record* find(run_table& t, const run_key& k) {
+  auto j = t.jobs.find(k.job);
+  if (j == t.jobs.end()) return nullptr;
+  auto r = j->second.runs.find(k.slot);
+  return r == j->second.runs.end() ? nullptr : &r->second;
+}
+
+inline bool has_newer(const job_state& js, time_point slot) {
+  return js.runs.upper_bound(slot) != js.runs.end();
+}
+
+inline bool is_current(const run_record& r, std::string_view token) {
+  return r.status == run_status::running && !r.released && r.token == token;
+}
+
+}  // namespace detail
+
+/// Deletes ended runs beyond the newest `history_size`, but never one that a
+/// new claim could still ask for (store-now ≤ slot + retain + tolerance):
+/// a late claim must find the state, not win a run that already happened.
+inline void prune(job_state& js, std::uint32_t history_size, duration retain, time_point now) {
+  std::uint32_t ended_kept = 0;
+  for (auto it = js.runs.end(); it != js.runs.begin();) {
+    --it;
+    const run_record& r = it->second;
+    if (r.status == run_status::running) continue;
+    if (ended_kept < history_size) {
+      ++ended_kept;
+      continue;
+    }
+    if (now <= r.slot + retain + late_tolerance) continue;
+    it = js.runs.erase(it);
+  }
+}
+
+/// A claim (DESIGN.md §3). Returns the outcome, the record it concerns, and `now`.
+inline claim_result claim(run_table& t, const claim_request& req, time_point now) {
+  claim_result res;
+  res.store_now = now;
+  res.record.job = req.run.job;
+  res.record.slot = req.run.slot;
+
+  auto won = [&](job_state& js, run_record& r) {
+    r.token = req.token;
+    r.runner = req.runner;
+    r.fence = ++js.fence;
+    r.status = run_status::running;
+    r.lease_end = now + req.lease;
+    r.released = false;
+    res.outcome = claim_outcome::won;
+    res.record = r;
+  };
+
+  if (run_record* existing = detail::find(t, req.run)) {
+    job_state& js = t.jobs.find(req.run.job)->second;
+    run_record& r = *existing;
+    if (r.status != run_status::running) {
+      res.outcome = claim_outcome::finished;
+    } else if (r.live(now)) {
+      res.outcome = claim_outcome::running;
+    } else if (detail::has_newer(js, r.slot)) {
+      r.status = run_status::interrupted;  // a newer run started first
+      res.outcome = claim_outcome::finished;
+    } else if (r.attempt - r.handovers >= req.max_attempts) {
+      r.status = run_status::interrupted;  // dead runners used up the attempts
+      res.outcome = claim_outcome::finished;
+    } else {
+      ++r.attempt;
+      won(js, r);
+      return res;
+    }
+    res.record = r;
+    return res;
+  }
+
+  // No state for this run.
+  if (req.reason == claim_reason::takeover) {
+    res.outcome = claim_outcome::none;
+    return res;
+  }
+  if (now > req.deadline + late_tolerance) {
+    res.outcome = claim_outcome::late;
+    return res;
+  }
+  auto j = t.jobs.find(req.run.job);
+  if (j != t.jobs.end()) {
+    job_state& js = j->second;
+    if (detail::has_newer(js, req.run.slot)) {
+      res.outcome = claim_outcome::superseded;
+      return res;
+    }
+    if (req.overlap == overlap_mode::skip || req.overlap == overlap_mode::buffer_one) {
+      for (auto it = js.runs.rbegin(); it != js.runs.rend(); ++it) {
+        if (it->second.live(now)) {
+          res.outcome = claim_outcome::overlap;
+          res.record = it->second;
+          return res;
+        }
+      }
+    }
+  } else {
+    j = t.jobs.emplace(req.run.job, job_state{}).first;
+  }
+  job_state& js = j->second;
+  // Every older running run is interrupted by the new one: expired ones
+  // because a newer run started first, live ones only in replace mode
+  // (allow leaves them running).
+  for (auto& [slot, r] : js.runs) {
+    if (r.status != run_status::running) continue;
+    if (!r.live(now) || req.overlap == overlap_mode::replace) r.status = run_status::interrupted;
+  }
+  run_record& r = js.runs[req.run.slot];
+  r.job = req.run.job;
+  r.slot = req.run.slot;
+  r.attempt = 1;
+  r.handovers = 0;
+  won(js, r);
+  prune(js, req.history_size, req.retain, now);
+  return res;
+}
+
+/// Extends the lease to now + lease: only the current token of a running,
+/// unreleased run.
+inline bool heartbeat(run_table& t, const run_key& k, std::string_view token, duration lease,
+                      time_point now) {
+  run_record* r = detail::find(t, k);
+  if (r == nullptr || !detail::is_current(*r, token)) return false;
+  r->lease_end = now + lease;
+  return true;
+}
+
+/// Records the end of the current attempt (success or failed): only the
+/// current token of a running, unreleased run.
+inline bool finish(run_table& t, const run_key& k, std::string_view token, run_status status,
+                   time_point /*now*/) {
+  if (status == run_status::running) return false;
+  run_record* r = detail::find(t, k);
+  if (r == nullptr || !detail::is_current(*r, token)) return false;
+  r->status = status;
+  return true;
+}
+
+/// Hands the run over (stop()): ends the lease now and counts a handover, so
+/// the next attempt is not charged against max_attempts.
+inline bool release(run_table& t, const run_key& k, std::string_view token, time_point now) {
+  run_record* r = detail::find(t, k);
+  if (r == nullptr || !detail::is_current(*r, token)) return false;
+  r->lease_end = now;
+  r->released = true;
+  ++r->handovers;
+  return true;
+}
+
+/// The job's running runs, whatever their lease, oldest first.
+inline std::vector<run_record> unfinished(const run_table& t, std::string_view job) {
+  std::vector<run_record> out;
+  auto j = t.jobs.find(job);
+  if (j == t.jobs.end()) return out;
+  for (const auto& [slot, r] : j->second.runs)
+    if (r.status == run_status::running) out.push_back(r);
+  return out;
+}
+
+/// One run's record, if it has state.
+inline std::optional<run_record> get(const run_table& t, const run_key& k) {
+  auto j = t.jobs.find(k.job);
+  if (j == t.jobs.end()) return std::nullopt;
+  auto r = j->second.runs.find(k.slot);
+  if (r == j->second.runs.end()) return std::nullopt;
+  return r->second;
+}
+
+}  // namespace lease::rules

@@ -1,0 +1,69 @@
+// lease/store/concept.hpp — the Store policy: the shared record of runs, and
+// the only place where "who runs this slot" is decided.
+//
+// Minimal definition (each operation atomic, all times on the store's clock):
+//   s.claim(claim_request)                 -> claim_result
+//   s.heartbeat(run_key, token, duration)  -> bool
+//   s.finish(run_key, token, run_status)   -> bool
+//   s.release(run_key, token)              -> bool
+//   s.unfinished(job)                      -> std::vector<run_record>, oldest first
+//   s.get(run_key)                         -> std::optional<run_record>
+//   s.now()                                -> time_point (the store's clock)
+// Optional (detected with BatchHeartbeatStore, never with a flag):
+//   s.heartbeat_many(span<const heartbeat_request>) -> std::vector<bool>, in order
+//
+// Laws — every store answers exactly as the pure rules in lease/rules.hpp do
+// (test/laws/store_conformance.hpp checks this for every model):
+//   L1  A claim for a run with no state wins (attempt 1, fence + 1, lease end
+//       = now + lease) unless it is a takeover (none), late (now > deadline +
+//       10 s), superseded (a newer run has state) or, in skip mode, overlaps a
+//       live run of the job; winning marks older expired running runs
+//       interrupted.
+//   L2  A heartbeat extends the lease only with the current token, only while
+//       the run is running and not released.
+//   L3  A claim on an expired running run wins the next attempt, unless a newer
+//       run has state or attempt − handovers ≥ max_attempts: then the run is
+//       marked interrupted and the answer is finished.
+//   L4  finish and release act only with the current token of a running,
+//       unreleased run; release ends the lease now and counts a handover.
+//   L5  Pruning keeps history_size ended runs per job and never deletes a run
+//       before slot + retain + 10 s on the store's clock.
+//   L6  A failure to complete is a lease::store_error whose code equals a
+//       lease::errc; losing a race is an outcome, never an error.
+//
+// Models: memory_store (store/memory.hpp), sqlite_store (store/sqlite.hpp),
+//         redis_store (store/redis.hpp).
+// Thread-safety: a store object is used by one thread at a time unless the
+// model says otherwise; the scheduler calls it only from its loop thread.
+#pragma once
+
+#include <concepts>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "lease/run.hpp"
+
+namespace lease {
+
+template <class S>
+concept Store = std::move_constructible<S> &&
+    requires(S& s, const claim_request& req, const run_key& run, std::string_view token,
+             duration lease, run_status status, std::string_view job) {
+      { s.claim(req) } -> std::same_as<claim_result>;
+      { s.heartbeat(run, token, lease) } -> std::same_as<bool>;
+      { s.finish(run, token, status) } -> std::same_as<bool>;
+      { s.release(run, token) } -> std::same_as<bool>;
+      { s.unfinished(job) } -> std::same_as<std::vector<run_record>>;
+      { s.get(run) } -> std::same_as<std::optional<run_record>>;
+      { s.now() } -> std::same_as<time_point>;
+    };
+
+/// A store that renews many leases in one round trip.
+template <class S>
+concept BatchHeartbeatStore = Store<S> && requires(S& s, std::span<const heartbeat_request> batch) {
+  { s.heartbeat_many(batch) } -> std::same_as<std::vector<bool>>;
+};
+
+}  // namespace lease
