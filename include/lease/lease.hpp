@@ -13,6 +13,7 @@
 #include "lease/executor/inline.hpp"
 #include "lease/executor/manual.hpp"
 #include "lease/executor/thread_pool.hpp"
+#include "lease/make_scheduler.hpp"
 #include "lease/options.hpp"
 #include "lease/overlap/concept.hpp"
 #include "lease/overlap/policies.hpp"
