@@ -96,7 +96,7 @@ class cron_field_parser {
       const std::size_t comma = field.text.find(',', start);
       const std::size_t end = comma == std::string_view::npos ? field.text.size() : comma;
       const cron_token item{field.text.substr(start, end - start), field.offset + start};
-      if (item.text.empty()) fail(item, "is an empty list item");
+      if (item.text.empty()) fail(item, "empty list item");
       if (item.text == "?") {
         if (!day_field) fail(item, "is only allowed in the day-of-month and day-of-week fields");
         if (field.text.size() != 1) fail(item, "must stand alone in its field");
@@ -114,19 +114,21 @@ class cron_field_parser {
     throw cron_error(std::string(spec_.name), std::string(at.text), std::move(reason), at.offset + 1);
   }
 
-  [[nodiscard]] std::string range_text() const {
-    return std::to_string(spec_.min) + "-" + std::to_string(spec_.max);
+  // Digits only; saturates, since a huge number is out of range anyway.
+  [[nodiscard]] long long number(cron_token t) const {
+    long long v = 0;
+    for (const char c : t.text) {
+      if (!is_digit(c)) fail(t, "is not a number");
+      if (v < 1000000) v = v * 10 + (c - '0');
+    }
+    return v;
   }
 
   // A number or (months, weekdays) a name, within [min, max].
   [[nodiscard]] int value(cron_token t, int min, int max) const {
-    if (t.text.empty()) fail(t, "is missing a value");
+    if (t.text.empty()) fail(t, "missing value");
     if (is_digit(t.text.front())) {
-      long long v = 0;
-      for (const char c : t.text) {
-        if (!is_digit(c)) fail(t, "is not a number");
-        if (v < 1000000) v = v * 10 + (c - '0');  // saturate: it is out of range anyway
-      }
+      const long long v = number(t);
       if (v < min || v > max) fail(t, "is outside " + std::to_string(min) + "-" + std::to_string(max));
       return static_cast<int>(v);
     }
@@ -146,18 +148,18 @@ class cron_field_parser {
   // The suffix forms of the day fields; true if `item` was one.
   bool parse_day_special(cron_token item) {
     const std::string_view s = item.text;
-    const auto upper = [](char c) { return ascii_lower(c) == 'l' ? 'L' : ascii_lower(c) == 'w' ? 'W' : c; };
+    const auto is = [](char c, char letter) { return ascii_lower(c) == letter; };
     const auto sub = [&](std::size_t from, std::size_t n = std::string_view::npos) {
       return cron_token{s.substr(from, n), item.offset + from};
     };
     if (spec_.kind == cron_field_kind::day_of_month) {
       if (iequals(s, "L")) return out_.days_before_last |= 1u, true;
       if (iequals(s, "LW")) return out_.last_weekday = true, true;
-      if (s.size() >= 2 && upper(s[0]) == 'L' && s[1] == '-') {
+      if (s.size() >= 2 && is(s[0], 'l') && s[1] == '-') {
         out_.days_before_last |= std::uint32_t{1} << value(sub(2), 0, 30);
         return true;
       }
-      if (s.size() >= 2 && upper(s.back()) == 'W' && is_digit(s.front())) {
+      if (s.size() >= 2 && is(s.back(), 'w') && is_digit(s.front())) {
         out_.nearest_weekday_to |= std::uint32_t{1} << value(sub(0, s.size() - 1), 1, 31);
         return true;
       }
@@ -168,11 +170,11 @@ class cron_field_parser {
       if (const std::size_t hash = s.find('#'); hash != std::string_view::npos) {
         const int w = value(sub(0, hash), 0, 7) % 7;
         const cron_token k = sub(hash + 1);
-        if (k.text.empty() || !is_digit(k.text.front())) fail(k, "must be a number after #, as in 5#3 (the third Friday)");
+        if (k.text.empty()) fail(k, "missing number after #, as in fri#3 (the third Friday)");
         out_.nth_of[static_cast<std::size_t>(w)] |= static_cast<std::uint8_t>(1u << value(k, 1, 5));
         return true;
       }
-      if (s.size() >= 2 && upper(s.back()) == 'L') {
+      if (s.size() >= 2 && is(s.back(), 'l')) {
         const int w = value(sub(0, s.size() - 1), 0, 7) % 7;
         out_.last_of |= static_cast<std::uint8_t>(1u << w);
         return true;
@@ -190,13 +192,15 @@ class cron_field_parser {
     int step = 1;
     if (slash != std::string_view::npos) {
       const cron_token st{s.substr(slash + 1), item.offset + slash + 1};
-      if (st.text.empty()) fail(item, "has no step after /");
-      if (!is_digit(st.text.front())) fail(st, "is not a number");
-      step = value(st, 1, spec_.max - spec_.min + 1);
+      if (st.text.empty()) fail(st, "missing step after /");
+      const int span = spec_.max - spec_.min + 1;
+      const long long n = number(st);
+      if (n < 1 || n > span) fail(st, "is not a valid step, which must be 1-" + std::to_string(span));
+      step = static_cast<int>(n);
     }
 
     if (base.text == "*") return add_range(spec_.min, spec_.kind == cron_field_kind::day_of_week ? 6 : spec_.max, step);
-    if (base.text.empty()) fail(item, "has no value before /");
+    if (base.text.empty()) fail(base, "missing value before /");
 
     const std::size_t dash = base.text.find('-', 1);
     const int from = value({base.text.substr(0, dash), base.offset}, spec_.min, spec_.max);
