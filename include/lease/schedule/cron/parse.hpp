@@ -199,14 +199,16 @@ class cron_field_parser {
       step = static_cast<int>(n);
     }
 
-    if (base.text == "*") return add_range(spec_.min, spec_.kind == cron_field_kind::day_of_week ? 6 : spec_.max, step);
+    // The week ends at 6 (Saturday): 7 is only another name for Sunday.
+    const int field_end = spec_.kind == cron_field_kind::day_of_week ? 6 : spec_.max;
+    if (base.text == "*") return add_range(spec_.min, field_end, step);
     if (base.text.empty()) fail(base, "missing value before /");
 
     const std::size_t dash = base.text.find('-', 1);
     const int from = value({base.text.substr(0, dash), base.offset}, spec_.min, spec_.max);
     if (dash == std::string_view::npos) {
       // `a/s` runs from a to the end of the field; a lone value is just itself.
-      return slash == std::string_view::npos ? add_range(from, from, 1) : add_range(from, spec_.max, step);
+      return slash == std::string_view::npos ? add_range(from, from, 1) : add_range(from, field_end, step);
     }
     const int to = value({base.text.substr(dash + 1), base.offset + dash + 1}, spec_.min, spec_.max);
     add_range(from, to, step);
