@@ -113,7 +113,7 @@ class redis_store {
     }
     auto replies = conn_->eval_many(detail::redis::script::heartbeat, batch.size(),
                                     [&](std::size_t i, detail::redis::argv_t& a) {
-                                      push_keys(a, keys[i]);
+                                      push_keys(a, keys[i], detail::redis::script::heartbeat);
                                       a.insert(a.end(), {now, nums[2 * i], batch[i].token, nums[2 * i + 1]});
                                     });
     std::vector<bool> out;
@@ -158,7 +158,7 @@ class redis_store {
   std::vector<run_record> unfinished(std::string_view job) {
     auto keys = keys_of(job);
     auto reply = conn_->eval(detail::redis::script::unfinished, [&](detail::redis::argv_t& a) {
-      push_keys(a, keys);
+      push_keys(a, keys, detail::redis::script::unfinished);
       a.push_back("");
     });
     const redisReply* r = reply.get();
@@ -193,6 +193,9 @@ class redis_store {
   }
 
   [[nodiscard]] const redis_options& options() const noexcept { return opts_; }
+  /// Round trips to the server so far (a pipelined batch counts once; connection
+  /// setup counts too): for metrics, and to check that batching batches.
+  [[nodiscard]] std::uint64_t round_trips() const noexcept { return conn_->round_trips(); }
 
  private:
   using argv_t = detail::redis::argv_t;
@@ -200,8 +203,13 @@ class redis_store {
   [[nodiscard]] detail::redis::job_keys keys_of(std::string_view job) const {
     return detail::redis::keys_for(opts_.prefix, job);
   }
-  static void push_keys(argv_t& a, const detail::redis::job_keys& k) {
-    a.insert(a.end(), {"4", k.runs, k.running, k.ended, k.fence});
+  /// numkeys and the keys `which` declares (scripts.hpp key_counts).
+  static void push_keys(argv_t& a, const detail::redis::job_keys& k, detail::redis::script which) {
+    static constexpr std::string_view counts[] = {"0", "1", "2", "3", "4"};
+    const unsigned n = detail::redis::key_counts[static_cast<unsigned>(which)];
+    a.push_back(counts[n]);
+    const std::string_view all[] = {k.runs, k.running, k.ended, k.fence};
+    a.insert(a.end(), all, all + n);
   }
   static std::string ms(time_point t) { return std::to_string(t.time_since_epoch().count()); }
   [[nodiscard]] std::string now_arg() const { return opts_.clock ? ms(opts_.clock()) : std::string(); }
@@ -212,7 +220,7 @@ class redis_store {
     auto keys = keys_of(run.job);
     const std::string now = now_arg(), slot = ms(run.slot);
     return conn_->eval(which, [&](argv_t& a) {
-      push_keys(a, keys);
+      push_keys(a, keys, which);
       a.insert(a.end(), {now, slot});
       a.insert(a.end(), rest);
     });
@@ -225,7 +233,7 @@ class redis_store {
                       deadline = ms(req.deadline), overlap = std::to_string(static_cast<int>(req.overlap)),
                       history = std::to_string(req.history_size), retain = std::to_string(req.retain.count());
     auto reply = conn_->eval(detail::redis::script::claim, [&](argv_t& a) {
-      push_keys(a, keys);
+      push_keys(a, keys, detail::redis::script::claim);
       a.insert(a.end(), {now, slot, req.runner, req.token, reason, lease, max_attempts, deadline, overlap, history,
                          retain});
     });

@@ -12,6 +12,7 @@
 #include <array>
 #include <cerrno>
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
@@ -107,6 +108,8 @@ class connection {
     retry_at_ = {};
   }
   [[nodiscard]] bool connected() const noexcept { return ctx_ != nullptr; }
+  /// Round trips made so far (pipelined commands count once), handshakes included.
+  [[nodiscard]] std::uint64_t round_trips() const noexcept { return round_trips_; }
   [[nodiscard]] const connection_settings& settings() const noexcept { return s_; }
 
   /// The native code of an error reply, or nothing for another reply.
@@ -197,6 +200,7 @@ class connection {
 
   std::vector<reply_ptr> send_and_read(std::span<const argv_t> cmds, bool handshake) {
     sigpipe_guard guard;
+    ++round_trips_;
     std::vector<const char*> argv;
     std::vector<std::size_t> lens;
     for (const argv_t& cmd : cmds) {
@@ -226,6 +230,7 @@ class connection {
   std::array<std::string, script_count> sha_{};
   std::chrono::steady_clock::time_point retry_at_{};
   std::chrono::milliseconds backoff_{};
+  std::uint64_t round_trips_ = 0;
 };
 
 }  // namespace lease::detail::redis
