@@ -60,9 +60,11 @@ namespace lease {
 /// the zone's wall clock shows a matching local time, with DST gaps and
 /// repeats handled by a dst_policy (see cron/dst.hpp). Slots are whole seconds.
 ///
-/// Construction parses and checks everything; the rest never throws. A cron
-/// is a small value (bitsets, a pointer into the tz database, the texts):
-/// copy it freely. Its const members are safe to call concurrently.
+/// Construction parses and checks everything and loads the zone; next() and
+/// latest() then only compute (no allocation, no I/O, no error). A cron is a
+/// small value (bitsets, a pointer into the tz database, the texts): copy it
+/// freely. Its const members are safe to call concurrently. It reads no clock:
+/// time is always the caller's argument.
 ///
 /// Slots are searched from 2 January of year 1 to 31 December 9999: past
 /// those, next() returns time_point::max() and latest() time_point::min().
@@ -77,7 +79,7 @@ class cron {
   }
 
   /// The first slot strictly after `after`.
-  [[nodiscard]] time_point next(time_point after) const noexcept {
+  [[nodiscard]] time_point next(time_point after) const {
     if (after >= last_instant()) return time_point::max();
     const date::sys_seconds from =
         std::chrono::floor<seconds>(std::max(after, first_instant() - seconds{1})) + seconds{1};
@@ -91,7 +93,7 @@ class cron {
   }
 
   /// The last slot at or before `at_or_before`.
-  [[nodiscard]] time_point latest(time_point at_or_before) const noexcept {
+  [[nodiscard]] time_point latest(time_point at_or_before) const {
     if (at_or_before < first_instant()) return time_point::min();
     const date::sys_seconds upto = std::chrono::floor<seconds>(std::min(at_or_before, last_instant()));
     time_point slot = time_point::min();
@@ -107,6 +109,7 @@ class cron {
   [[nodiscard]] const std::string& expression() const noexcept { return expression_; }
   /// The time zone's name as given.
   [[nodiscard]] const std::string& zone() const noexcept { return zone_name_; }
+  /// The DST policy it was built with.
   [[nodiscard]] dst_policy dst() const noexcept { return dst_; }
 
  private:
@@ -134,7 +137,7 @@ class cron {
   // constant UTC offset), so the search walks those spans: matches inside a
   // span are slots, then its end is a transition that may be a gap (local
   // times skipped) or followed by an overlap (local times repeated).
-  [[nodiscard]] time_point next_zoned(date::sys_seconds from) const noexcept {
+  [[nodiscard]] time_point next_zoned(date::sys_seconds from) const {
     for (;;) {
       const date::sys_info span = zone_->get_info(from);
       date::local_seconds lo = as_local(from) + span.offset;
@@ -151,7 +154,7 @@ class cron {
     }
   }
 
-  [[nodiscard]] time_point latest_zoned(date::sys_seconds upto) const noexcept {
+  [[nodiscard]] time_point latest_zoned(date::sys_seconds upto) const {
     for (;;) {
       const date::sys_info span = zone_->get_info(upto);
       date::local_seconds lo = as_local(span.begin) + span.offset;
