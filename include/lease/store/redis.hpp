@@ -1,0 +1,338 @@
+// lease/store/redis.hpp — lease::redis_store, the Store on Redis or Valkey.
+//
+// Each operation of DESIGN.md §3 is one Lua script (store/redis/scripts.hpp)
+// run with EVALSHA: one round trip, atomic on the server, on the server's
+// clock (Redis TIME inside the script) unless a caller-supplied clock is
+// given. All keys of a job share one hash tag (store/redis/keys.hpp), so the
+// store works unchanged on Redis Cluster and Valkey cluster nodes behind a
+// cluster-aware proxy, and any job name (braces, NULs, 10 kB) is safe.
+// heartbeat_many() renews a whole batch with pipelined EVALSHAs: one round
+// trip, each element still a separate atomic script (its own cluster slot).
+//
+// Link lease::redis (hiredis 0.14 or newer, found with pkg-config).
+#pragma once
+
+#include <charconv>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lease/error.hpp"
+#include "lease/run.hpp"
+#include "lease/store/concept.hpp"
+#include "lease/store/redis/connection.hpp"
+#include "lease/store/redis/error.hpp"
+#include "lease/store/redis/keys.hpp"
+#include "lease/store/redis/scripts.hpp"
+#include "lease/store/redis/url.hpp"
+#include "lease/time.hpp"
+
+namespace lease {
+
+/// How a redis_store connects, and whose clock it uses.
+struct redis_options {
+  /// `redis://[user:password@]host[:port][/db]`; user and password may be
+  /// %-escaped. With a user, AUTH sends both (Redis 6+ ACLs). No TLS.
+  std::string url = "redis://127.0.0.1:6379";
+  /// Start of every key (no '{' or '}'): separates applications sharing a server.
+  std::string prefix = "lease";
+  std::chrono::milliseconds connect_timeout{2000};
+  /// Longest wait for one reply; past it the operation fails (unavailable, or
+  /// resolved by reading back for a claim, finish or release).
+  std::chrono::milliseconds command_timeout{2000};
+  /// Empty (the default): the store's clock is Redis TIME, read inside each
+  /// script. Set: its now() is sent with each operation instead (the
+  /// conformance suite runs on lease::fake_clock this way).
+  std::function<lease::time_point()> clock;
+  /// After a failed connect, calls fail fast for a backoff that doubles from
+  /// 25 ms up to this, so a down server is probed, not hammered.
+  std::chrono::milliseconds max_backoff{1000};
+};
+
+/// The Store on one Redis or Valkey server (7.0+).
+///
+/// Connects lazily on first use; after a connection failure the next call
+/// reconnects (with backoff after failed connects). Errors are
+/// lease::store_error with a lease::redis_errc code that compares equal to a
+/// lease::errc: unavailable (connection refused or lost, timeout, LOADING,
+/// READONLY, OOM, ...), corrupt (WRONGTYPE, a foreign record),
+/// invalid_argument (bad URL or prefix, refused credentials) and
+/// outcome_unknown only when a claim, finish or release was sent, its reply
+/// lost, and reading the run back failed too. A lost reply is otherwise
+/// resolved: the run is read back and the token compared (DESIGN.md §2); a
+/// request proven not applied is sent once more, never blindly.
+///
+/// Movable, not copyable. Not thread-safe: one thread at a time (the
+/// scheduler calls it from its loop thread). SIGPIPE is blocked in the
+/// calling thread during each exchange (store/redis/sigpipe.hpp).
+class redis_store {
+ public:
+  /// Parses the URL and prefix (store_error invalid_argument if bad); does not connect.
+  explicit redis_store(redis_options opts)
+      : opts_(std::move(opts)),
+        conn_(std::make_unique<detail::redis::connection>(detail::redis::connection_settings{
+            detail::redis::parse_url(opts_.url), opts_.connect_timeout, opts_.command_timeout,
+            std::chrono::milliseconds{25}, opts_.max_backoff})) {
+    detail::redis::check_prefix(opts_.prefix);
+  }
+
+  /// DESIGN.md §3 claim. A lost reply is resolved by reading the run back.
+  claim_result claim(const claim_request& req) {
+    try {
+      return send_claim(req);
+    } catch (const detail::redis::transport_error& e) {
+      if (!e.maybe_applied()) throw;
+      return resolve_claim(req, e);
+    }
+  }
+
+  /// Extends the lease to store-now + `lease` if `token` is current.
+  /// A lost reply is an unavailable error: a heartbeat is safe to repeat.
+  bool heartbeat(const run_key& run, std::string_view token, duration lease) {
+    const heartbeat_request one{run, std::string(token), lease};
+    return heartbeat_many(std::span(&one, 1)).front();
+  }
+
+  /// heartbeat() for every element, pipelined: one round trip; answers in order.
+  std::vector<bool> heartbeat_many(std::span<const heartbeat_request> batch) {
+    if (batch.empty()) return {};
+    const std::string now = now_arg();
+    std::vector<detail::redis::job_keys> keys;
+    std::vector<std::string> nums;  // slot and lease of each element
+    keys.reserve(batch.size());
+    nums.reserve(batch.size() * 2);
+    for (const auto& h : batch) {
+      keys.push_back(keys_of(h.run.job));
+      nums.push_back(ms(h.run.slot));
+      nums.push_back(std::to_string(h.lease.count()));
+    }
+    auto replies = conn_->eval_many(detail::redis::script::heartbeat, batch.size(),
+                                    [&](std::size_t i, detail::redis::argv_t& a) {
+                                      push_keys(a, keys[i], detail::redis::script::heartbeat);
+                                      a.insert(a.end(), {now, nums[2 * i], batch[i].token, nums[2 * i + 1]});
+                                    });
+    std::vector<bool> out;
+    out.reserve(batch.size());
+    for (auto& r : replies) out.push_back(as_int(r.get(), "heartbeat") == 1);
+    return out;
+  }
+
+  /// Ends the current attempt with `status` (success or failed) if `token` is current.
+  bool finish(const run_key& run, std::string_view token, run_status status) {
+    if (status == run_status::running) return false;  // the rules refuse it; no round trip
+    auto send = [&] {
+      return as_int(eval_on(detail::redis::script::finish, run, {token, std::to_string(static_cast<int>(status))})
+                        .get(),
+                    "finish") == 1;
+    };
+    try {
+      return send();
+    } catch (const detail::redis::transport_error& e) {
+      if (!e.maybe_applied()) throw;
+      // Applied iff the run now ended with our token and this status.
+      auto rec = read_back(run, e);
+      if (rec && rec->token == token && rec->status == status) return true;
+      return resend(send, e);
+    }
+  }
+
+  /// Hands the run over: lease end = now, released, handovers + 1, if `token` is current.
+  bool release(const run_key& run, std::string_view token) {
+    auto send = [&] { return as_int(eval_on(detail::redis::script::release, run, {token}).get(), "release") == 1; };
+    try {
+      return send();
+    } catch (const detail::redis::transport_error& e) {
+      if (!e.maybe_applied()) throw;
+      auto rec = read_back(run, e);  // applied iff released under our token
+      if (rec && rec->token == token && rec->status == run_status::running && rec->released) return true;
+      return resend(send, e);
+    }
+  }
+
+  /// The job's running runs, whatever their lease, oldest first.
+  std::vector<run_record> unfinished(std::string_view job) {
+    auto keys = keys_of(job);
+    auto reply = conn_->eval(detail::redis::script::unfinished, [&](detail::redis::argv_t& a) {
+      push_keys(a, keys, detail::redis::script::unfinished);
+      a.push_back("");
+    });
+    const redisReply* r = reply.get();
+    if (r->type != REDIS_REPLY_ARRAY || r->elements % detail::redis::record_width != 0) bad_reply("unfinished");
+    std::vector<run_record> out;
+    for (std::size_t i = 0; i < r->elements; i += detail::redis::record_width)
+      out.push_back(parse_record(r->element + i, job, "unfinished"));
+    return out;
+  }
+
+  /// One run's record, if it has state.
+  std::optional<run_record> get(const run_key& run) {
+    auto reply = eval_on(detail::redis::script::get, run, {});
+    const redisReply* r = reply.get();
+    if (r->type == REDIS_REPLY_NIL) return std::nullopt;
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != detail::redis::record_width) bad_reply("get");
+    return parse_record(r->element, run.job, "get");
+  }
+
+  /// The store's clock: the caller's clock if one was given, else Redis TIME.
+  time_point now() {
+    if (opts_.clock) return opts_.clock();
+    const detail::redis::argv_t time{"TIME"};
+    auto replies = conn_->exchange(std::span(&time, 1));
+    const redisReply* r = replies.front().get();
+    detail::redis::connection::throw_if_error(r, "TIME");
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 || r->element[0]->type != REDIS_REPLY_STRING ||
+        r->element[1]->type != REDIS_REPLY_STRING)
+      bad_reply("TIME");
+    const std::int64_t s = parse_i64(r->element[0], "TIME"), us = parse_i64(r->element[1], "TIME");
+    return time_point{duration{s * 1000 + us / 1000}};
+  }
+
+  [[nodiscard]] const redis_options& options() const noexcept { return opts_; }
+  /// Round trips to the server so far (a pipelined batch counts once; connection
+  /// setup counts too): for metrics, and to check that batching batches.
+  [[nodiscard]] std::uint64_t round_trips() const noexcept { return conn_->round_trips(); }
+
+ private:
+  using argv_t = detail::redis::argv_t;
+
+  [[nodiscard]] detail::redis::job_keys keys_of(std::string_view job) const {
+    return detail::redis::keys_for(opts_.prefix, job);
+  }
+  /// numkeys and the keys `which` declares (scripts.hpp key_counts).
+  static void push_keys(argv_t& a, const detail::redis::job_keys& k, detail::redis::script which) {
+    static constexpr std::string_view counts[] = {"0", "1", "2", "3", "4"};
+    const unsigned n = detail::redis::key_counts[static_cast<unsigned>(which)];
+    a.push_back(counts[n]);
+    const std::string_view all[] = {k.runs, k.running, k.ended, k.fence};
+    a.insert(a.end(), all, all + n);
+  }
+  static std::string ms(time_point t) { return std::to_string(t.time_since_epoch().count()); }
+  [[nodiscard]] std::string now_arg() const { return opts_.clock ? ms(opts_.clock()) : std::string(); }
+
+  /// EVALSHA of a per-run script: keys of the run's job, ARGV now, slot, `rest`.
+  detail::redis::reply_ptr eval_on(detail::redis::script which, const run_key& run,
+                                   std::initializer_list<std::string_view> rest) {
+    auto keys = keys_of(run.job);
+    const std::string now = now_arg(), slot = ms(run.slot);
+    return conn_->eval(which, [&](argv_t& a) {
+      push_keys(a, keys, which);
+      a.insert(a.end(), {now, slot});
+      a.insert(a.end(), rest);
+    });
+  }
+
+  claim_result send_claim(const claim_request& req) {
+    auto keys = keys_of(req.run.job);
+    const std::string now = now_arg(), slot = ms(req.run.slot), reason = std::to_string(static_cast<int>(req.reason)),
+                      lease = std::to_string(req.lease.count()), max_attempts = std::to_string(req.max_attempts),
+                      deadline = ms(req.deadline), overlap = std::to_string(static_cast<int>(req.overlap)),
+                      history = std::to_string(req.history_size), retain = std::to_string(req.retain.count());
+    auto reply = conn_->eval(detail::redis::script::claim, [&](argv_t& a) {
+      push_keys(a, keys, detail::redis::script::claim);
+      a.insert(a.end(), {now, slot, req.runner, req.token, reason, lease, max_attempts, deadline, overlap, history,
+                         retain});
+    });
+    const redisReply* r = reply.get();
+    if (r->type != REDIS_REPLY_ARRAY || (r->elements != 2 && r->elements != 2 + detail::redis::record_width))
+      bad_reply("claim");
+    const std::int64_t outcome = as_int(r->element[0], "claim");
+    if (outcome < 0 || outcome > static_cast<int>(claim_outcome::none)) bad_reply("claim");
+    claim_result res;
+    res.outcome = static_cast<claim_outcome>(outcome);
+    res.store_now = time_point{duration{as_int(r->element[1], "claim")}};
+    if (r->elements == 2) {
+      res.record.job = req.run.job;
+      res.record.slot = req.run.slot;
+    } else {
+      res.record = parse_record(r->element + 2, req.run.job, "claim");
+    }
+    return res;
+  }
+
+  /// The claim's reply was lost. Our token in the run ⇒ it was applied: won
+  /// (store_now is then the record's lease end − lease, when it was applied).
+  /// Otherwise it did not win, so sending it again — same token — lets the
+  /// rules answer on the state now (a copy still in flight finds the run
+  /// taken and changes nothing).
+  claim_result resolve_claim(const claim_request& req, const detail::redis::transport_error& e) {
+    auto rec = read_back(req.run, e);
+    if (rec && rec->token == req.token) {
+      // Applied. Still ours unless something ended it since (e.g. a newer run
+      // started after our lease ran out): then it is finished for us.
+      const bool ours = rec->status == run_status::running && !rec->released;
+      const time_point applied_at = rec->lease_end - req.lease;
+      return claim_result{ours ? claim_outcome::won : claim_outcome::finished, *rec, applied_at};
+    }
+    return resend([&] { return send_claim(req); }, e);
+  }
+
+  /// Reads the run back after a lost reply; if even that fails, the outcome is unknown.
+  std::optional<run_record> read_back(const run_key& run, const detail::redis::transport_error& lost) {
+    try {
+      return get(run);
+    } catch (const store_error& again) {
+      detail::redis::raise(redis_errc::reply_lost, std::string(lost.what()) + "; reading the run back failed",
+                           again.what());
+    }
+  }
+
+  /// Sends a request proven not applied once more; a second lost reply is outcome_unknown.
+  template <class Send>
+  auto resend(Send&& send, const detail::redis::transport_error& lost) -> decltype(send()) {
+    try {
+      return send();
+    } catch (const detail::redis::transport_error& again) {
+      if (!again.maybe_applied()) throw;
+      detail::redis::raise(redis_errc::reply_lost, std::string(lost.what()) + "; then again", again.what());
+    }
+  }
+
+  [[noreturn]] static void bad_reply(std::string_view what) {
+    detail::redis::raise(redis_errc::bad_reply, what, "reply of unexpected shape");
+  }
+  static std::int64_t as_int(const redisReply* r, std::string_view what) {
+    if (r->type != REDIS_REPLY_INTEGER) bad_reply(what);
+    return r->integer;
+  }
+  static std::string_view as_str(const redisReply* r, std::string_view what) {
+    if (r->type != REDIS_REPLY_STRING) bad_reply(what);
+    return {r->str, r->len};
+  }
+  static std::int64_t parse_i64(const redisReply* r, std::string_view what) {
+    std::string_view s = as_str(r, what);
+    std::int64_t v = 0;
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec != std::errc{} || p != s.data() + s.size()) bad_reply(what);
+    return v;
+  }
+  static run_record parse_record(redisReply* const* f, std::string_view job, std::string_view what) {
+    run_record rec;
+    rec.job = std::string(job);
+    rec.slot = time_point{duration{parse_i64(f[0], what)}};
+    rec.attempt = static_cast<std::uint32_t>(as_int(f[1], what));
+    rec.token = std::string(as_str(f[2], what));
+    rec.fence = static_cast<std::uint64_t>(as_int(f[3], what));
+    rec.runner = std::string(as_str(f[4], what));
+    const std::int64_t status = as_int(f[5], what);
+    if (status < 0 || status > static_cast<int>(run_status::interrupted))
+      detail::redis::raise(redis_errc::bad_record, what, "status out of range");
+    rec.status = static_cast<run_status>(status);
+    rec.lease_end = time_point{duration{as_int(f[6], what)}};
+    rec.released = as_int(f[7], what) != 0;
+    rec.handovers = static_cast<std::uint32_t>(as_int(f[8], what));
+    return rec;
+  }
+
+  redis_options opts_;
+  std::unique_ptr<detail::redis::connection> conn_;
+};
+
+static_assert(Store<redis_store>);
+static_assert(BatchHeartbeatStore<redis_store>);
+
+}  // namespace lease

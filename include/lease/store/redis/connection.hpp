@@ -1,0 +1,236 @@
+// lease/store/redis/connection.hpp — one hiredis connection that reconnects
+// with backoff, loads the store's scripts, and runs them with EVALSHA.
+//
+// Failures are store_errors (error.hpp). A failure after a request was
+// written is a `transport_error` with maybe_applied() true, so the store can
+// resolve it by reading the run back instead of guessing. After a broken
+// connection the next call reconnects at once; a failed connect makes the
+// calls after it wait out a backoff (doubling up to a cap) and fail fast
+// with redis_errc::backing_off meanwhile, so a down server is not hammered.
+#pragma once
+
+#include <array>
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <sys/time.h>
+
+#include "lease/store/redis/error.hpp"
+#include "lease/store/redis/handle.hpp"
+#include "lease/store/redis/scripts.hpp"
+#include "lease/store/redis/sigpipe.hpp"
+#include "lease/store/redis/url.hpp"
+
+namespace lease::detail::redis {
+
+/// A store_error raised by the transport. maybe_applied(): the request had
+/// been (at least partly) written when the connection failed.
+class transport_error : public store_error {
+ public:
+  transport_error(std::error_code code, const std::string& what, bool maybe_applied)
+      : store_error(code, what), maybe_applied_(maybe_applied) {}
+  [[nodiscard]] bool maybe_applied() const noexcept { return maybe_applied_; }
+
+ private:
+  bool maybe_applied_;
+};
+
+/// Settings of a connection.
+struct connection_settings {
+  endpoint where;
+  std::chrono::milliseconds connect_timeout{2000};
+  std::chrono::milliseconds command_timeout{2000};
+  std::chrono::milliseconds backoff_min{25};
+  std::chrono::milliseconds backoff_max{1000};
+};
+
+/// One command's arguments (binary-safe views; they must outlive the call).
+using argv_t = std::vector<std::string_view>;
+
+/// A reconnecting hiredis connection. Not thread-safe: one thread at a time.
+class connection {
+ public:
+  explicit connection(connection_settings s) : s_(std::move(s)) {}
+
+  /// Runs `cmds` in one round trip (pipelined) and returns their replies in
+  /// order; error replies are returned, not thrown.
+  std::vector<reply_ptr> exchange(std::span<const argv_t> cmds) {
+    ensure();
+    return send_and_read(cmds, /*handshake=*/false);
+  }
+
+  /// EVALSHA of `which` with `keys` and `args`, for each element of `batch`
+  /// (one round trip for all); reloads the scripts and resends once the
+  /// commands answered NOSCRIPT (they did not run). Other error replies are
+  /// thrown as store_errors.
+  template <class MakeArgs>
+  std::vector<reply_ptr> eval_many(script which, std::size_t count, MakeArgs&& make_args) {
+    ensure();
+    std::vector<argv_t> cmds(count);
+    for (std::size_t i = 0; i < count; ++i) {
+      cmds[i] = {"EVALSHA", sha_[static_cast<unsigned>(which)]};
+      make_args(i, cmds[i]);
+    }
+    std::vector<reply_ptr> replies = send_and_read(cmds, false);
+    std::vector<std::size_t> again;
+    for (std::size_t i = 0; i < count; ++i)
+      if (error_code_of(replies[i].get()) == redis_errc::noscript) again.push_back(i);
+    if (!again.empty()) {
+      load_scripts();  // e.g. SCRIPT FLUSH, or a failover to a node without them
+      std::vector<argv_t> retry;
+      for (std::size_t i : again) {
+        cmds[i][1] = sha_[static_cast<unsigned>(which)];
+        retry.push_back(cmds[i]);
+      }
+      std::vector<reply_ptr> second = send_and_read(retry, false);
+      for (std::size_t k = 0; k < again.size(); ++k) replies[again[k]] = std::move(second[k]);
+    }
+    for (auto& r : replies) throw_if_error(r.get(), "script");
+    return replies;
+  }
+
+  /// One EVALSHA (see eval_many).
+  template <class MakeArgs>
+  reply_ptr eval(script which, MakeArgs&& make_args) {
+    auto replies = eval_many(which, 1, [&](std::size_t, argv_t& a) { make_args(a); });
+    return std::move(replies.front());
+  }
+
+  /// Drops the connection; the next call reconnects at once.
+  void disconnect() noexcept {
+    ctx_.reset();
+    retry_at_ = {};
+  }
+  [[nodiscard]] bool connected() const noexcept { return ctx_ != nullptr; }
+  /// Round trips made so far (pipelined commands count once), handshakes included.
+  [[nodiscard]] std::uint64_t round_trips() const noexcept { return round_trips_; }
+  [[nodiscard]] const connection_settings& settings() const noexcept { return s_; }
+
+  /// The native code of an error reply, or nothing for another reply.
+  [[nodiscard]] static std::optional<redis_errc> error_code_of(const redisReply* r) noexcept {
+    if (r == nullptr || r->type != REDIS_REPLY_ERROR) return std::nullopt;
+    return classify_error_reply(std::string_view(r->str, r->len));
+  }
+
+  /// Throws the store_error of an error reply; does nothing for another reply.
+  static void throw_if_error(const redisReply* r, std::string_view what) {
+    if (auto code = error_code_of(r)) raise(*code, what, std::string_view(r->str, r->len));
+  }
+
+ private:
+  static timeval to_timeval(std::chrono::milliseconds d) {
+    return {static_cast<time_t>(d.count() / 1000), static_cast<suseconds_t>((d.count() % 1000) * 1000)};
+  }
+
+  std::string where() const { return s_.where.host + ":" + std::to_string(s_.where.port); }
+
+  [[noreturn]] void fail(int saved_errno, bool maybe_applied, std::string_view what) {
+    const redis_errc code = classify_context_error(ctx_ ? ctx_->err : REDIS_ERR_OTHER, saved_errno);
+    std::string msg = "lease::redis_store: " + std::string(what) + " " + where();
+    if (ctx_ && ctx_->errstr[0] != '\0') msg.append(": ").append(ctx_->errstr);
+    disconnect();  // a hiredis context is unusable after an error
+    throw transport_error(make_error_code(code), msg, maybe_applied);
+  }
+
+  /// Connects if not connected, or fails fast while backing off.
+  void ensure() {
+    if (ctx_) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (now < retry_at_)
+      raise(redis_errc::backing_off, "not reconnecting to " + where() + " yet",
+            std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(retry_at_ - now).count()) +
+                " ms of backoff left");
+    try {
+      connect();
+      backoff_ = {};
+    } catch (...) {
+      ctx_.reset();
+      backoff_ = backoff_ == std::chrono::milliseconds{} ? s_.backoff_min : std::min(backoff_ * 2, s_.backoff_max);
+      retry_at_ = std::chrono::steady_clock::now() + backoff_;
+      throw;
+    }
+  }
+
+  void connect() {
+    errno = 0;
+    ctx_.reset(redisConnectWithTimeout(s_.where.host.c_str(), s_.where.port, to_timeval(s_.connect_timeout)));
+    const int saved = errno;
+    if (!ctx_) raise(redis_errc::client_oom, "connecting to " + where(), "hiredis could not allocate a context");
+    if (ctx_->err != 0) fail(saved, false, "connecting to");
+    if (redisSetTimeout(ctx_.get(), to_timeval(s_.command_timeout)) != REDIS_OK) fail(errno, false, "configuring");
+    redisEnableKeepAlive(ctx_.get());  // notice a peer that vanished without a FIN
+    // AUTH and SELECT, pipelined with the script loads: one round trip.
+    std::vector<argv_t> cmds;
+    if (s_.where.password) {
+      if (s_.where.user)
+        cmds.push_back({"AUTH", *s_.where.user, *s_.where.password});
+      else
+        cmds.push_back({"AUTH", *s_.where.password});
+    }
+    std::string db = std::to_string(s_.where.db);
+    if (s_.where.db != 0) cmds.push_back({"SELECT", db});
+    const std::size_t setup = cmds.size();
+    for (auto text : scripts) cmds.push_back({"SCRIPT", "LOAD", text});
+    auto replies = send_and_read(cmds, /*handshake=*/true);
+    for (std::size_t i = 0; i < replies.size(); ++i) throw_if_error(replies[i].get(), "setting up " + where());
+    store_shas(std::span(replies).subspan(setup));
+  }
+
+  void load_scripts() {
+    std::vector<argv_t> cmds;
+    for (auto text : scripts) cmds.push_back({"SCRIPT", "LOAD", text});
+    auto replies = send_and_read(cmds, true);
+    for (auto& r : replies) throw_if_error(r.get(), "loading scripts");
+    store_shas(replies);
+  }
+
+  void store_shas(std::span<const reply_ptr> replies) {
+    for (std::size_t i = 0; i < script_count; ++i) {
+      const redisReply* r = replies[i].get();
+      if (r->type != REDIS_REPLY_STRING) raise(redis_errc::bad_reply, "SCRIPT LOAD", "not a string");
+      sha_[i].assign(r->str, r->len);
+    }
+  }
+
+  std::vector<reply_ptr> send_and_read(std::span<const argv_t> cmds, bool handshake) {
+    sigpipe_guard guard;
+    ++round_trips_;
+    std::vector<const char*> argv;
+    std::vector<std::size_t> lens;
+    for (const argv_t& cmd : cmds) {
+      argv.clear();
+      lens.clear();
+      for (std::string_view a : cmd) {
+        argv.push_back(a.data());
+        lens.push_back(a.size());
+      }
+      if (redisAppendCommandArgv(ctx_.get(), static_cast<int>(argv.size()), argv.data(), lens.data()) != REDIS_OK)
+        fail(errno, false, "buffering a command for");
+    }
+    std::vector<reply_ptr> replies;
+    replies.reserve(cmds.size());
+    for (std::size_t i = 0; i < cmds.size(); ++i) {
+      void* raw = nullptr;
+      errno = 0;
+      if (redisGetReply(ctx_.get(), &raw) != REDIS_OK || raw == nullptr)
+        fail(errno, !handshake, handshake ? "setting up" : "talking to");
+      replies.emplace_back(static_cast<redisReply*>(raw));
+    }
+    return replies;
+  }
+
+  connection_settings s_;
+  context_ptr ctx_;
+  std::array<std::string, script_count> sha_{};
+  std::chrono::steady_clock::time_point retry_at_{};
+  std::chrono::milliseconds backoff_{};
+  std::uint64_t round_trips_ = 0;
+};
+
+}  // namespace lease::detail::redis

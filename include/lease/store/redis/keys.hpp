@@ -1,0 +1,41 @@
+// lease/store/redis/keys.hpp — the Redis keys of one job, all in one cluster slot.
+//
+// Every key of a job starts with the hash tag `{<prefix>:<length>:<job>}`, so
+// every script touches one slot and works on Redis Cluster / Valkey cluster
+// unchanged. The job is length-prefixed, never escaped: whatever bytes it
+// holds ('{', '}', NUL, newlines), all of its keys share the same leading
+// bytes, so Redis finds the same tag in each (a '}' inside the job only ends
+// the tag early, for all of them alike), and two jobs never share a key
+// because the length says where the job ends. The prefix may not hold braces:
+// one at its start could make the tag empty, and Redis would then hash whole
+// keys, splitting a job across slots.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "lease/error.hpp"
+
+namespace lease::detail::redis {
+
+/// The four keys of one job (see scripts.hpp for what each holds).
+struct job_keys {
+  std::string runs, running, ended, fence;
+};
+
+/// Throws store_error(errc::invalid_argument) for a prefix holding a brace.
+inline void check_prefix(std::string_view prefix) {
+  if (prefix.find_first_of("{}") != std::string_view::npos)
+    throw store_error(make_error_code(errc::invalid_argument),
+                      "lease::redis_store: the key prefix must not contain '{' or '}' (it is inside the "
+                      "cluster hash tag): '" + std::string(prefix) + "'");
+}
+
+[[nodiscard]] inline job_keys keys_for(std::string_view prefix, std::string_view job) {
+  std::string tag;
+  tag.reserve(prefix.size() + job.size() + 24);
+  tag.append("{").append(prefix).append(":").append(std::to_string(job.size())).append(":").append(job).append("}:");
+  return {tag + "runs", tag + "running", tag + "ended", tag + "fence"};
+}
+
+}  // namespace lease::detail::redis

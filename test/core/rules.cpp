@@ -1,0 +1,321 @@
+// The store rules (DESIGN.md §3, spec "Summary of the rules" 1–6), one test
+// per row, on the reference store over a fake clock. Every other store is
+// held to the same answers by test/laws/store_conformance.hpp.
+#include <catch2/catch.hpp>
+
+#include "lease/rules.hpp"
+#include "lease/store/memory.hpp"
+
+using namespace std::chrono_literals;
+using lease::claim_outcome;
+using lease::run_status;
+
+namespace {
+
+const lease::time_point t0{1'700'000'000'000ms};
+
+struct cluster {
+  lease::fake_clock clock{t0};
+  lease::memory_store<lease::fake_clock> store{clock};
+  int tokens = 0;
+
+  lease::claim_request request(lease::time_point slot, std::string runner = "api-1",
+                               lease::claim_reason reason = lease::claim_reason::scheduled,
+                               lease::overlap_mode overlap = lease::overlap_mode::skip) {
+    lease::claim_request r;
+    r.run = {"report", slot};
+    r.runner = std::move(runner);
+    r.token = "token-" + std::to_string(++tokens);
+    r.reason = reason;
+    r.lease = 30s;
+    r.max_attempts = 3;
+    r.deadline = slot + 30s;
+    r.overlap = overlap;
+    r.history_size = 2;
+    r.retain = 300s;
+    return r;
+  }
+  lease::claim_result claim(lease::time_point slot, std::string runner = "api-1",
+                            lease::claim_reason reason = lease::claim_reason::scheduled,
+                            lease::overlap_mode overlap = lease::overlap_mode::skip) {
+    return store.claim(request(slot, std::move(runner), reason, overlap));
+  }
+};
+
+}  // namespace
+
+TEST_CASE("rule 1: a claim for a run with no state wins attempt 1 with its own token and a lease of now plus lease") {
+  cluster c;
+  const auto won = c.store.claim(c.request(t0, "api-2"));
+  REQUIRE(won.outcome == claim_outcome::won);
+  CHECK(won.record.attempt == 1);
+  CHECK(won.record.token == "token-1");
+  CHECK(won.record.runner == "api-2");
+  CHECK(won.record.fence == 1);
+  CHECK(won.record.status == run_status::running);
+  CHECK(won.record.lease_end == t0 + 30s);
+  CHECK(won.store_now == t0);
+  CHECK(c.store.get({"report", t0}) == won.record);
+}
+
+TEST_CASE("a takeover claim for a run with no state answers none and creates nothing") {
+  cluster c;
+  REQUIRE(c.claim(t0, "api-1", lease::claim_reason::takeover).outcome == claim_outcome::none);
+  REQUIRE_FALSE(c.store.get({"report", t0}).has_value());
+  // ...so the run can still be won normally afterwards.
+  REQUIRE(c.claim(t0).outcome == claim_outcome::won);
+}
+
+TEST_CASE("rule 6: a new claim that reaches the store more than deadline plus 10 s late is refused") {
+  cluster c;
+  c.clock.set(t0 + 30s + 10s);  // exactly at deadline + tolerance: still on time
+  REQUIRE(c.claim(t0).outcome == claim_outcome::won);
+  c.clock.set(t0 + 60s + 30s + 10s + 1ms);  // 1 ms past deadline + tolerance
+  const auto late = c.claim(t0 + 60s);
+  REQUIRE(late.outcome == claim_outcome::late);
+  REQUIRE_FALSE(c.store.get({"report", t0 + 60s}).has_value());
+}
+
+TEST_CASE("a claim for an old slot after a newer run of the job has state is superseded") {
+  cluster c;
+  c.clock.set(t0 + 60s);
+  REQUIRE(c.claim(t0 + 60s).outcome == claim_outcome::won);
+  // A stalled claim for the older slot arrives afterwards, still within its deadline.
+  c.clock.set(t0 + 61s);
+  const auto old = c.claim(t0 + 40s, "api-2");
+  REQUIRE(old.outcome == claim_outcome::superseded);
+  REQUIRE_FALSE(c.store.get({"report", t0 + 40s}).has_value());
+}
+
+TEST_CASE("rule 5: in skip mode a new run is refused as overlap while an earlier run has a live lease") {
+  cluster c;
+  const auto first = c.claim(t0, "api-1");
+  c.clock.advance(3s);
+  const auto next = c.claim(t0 + 3s, "api-2");
+  REQUIRE(next.outcome == claim_outcome::overlap);
+  CHECK(next.record == first.record);  // the blocking run
+  REQUIRE_FALSE(c.store.get({"report", t0 + 3s}).has_value());
+  REQUIRE(c.store.finish({"report", t0}, first.record.token, run_status::success));
+  c.clock.advance(6s);
+  REQUIRE(c.claim(t0 + 9s, "api-2").outcome == claim_outcome::won);
+}
+
+TEST_CASE("buffer_one refuses an overlapping run in the store exactly as skip does") {
+  cluster c;
+  c.claim(t0);
+  c.clock.advance(3s);
+  REQUIRE(c.claim(t0 + 3s, "api-2", lease::claim_reason::scheduled, lease::overlap_mode::buffer_one).outcome ==
+          claim_outcome::overlap);
+}
+
+TEST_CASE("in allow mode a new run starts while an earlier run is live, and the earlier run keeps its lease") {
+  cluster c;
+  const auto first = c.claim(t0, "api-1", lease::claim_reason::scheduled, lease::overlap_mode::allow);
+  c.clock.advance(3s);
+  REQUIRE(c.claim(t0 + 3s, "api-2", lease::claim_reason::scheduled, lease::overlap_mode::allow).outcome ==
+          claim_outcome::won);
+  REQUIRE(c.store.get({"report", t0})->live(c.clock.now()));
+  REQUIRE(c.store.heartbeat({"report", t0}, first.record.token, 30s));
+}
+
+TEST_CASE("in replace mode a new run interrupts the live earlier run, whose runner is then fenced") {
+  cluster c;
+  const auto first = c.claim(t0, "api-1", lease::claim_reason::scheduled, lease::overlap_mode::replace);
+  c.clock.advance(3s);
+  REQUIRE(c.claim(t0 + 3s, "api-2", lease::claim_reason::scheduled, lease::overlap_mode::replace).outcome ==
+          claim_outcome::won);
+  REQUIRE(c.store.get({"report", t0})->status == run_status::interrupted);
+  REQUIRE_FALSE(c.store.heartbeat({"report", t0}, first.record.token, 30s));
+}
+
+TEST_CASE("a dead earlier run does not block: the new run starts and the old one is marked interrupted") {
+  cluster c;
+  c.claim(t0);                 // its runner dies: no heartbeat
+  c.clock.advance(31s);        // the lease ran out
+  REQUIRE(c.claim(t0 + 31s, "api-2").outcome == claim_outcome::won);
+  REQUIRE(c.store.get({"report", t0})->status == run_status::interrupted);
+}
+
+TEST_CASE("a claim on a running run with a live lease answers running with the live record") {
+  cluster c;
+  const auto won = c.claim(t0, "api-1");
+  c.clock.advance(29s);
+  const auto backup = c.claim(t0, "api-2", lease::claim_reason::takeover);
+  REQUIRE(backup.outcome == claim_outcome::running);
+  REQUIRE(backup.record == won.record);
+}
+
+TEST_CASE("rule 3: a run whose lease ran out is won as the next attempt with a fresh token and the next fence") {
+  cluster c;
+  c.claim(t0, "api-1");
+  c.clock.advance(30s);  // lease end is exclusive: at now == lease_end it has run out
+  const auto taken = c.claim(t0, "api-2", lease::claim_reason::takeover);
+  REQUIRE(taken.outcome == claim_outcome::won);
+  CHECK(taken.record.attempt == 2);
+  CHECK(taken.record.token == "token-2");
+  CHECK(taken.record.runner == "api-2");
+  CHECK(taken.record.fence == 2);
+  CHECK(taken.record.lease_end == t0 + 60s);
+}
+
+TEST_CASE("an expired run is marked interrupted, not retried, once a newer run of the job has state") {
+  cluster c;
+  lease::claim_request allow_first = c.request(t0, "api-1", lease::claim_reason::scheduled, lease::overlap_mode::allow);
+  c.store.claim(allow_first);
+  c.clock.advance(10s);
+  REQUIRE(c.claim(t0 + 10s, "api-2", lease::claim_reason::scheduled, lease::overlap_mode::allow).outcome ==
+          claim_outcome::won);
+  c.clock.advance(25s);  // the first run's lease has run out; the second was not renewed either
+  const auto takeover = c.claim(t0, "api-3", lease::claim_reason::takeover);
+  REQUIRE(takeover.outcome == claim_outcome::finished);
+  REQUIRE(takeover.record.status == run_status::interrupted);
+  REQUIRE(takeover.record.attempt == 1);
+}
+
+TEST_CASE("after max_attempts runners died the run is marked interrupted and no further attempt starts") {
+  cluster c;
+  c.claim(t0, "api-1");
+  for (int attempt = 2; attempt <= 3; ++attempt) {
+    c.clock.advance(31s);
+    REQUIRE(c.claim(t0, "api-" + std::to_string(attempt), lease::claim_reason::takeover).outcome ==
+            claim_outcome::won);
+  }
+  c.clock.advance(31s);
+  const auto last = c.claim(t0, "api-4", lease::claim_reason::takeover);
+  REQUIRE(last.outcome == claim_outcome::finished);
+  REQUIRE(last.record.status == run_status::interrupted);
+  REQUIRE(last.record.attempt == 3);
+}
+
+TEST_CASE("a release counts as a hand-over, not against max_attempts") {
+  cluster c;
+  auto won = c.claim(t0, "api-1").record;
+  for (int i = 0; i < 5; ++i) {  // five deploys in a row hand the run over
+    REQUIRE(c.store.release({"report", t0}, won.token));
+    const auto next = c.claim(t0, "api-2", lease::claim_reason::takeover);
+    REQUIRE(next.outcome == claim_outcome::won);
+    won = next.record;
+  }
+  CHECK(won.attempt == 6);
+  CHECK(won.handovers == 5);
+  CHECK(won.attempt - won.handovers <= 3);
+}
+
+TEST_CASE("a claim on an ended run answers finished with its record") {
+  cluster c;
+  const auto won = c.claim(t0);
+  REQUIRE(c.store.finish({"report", t0}, won.record.token, run_status::failed));
+  c.clock.advance(40s);
+  const auto again = c.claim(t0, "api-2", lease::claim_reason::takeover);
+  REQUIRE(again.outcome == claim_outcome::finished);
+  REQUIRE(again.record.status == run_status::failed);  // a failed handler is never retried
+}
+
+TEST_CASE("rule 2: a heartbeat moves the lease end to now plus lease, only with the current token") {
+  cluster c;
+  const auto won = c.claim(t0);
+  c.clock.advance(5s);
+  REQUIRE(c.store.heartbeat({"report", t0}, won.record.token, 30s));
+  REQUIRE(c.store.get({"report", t0})->lease_end == t0 + 35s);
+  REQUIRE_FALSE(c.store.heartbeat({"report", t0}, "someone-elses-token", 30s));
+  REQUIRE_FALSE(c.store.heartbeat({"report", t0 + 1s}, won.record.token, 30s));  // no such run
+}
+
+TEST_CASE("fencing: once a backup won the next attempt, the old token can change nothing") {
+  cluster c;
+  const auto a = c.claim(t0, "api-1").record;  // then frozen
+  c.clock.advance(31s);
+  const auto b = c.claim(t0, "api-2", lease::claim_reason::takeover).record;
+  REQUIRE(b.attempt == 2);
+  REQUIRE_FALSE(c.store.heartbeat({"report", t0}, a.token, 30s));
+  REQUIRE_FALSE(c.store.finish({"report", t0}, a.token, run_status::success));
+  REQUIRE_FALSE(c.store.release({"report", t0}, a.token));
+  REQUIRE(c.store.get({"report", t0}) == b);
+}
+
+TEST_CASE("a heartbeat from the current runner renews a lease that ran out if nobody took over") {
+  cluster c;
+  const auto won = c.claim(t0);
+  c.clock.advance(31s);
+  REQUIRE(c.store.heartbeat({"report", t0}, won.record.token, 30s));
+  REQUIRE(c.store.get({"report", t0})->live(c.clock.now()));
+}
+
+TEST_CASE("a released lease stays released: a heartbeat arriving after the release does not renew it") {
+  cluster c;
+  const auto won = c.claim(t0);
+  c.clock.advance(5s);
+  REQUIRE(c.store.release({"report", t0}, won.record.token));
+  const auto released = c.store.get({"report", t0});
+  REQUIRE(released->released);
+  REQUIRE(released->lease_end == t0 + 5s);
+  REQUIRE(released->handovers == 1);
+  REQUIRE_FALSE(c.store.heartbeat({"report", t0}, won.record.token, 30s));
+  REQUIRE_FALSE(c.store.get({"report", t0})->live(c.clock.now()));
+  REQUIRE_FALSE(c.store.release({"report", t0}, won.record.token));  // counted once
+  REQUIRE(c.claim(t0, "api-2", lease::claim_reason::takeover).outcome == claim_outcome::won);
+}
+
+TEST_CASE("rule 4: finish works only with the current token of a running, unreleased run") {
+  cluster c;
+  const auto won = c.claim(t0);
+  REQUIRE_FALSE(c.store.finish({"report", t0}, "not-mine", run_status::success));
+  REQUIRE_FALSE(c.store.finish({"report", t0}, won.record.token, run_status::running));
+  REQUIRE(c.store.finish({"report", t0}, won.record.token, run_status::success));
+  REQUIRE_FALSE(c.store.finish({"report", t0}, won.record.token, run_status::failed));  // once only
+  REQUIRE(c.store.get({"report", t0})->status == run_status::success);
+}
+
+TEST_CASE("unfinished lists the job's running runs oldest first, whatever their lease") {
+  cluster c;
+  const auto a = c.claim(t0, "api-1", lease::claim_reason::scheduled, lease::overlap_mode::allow);
+  c.clock.advance(10s);
+  const auto b = c.claim(t0 + 10s, "api-1", lease::claim_reason::scheduled, lease::overlap_mode::allow);
+  c.clock.advance(10s);
+  const auto d = c.claim(t0 + 20s, "api-1", lease::claim_reason::scheduled, lease::overlap_mode::allow);
+  REQUIRE(c.store.finish({"report", t0 + 10s}, b.record.token, run_status::success));
+  const auto open = c.store.unfinished("report");
+  REQUIRE(open.size() == 2);
+  CHECK(open[0].slot == t0);
+  CHECK(open[1].slot == t0 + 20s);
+  REQUIRE(c.store.unfinished("other-job").empty());
+  (void)a;
+  (void)d;
+}
+
+TEST_CASE("pruning keeps history_size ended runs and never deletes a run a new claim could still ask for") {
+  cluster c;
+  // Five runs, each finished at once. history_size 2, retain 300 s.
+  for (int i = 0; i < 5; ++i) {
+    c.clock.set(t0 + std::chrono::seconds{i * 60});
+    const auto won = c.claim(t0 + std::chrono::seconds{i * 60});
+    REQUIRE(won.outcome == claim_outcome::won);
+    REQUIRE(c.store.finish(won.record.key(), won.record.token, run_status::success));
+  }
+  // At t0+240 s every run is within slot + 300 s + 10 s: all kept, whatever history_size says.
+  REQUIRE(c.store.snapshot().jobs.at("report").runs.size() == 5);
+  // Much later, a new run prunes down to the newest 2 ended ones (plus itself).
+  c.clock.set(t0 + 1000s);
+  REQUIRE(c.claim(t0 + 1000s).outcome == claim_outcome::won);
+  const auto table = c.store.snapshot();
+  const auto& runs = table.jobs.at("report").runs;
+  REQUIRE(runs.size() == 3);
+  CHECK(runs.begin()->first == t0 + 180s);
+}
+
+TEST_CASE("the fence increases on every won attempt of a job, across runs, and survives pruning") {
+  cluster c;
+  std::uint64_t last = 0;
+  for (int i = 0; i < 6; ++i) {
+    c.clock.set(t0 + std::chrono::seconds{i * 400});
+    const auto won = c.claim(t0 + std::chrono::seconds{i * 400});
+    REQUIRE(won.record.fence == last + 1);
+    last = won.record.fence;
+    c.clock.advance(31s);  // dies; a backup takes over
+    const auto taken = c.claim(t0 + std::chrono::seconds{i * 400}, "api-2", lease::claim_reason::takeover);
+    REQUIRE(taken.record.fence == last + 1);
+    last = taken.record.fence;
+    REQUIRE(c.store.finish(taken.record.key(), taken.record.token, run_status::success));
+  }
+  REQUIRE(c.store.snapshot().jobs.at("report").runs.size() <= 3);
+}

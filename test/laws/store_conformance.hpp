@@ -1,0 +1,298 @@
+// test/laws/store_conformance.hpp — the store conformance suite, written once.
+//
+// Every Store model must answer exactly as the pure rules (lease/rules.hpp)
+// do. This suite generates random histories — claims, heartbeats (single and
+// batched), finishes, releases, reads and clock advances, from several
+// runners with fresh and stale tokens, on a few jobs and slots — applies each
+// to a fresh store and to the rules, and requires every answer to agree. It
+// also checks the invariants of DESIGN.md §5 that a store alone must keep
+// (1 skip, 2 fencing, 3 attempts, 4 lateness, 5 one winner, 7 retention).
+//
+// Plug a store in with one line, inside a TEST_CASE:
+//
+//   lease::testing::check_store_conformance([](lease::fake_clock c) { return my_store{..., c}; });
+//
+// `make` must return a fresh, empty store that reads its clock from `c`
+// (the caller-supplied clock every store accepts). A failure prints the
+// history and RapidCheck's seed; replay with RC_PARAMS="seed=…".
+#pragma once
+
+#include <catch2/catch.hpp>
+#include <rapidcheck.h>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "lease/clock/fake.hpp"
+#include "lease/rules.hpp"
+#include "lease/store/concept.hpp"
+
+namespace lease::testing {
+
+/// One line per record, for failure messages.
+inline std::string describe(const run_record& r) {
+  std::ostringstream o;
+  o << "{job=" << r.job << " slot=" << r.slot.time_since_epoch().count() << " attempt=" << r.attempt
+    << " token=" << r.token << " fence=" << r.fence << " runner=" << r.runner << " status=" << to_string(r.status)
+    << " lease_end=" << r.lease_end.time_since_epoch().count() << " released=" << r.released
+    << " handovers=" << r.handovers << "}";
+  return o.str();
+}
+
+inline std::string describe(const std::optional<run_record>& r) { return r ? describe(*r) : "(no state)"; }
+
+inline std::string describe(const claim_result& c) {
+  return std::string(to_string(c.outcome)) + " " + describe(c.record) +
+         " store_now=" + std::to_string(c.store_now.time_since_epoch().count());
+}
+
+namespace conformance {
+
+enum class op_kind { claim, heartbeat, heartbeat_many, finish, release, unfinished, get, advance };
+
+/// One generated step. Indices are resolved against small fixed universes so
+/// that histories collide often: the same runs, stale tokens, expired leases.
+struct op {
+  op_kind kind = op_kind::advance;
+  int job = 0;        ///< index into jobs()
+  int slot = 0;       ///< slot index: slot k is at k × 10 s
+  int runner = 0;     ///< index of the instance sending it
+  int token = -1;     ///< index into tokens issued so far (mod count); -1 = a token never issued
+  claim_reason reason = claim_reason::scheduled;
+  run_status status = run_status::success;
+  std::int64_t ms = 0;  ///< clock advance, or lease length for claims/heartbeats
+  std::vector<std::pair<int, int>> batch;  ///< heartbeat_many: (slot, token) per element, same job
+};
+
+/// Settings fixed for one history (instances of a cluster share them).
+struct settings {
+  overlap_mode overlap = overlap_mode::skip;
+  std::uint32_t max_attempts = 3;
+  std::uint32_t history_size = 2;
+  std::int64_t max_late_ms = 30'000;
+  std::int64_t retain_ms = 60'000;  ///< at least max_late, as the scheduler sets it
+};
+
+// Job names include characters that break naive quoting in SQL, Lua and key
+// schemes: each store must treat a name as opaque bytes.
+inline const std::vector<std::string>& jobs() {
+  static const std::vector<std::string> names{"report", "it's {a} \"job\"\n", std::string("nul\0byte", 8)};
+  return names;
+}
+
+inline rc::Gen<op> gen_op() {
+  using namespace rc;
+  auto idx = [](int n) { return gen::inRange(0, n); };
+  return gen::oneOf(
+      gen::build<op>(gen::set(&op::kind, gen::just(op_kind::claim)), gen::set(&op::job, idx(3)),
+                     gen::set(&op::slot, idx(5)), gen::set(&op::runner, idx(3)),
+                     gen::set(&op::reason, gen::element(claim_reason::scheduled, claim_reason::catch_up,
+                                                        claim_reason::takeover)),
+                     gen::set(&op::ms, gen::inRange<std::int64_t>(1'000, 40'000))),
+      gen::build<op>(gen::set(&op::kind, gen::just(op_kind::heartbeat)), gen::set(&op::job, idx(3)),
+                     gen::set(&op::slot, idx(5)), gen::set(&op::token, gen::inRange(-1, 40)),
+                     gen::set(&op::ms, gen::inRange<std::int64_t>(1'000, 40'000))),
+      gen::build<op>(gen::set(&op::kind, gen::just(op_kind::heartbeat_many)), gen::set(&op::job, idx(3)),
+                     gen::set(&op::ms, gen::inRange<std::int64_t>(1'000, 40'000)),
+                     gen::set(&op::batch, gen::container<std::vector<std::pair<int, int>>>(
+                                              gen::pair(idx(5), gen::inRange(-1, 40))))),
+      gen::build<op>(gen::set(&op::kind, gen::just(op_kind::finish)), gen::set(&op::job, idx(3)),
+                     gen::set(&op::slot, idx(5)), gen::set(&op::token, gen::inRange(-1, 40)),
+                     gen::set(&op::status, gen::element(run_status::success, run_status::failed))),
+      gen::build<op>(gen::set(&op::kind, gen::just(op_kind::release)), gen::set(&op::job, idx(3)),
+                     gen::set(&op::slot, idx(5)), gen::set(&op::token, gen::inRange(-1, 40))),
+      gen::build<op>(gen::set(&op::kind, gen::just(op_kind::unfinished)), gen::set(&op::job, idx(3))),
+      gen::build<op>(gen::set(&op::kind, gen::just(op_kind::get)), gen::set(&op::job, idx(3)),
+                     gen::set(&op::slot, idx(5))),
+      gen::build<op>(gen::set(&op::kind, gen::just(op_kind::advance)),
+                     gen::set(&op::ms, gen::inRange<std::int64_t>(0, 45'000))));
+}
+
+inline rc::Gen<settings> gen_settings() {
+  using namespace rc;
+  return gen::map(gen::build<settings>(
+      gen::set(&settings::overlap, gen::element(overlap_mode::skip, overlap_mode::allow, overlap_mode::buffer_one,
+                                                overlap_mode::replace)),
+      gen::set(&settings::max_attempts, gen::inRange<std::uint32_t>(1, 4)),
+      gen::set(&settings::history_size, gen::inRange<std::uint32_t>(0, 3)),
+      gen::set(&settings::max_late_ms, gen::inRange<std::int64_t>(0, 40'000)),
+      gen::set(&settings::retain_ms, gen::inRange<std::int64_t>(0, 40'000))),
+      [](settings s) {
+    s.retain_ms += s.max_late_ms;  // retain = max(max_late, catch_up) ≥ max_late
+    return s;
+  });
+}
+
+/// Replays one history against `store` and the rules side by side.
+template <Store S>
+void replay(S& store, fake_clock clock, const settings& cfg, const std::vector<op>& ops) {
+  rules::run_table model;
+  std::vector<std::string> tokens;  // every token ever sent in a claim, in order
+  std::map<std::tuple<std::string, time_point, std::uint32_t>, std::string> winners;  // invariant 5
+  std::map<run_key, std::set<std::string>> fenced;  // tokens of superseded attempts, invariant 2
+  std::map<run_key, time_point> created;            // first state seen, invariant 7
+  std::ostringstream log;
+  const time_point epoch = clock.now();
+
+  auto key = [&](int job, int slot) { return run_key{jobs()[static_cast<std::size_t>(job)], epoch + duration{slot * 10'000}}; };
+  auto token = [&](int pick) -> std::string {
+    if (pick < 0 || tokens.empty()) return "never-issued-token";
+    return tokens[static_cast<std::size_t>(pick) % tokens.size()];
+  };
+  auto fail = [&](const std::string& what) {
+    RC_FAIL(what + "\nhistory so far (store clock ms since start):\n" + log.str());
+  };
+  auto stale_token_accepted = [&](const run_key& k, const std::string& t, bool accepted) {
+    if (accepted && fenced[k].count(t) != 0) fail("invariant 2 (fencing): a superseded attempt's token was accepted");
+  };
+
+  for (std::size_t step = 0; step < ops.size(); ++step) {
+    const op& o = ops[step];
+    const time_point now = clock.now();
+    log << "  [" << step << "] t=" << (now - epoch).count() << " ";
+    switch (o.kind) {
+      case op_kind::advance:
+        clock.advance(duration{o.ms});
+        log << "advance " << o.ms << "\n";
+        break;
+      case op_kind::claim: {
+        claim_request req;
+        req.run = key(o.job, o.slot);
+        req.runner = "runner-" + std::to_string(o.runner);
+        req.token = "tok-" + std::to_string(tokens.size());
+        tokens.push_back(req.token);
+        req.reason = o.reason;
+        req.lease = duration{o.ms};
+        req.max_attempts = cfg.max_attempts;
+        req.deadline = req.run.slot + duration{cfg.max_late_ms};
+        req.overlap = cfg.overlap;
+        req.history_size = cfg.history_size;
+        req.retain = duration{cfg.retain_ms};
+        const auto before = rules::get(model, req.run);
+        const claim_result want = rules::claim(model, req, now);
+        const claim_result got = store.claim(req);
+        log << "claim " << to_string(req.reason) << " job#" << o.job << " slot#" << o.slot << " " << req.token << " lease " << o.ms
+            << " -> " << describe(got) << "\n";
+        if (got.outcome != want.outcome || got.record != want.record || got.store_now != want.store_now)
+          fail("claim answered differently from the rules:\n  store: " + describe(got) + "\n  rules: " + describe(want));
+        if (want.outcome == claim_outcome::won) {
+          auto w = std::make_tuple(req.run.job, req.run.slot, want.record.attempt);
+          if (!winners.emplace(w, req.token).second) fail("invariant 5: two winners of one attempt");
+          if (before && want.record.attempt > 1) fenced[req.run].insert(before->token);
+          if (!before && now > req.deadline + late_tolerance) fail("invariant 4: a new run was won after its deadline");
+          if (want.record.attempt - want.record.handovers > cfg.max_attempts)
+            fail("invariant 3: attempts - handovers exceeded max_attempts");
+          created.emplace(req.run, now);
+        }
+        break;
+      }
+      case op_kind::heartbeat: {
+        const run_key k = key(o.job, o.slot);
+        const std::string t = token(o.token);
+        const bool want = rules::heartbeat(model, k, t, duration{o.ms}, now);
+        const bool got = store.heartbeat(k, t, duration{o.ms});
+        log << "heartbeat job#" << o.job << " slot#" << o.slot << " " << t << " -> " << got << "\n";
+        if (got != want) fail("heartbeat answered " + std::to_string(got) + ", the rules say " + std::to_string(want));
+        stale_token_accepted(k, t, got);
+        break;
+      }
+      case op_kind::heartbeat_many: {
+        std::vector<heartbeat_request> batch;
+        for (auto [slot, pick] : o.batch) batch.push_back({key(o.job, slot), token(pick), duration{o.ms}});
+        std::vector<bool> want;
+        for (const auto& h : batch) want.push_back(rules::heartbeat(model, h.run, h.token, h.lease, now));
+        std::vector<bool> got;
+        if constexpr (BatchHeartbeatStore<S>) {
+          got = store.heartbeat_many(batch);
+        } else {
+          for (const auto& h : batch) got.push_back(store.heartbeat(h.run, h.token, h.lease));
+        }
+        log << "heartbeat_many job#" << o.job << " x" << batch.size() << "\n";
+        if (got != want) fail("heartbeat_many answered differently from the rules");
+        for (std::size_t i = 0; i < batch.size(); ++i) stale_token_accepted(batch[i].run, batch[i].token, got[i]);
+        break;
+      }
+      case op_kind::finish: {
+        const run_key k = key(o.job, o.slot);
+        const std::string t = token(o.token);
+        const bool want = rules::finish(model, k, t, o.status, now);
+        const bool got = store.finish(k, t, o.status);
+        log << "finish " << to_string(o.status) << " job#" << o.job << " slot#" << o.slot << " " << t << " -> " << got << "\n";
+        if (got != want) fail("finish answered " + std::to_string(got) + ", the rules say " + std::to_string(want));
+        stale_token_accepted(k, t, got);
+        break;
+      }
+      case op_kind::release: {
+        const run_key k = key(o.job, o.slot);
+        const std::string t = token(o.token);
+        const bool want = rules::release(model, k, t, now);
+        const bool got = store.release(k, t);
+        log << "release job#" << o.job << " slot#" << o.slot << " " << t << " -> " << got << "\n";
+        if (got != want) fail("release answered " + std::to_string(got) + ", the rules say " + std::to_string(want));
+        stale_token_accepted(k, t, got);
+        break;
+      }
+      case op_kind::unfinished: {
+        const auto& job = jobs()[static_cast<std::size_t>(o.job)];
+        const auto want = rules::unfinished(model, job);
+        const auto got = store.unfinished(job);
+        log << "unfinished job#" << o.job << " -> " << got.size() << " runs\n";
+        if (got != want) fail("unfinished answered " + std::to_string(got.size()) + " runs, the rules " +
+                              std::to_string(want.size()) + " (or the records differ)");
+        break;
+      }
+      case op_kind::get: {
+        const run_key k = key(o.job, o.slot);
+        const auto want = rules::get(model, k);
+        const auto got = store.get(k);
+        log << "get job#" << o.job << " slot#" << o.slot << " -> " << describe(got) << "\n";
+        if (got != want) fail("get answered " + describe(got) + ", the rules say " + describe(want));
+        break;
+      }
+    }
+
+    // Store-level invariants, read from the store itself after every step.
+    const time_point after = clock.now();
+    for (int j = 0; j < 3; ++j) {
+      int live = 0;
+      for (int s = 0; s < 5; ++s) {
+        const run_key k = key(j, s);
+        const auto r = store.get(k);
+        if (r && r->live(after)) ++live;
+        auto c = created.find(k);
+        if (!r && c != created.end() && after <= k.slot + duration{cfg.retain_ms} + late_tolerance)
+          fail("invariant 7: the state of run job#" + std::to_string(j) + " slot#" + std::to_string(s) +
+               " was deleted while a new claim could still arrive");
+      }
+      if (cfg.overlap == overlap_mode::skip && live > 1) fail("invariant 1: two live leases of one job in skip mode");
+    }
+  }
+}
+
+}  // namespace conformance
+
+/// Runs the conformance properties against stores made by `make(fake_clock)`.
+/// Call inside a TEST_CASE; each failing property fails the test case with
+/// the history and the seed.
+template <class MakeStore>
+void check_store_conformance(MakeStore make) {
+  using S = decltype(make(fake_clock{}));
+  static_assert(Store<S>, "check_store_conformance: make(fake_clock) must return a lease::Store");
+  const bool ok = rc::check("every answer agrees with the rules and the invariants hold", [&] {
+    const auto cfg = *conformance::gen_settings();
+    const auto ops = *rc::gen::resize(60, rc::gen::container<std::vector<conformance::op>>(conformance::gen_op()));
+    // Start at a realistic wall time, not the epoch: stores may treat 0 specially.
+    fake_clock clock{time_point{duration{1'700'000'000'000}}};
+    S store = make(clock);
+    conformance::replay(store, clock, cfg, ops);
+  });
+  REQUIRE(ok);
+}
+
+}  // namespace lease::testing
