@@ -84,11 +84,13 @@ struct sqlite_options {
 /// (`file:jobs.db?mode=ro` opens read-only: get/unfinished work, writes fail
 /// with errc::unavailable).
 ///
-/// Every operation throws lease::store_error if it cannot complete (lock not
-/// obtained within busy_timeout, disk full, read-only file: errc::unavailable;
-/// a stored value lease did not write: errc::corrupt); a failed operation
-/// changed nothing (its transaction is rolled back). Losing a race is an
-/// outcome, never an error.
+/// Every operation throws lease::store_error if it cannot complete: lock not
+/// obtained within busy_timeout, disk full, read-only file → errc::unavailable,
+/// and nothing was changed (the transaction is rolled back); a stored value
+/// lease did not write → errc::corrupt; an I/O error while the write was
+/// being committed → errc::outcome_unknown: it may or may not be on disk, so
+/// read the run back and compare its token before retrying. Losing a race is
+/// an outcome, never an error.
 ///
 /// Thread-safety: one thread at a time per store object (it owns one
 /// connection); give each thread or process its own store on the same path.
@@ -209,7 +211,7 @@ class sqlite_store {
     detail::bind_int(s, 2, ms(run.slot));
     detail::bind_int(s, 3, static_cast<std::int64_t>(status));
     detail::bind_bytes(s, 4, token);
-    detail::step(s, "cannot record the end of a run");
+    detail::step_commit(s, "cannot record the end of a run");
     return sqlite3_changes(db_.get()) == 1;
   }
 
@@ -222,7 +224,7 @@ class sqlite_store {
     detail::bind_int(s, 2, ms(run.slot));
     bind_now(s, 3, std::nullopt);
     detail::bind_bytes(s, 4, token);
-    detail::step(s, "cannot release a run");
+    detail::step_commit(s, "cannot release a run");
     return sqlite3_changes(db_.get()) == 1;
   }
 
@@ -314,7 +316,7 @@ class sqlite_store {
     void commit() {
       sqlite3_stmt* c = s_.stmt(q::commit);
       detail::stmt_use use(c);
-      detail::step(c, "cannot commit");
+      detail::step_commit(c, "cannot commit");
       done_ = true;
     }
     ~transaction() {
@@ -357,7 +359,8 @@ class sqlite_store {
     bind_now(s, 3, t);
     detail::bind_int(s, 4, lease.count());
     detail::bind_bytes(s, 5, token);
-    detail::step(s, "cannot renew a lease");
+    if (t) detail::step(s, "cannot renew a lease");  // inside heartbeat_many's transaction
+    else detail::step_commit(s, "cannot renew a lease");
     return sqlite3_changes(db_.get()) == 1;
   }
 
