@@ -14,6 +14,7 @@
 #include "lease/clock/fake.hpp"
 #include "lease/clock/system.hpp"
 #include "lease/store/sqlite.hpp"
+#include "sqlite/faulty_vfs.hpp"
 #include "sqlite/temp_dir.hpp"
 
 using namespace std::chrono_literals;
@@ -248,4 +249,33 @@ TEST_CASE("on the host clock the store reads real milliseconds and a lease reall
   const auto released = s.get(r.run)->lease_end;
   CHECK(released >= takeover.store_now);
   CHECK(released <= lease::system_clock{}.now());
+}
+
+TEST_CASE("an I/O error while committing is outcome unknown and a read-back then tells what happened") {
+  namespace vfs = lease::testing::faulty_vfs;
+  lease::testing::temp_dir dir;
+  const std::string path = dir.file("jobs.db");
+  lease::fake_clock clock{t0};
+  lease::sqlite_options o;
+  o.clock = [clock] { return clock.now(); };
+  lease::sqlite_store s{"file:" + path + "?vfs=" + vfs::install(), o};
+  REQUIRE(s.claim(request("report", t0, "tok-1")).outcome == claim_outcome::won);
+
+  vfs::fail_wal_writes = true;
+  const auto e = error_of([&] { s.claim(request("other", t0, "tok-2")); });
+  CHECK(e.code() == lease::errc::outcome_unknown);
+  CHECK(e.code() == lease::sqlite_errc::commit_unknown);
+  CHECK_THAT(e.what(), Contains(path) && Contains("read the run back"));
+  CHECK(error_of([&] { s.heartbeat({"report", t0}, "tok-1", 60s); }).code() == lease::errc::outcome_unknown);
+  CHECK(error_of([&] { s.finish({"report", t0}, "tok-1", run_status::success); }).code() == lease::errc::outcome_unknown);
+  vfs::fail_wal_writes = false;
+
+  // The read-back the error asks for works, and decides: here nothing was applied.
+  CHECK_FALSE(s.get({"other", t0}).has_value());
+  CHECK(s.get({"report", t0})->status == run_status::running);
+  CHECK(s.get({"report", t0})->lease_end == t0 + 30s);
+  // The store carries on once the disk does.
+  const auto retried = s.claim(request("other", t0, "tok-2"));
+  CHECK(retried.outcome == claim_outcome::won);
+  CHECK(s.finish({"report", t0}, "tok-1", run_status::success));
 }

@@ -84,11 +84,13 @@ struct sqlite_options {
 /// (`file:jobs.db?mode=ro` opens read-only: get/unfinished work, writes fail
 /// with errc::unavailable).
 ///
-/// Every operation throws lease::store_error if it cannot complete (lock not
-/// obtained within busy_timeout, disk full, read-only file: errc::unavailable;
-/// a stored value lease did not write: errc::corrupt); a failed operation
-/// changed nothing (its transaction is rolled back). Losing a race is an
-/// outcome, never an error.
+/// Every operation throws lease::store_error if it cannot complete: lock not
+/// obtained within busy_timeout, disk full, read-only file → errc::unavailable,
+/// and nothing was changed (the transaction is rolled back); a stored value
+/// lease did not write → errc::corrupt; an I/O error while the write was
+/// being committed → errc::outcome_unknown: it may or may not be on disk, so
+/// read the run back and compare its token before retrying. Losing a race is
+/// an outcome, never an error.
 ///
 /// Thread-safety: one thread at a time per store object (it owns one
 /// connection); give each thread or process its own store on the same path.
@@ -119,13 +121,14 @@ class sqlite_store {
     res.record.job = req.run.job;
     res.record.slot = req.run.slot;
 
-    if (std::optional<run_record> found = select_run(req.run)) {
+    auto [found, newer] = find_run(req.run);
+    if (found) {
       run_record& r = *found;
       if (r.status != run_status::running) {
         res.outcome = claim_outcome::finished;
       } else if (r.live(at)) {
         res.outcome = claim_outcome::running;
-      } else if (has_newer(req.run) || r.attempt - r.handovers >= req.max_attempts) {
+      } else if (newer || r.attempt - r.handovers >= req.max_attempts) {
         // A newer run started first, or dead runners used up the attempts.
         set_status(req.run, run_status::interrupted);
         r.status = run_status::interrupted;
@@ -151,17 +154,15 @@ class sqlite_store {
       res.outcome = claim_outcome::none;
     } else if (at > req.deadline + late_tolerance) {
       res.outcome = claim_outcome::late;
-    } else if (has_newer(req.run)) {
+    } else if (newer) {
       res.outcome = claim_outcome::superseded;
-    } else if (std::optional<run_record> live;
-               (req.overlap == overlap_mode::skip || req.overlap == overlap_mode::buffer_one) &&
-               (live = latest_live(req.run.job, at))) {
+    } else if (auto blocking = scan_running(req, at); blocking.live) {
       res.outcome = claim_outcome::overlap;
-      res.record = std::move(*live);
+      res.record = std::move(*blocking.live);
     } else {
       // Older running runs end here: expired ones because a newer run started
       // first, live ones too in replace mode (allow leaves them running).
-      interrupt_older(req.run.job, at, req.overlap == overlap_mode::replace);
+      if (blocking.to_interrupt) interrupt_older(req.run.job, at, req.overlap == overlap_mode::replace);
       run_record& r = res.record;
       r.attempt = 1;
       r.token = req.token;
@@ -210,7 +211,7 @@ class sqlite_store {
     detail::bind_int(s, 2, ms(run.slot));
     detail::bind_int(s, 3, static_cast<std::int64_t>(status));
     detail::bind_bytes(s, 4, token);
-    detail::step(s, "cannot record the end of a run");
+    detail::step_commit(s, "cannot record the end of a run");
     return sqlite3_changes(db_.get()) == 1;
   }
 
@@ -223,7 +224,7 @@ class sqlite_store {
     detail::bind_int(s, 2, ms(run.slot));
     bind_now(s, 3, std::nullopt);
     detail::bind_bytes(s, 4, token);
-    detail::step(s, "cannot release a run");
+    detail::step_commit(s, "cannot release a run");
     return sqlite3_changes(db_.get()) == 1;
   }
 
@@ -256,7 +257,7 @@ class sqlite_store {
 
  private:
   enum class q : std::uint8_t {
-    begin, commit, rollback, get, newer, latest_live, interrupt_older, set_status, bump_fence,
+    begin, commit, rollback, get, find, running, interrupt_older, set_status, read_fence, write_fence,
     insert_run, take_over, prune, heartbeat, finish, release, unfinished, count_
   };
 
@@ -265,18 +266,23 @@ class sqlite_store {
   // write lock). julianday is exact to ~40 µs, so rounding gives the exact ms.
   // (unixepoch('subsec') would be simpler but needs SQLite 3.42.)
 #define LEASE_SQLITE_NOW "coalesce(?3, CAST(round((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER))"
+  // INDEXED BY: without statistics the planner would walk the job's whole
+  // history by primary key to find its few running runs.
   static constexpr std::array<const char*, static_cast<std::size_t>(q::count_)> sql_ = {
       "BEGIN IMMEDIATE",
       "COMMIT",
       "ROLLBACK",
       "SELECT " LEASE_SQLITE_COLUMNS " FROM lease_runs WHERE job = ?1 AND slot = ?2",
-      "SELECT 1 FROM lease_runs WHERE job = ?1 AND slot > ?2 LIMIT 1",
-      "SELECT " LEASE_SQLITE_COLUMNS " FROM lease_runs WHERE job = ?1 AND status = 0 AND lease_end > ?2 "
-      "ORDER BY slot DESC LIMIT 1",
-      "UPDATE lease_runs SET status = 3 WHERE job = ?1 AND status = 0 AND (lease_end <= ?2 OR ?3)",
+      // The run itself (if it has state) and the next newer run: one seek
+      // answers both "which state" and "has a newer run started".
+      "SELECT " LEASE_SQLITE_COLUMNS " FROM lease_runs WHERE job = ?1 AND slot >= ?2 ORDER BY slot LIMIT 2",
+      "SELECT " LEASE_SQLITE_COLUMNS " FROM lease_runs INDEXED BY lease_runs_running "
+      "WHERE job = ?1 AND status = 0 ORDER BY slot DESC",
+      "UPDATE lease_runs INDEXED BY lease_runs_running SET status = 3 "
+      "WHERE job = ?1 AND status = 0 AND (lease_end <= ?2 OR ?3)",
       "UPDATE lease_runs SET status = ?3 WHERE job = ?1 AND slot = ?2",
-      "INSERT INTO lease_jobs (job, fence) VALUES (?1, 1) "
-      "ON CONFLICT (job) DO UPDATE SET fence = fence + 1 RETURNING fence",
+      "SELECT fence FROM lease_jobs WHERE job = ?1",
+      "INSERT OR REPLACE INTO lease_jobs (job, fence) VALUES (?1, ?2)",
       "INSERT INTO lease_runs (" LEASE_SQLITE_COLUMNS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0, ?7, 0, ?8)",
       "UPDATE lease_runs SET attempt = ?3, token = ?4, fence = ?5, runner = ?6, status = 0, "
       "lease_end = ?7, released = 0 WHERE job = ?1 AND slot = ?2",
@@ -290,7 +296,8 @@ class sqlite_store {
       "WHERE job = ?1 AND slot = ?2 AND token = ?4 AND status = 0 AND released = 0",
       "UPDATE lease_runs SET lease_end = " LEASE_SQLITE_NOW ", released = 1, handovers = handovers + 1 "
       "WHERE job = ?1 AND slot = ?2 AND token = ?4 AND status = 0 AND released = 0",
-      "SELECT " LEASE_SQLITE_COLUMNS " FROM lease_runs WHERE job = ?1 AND status = 0 ORDER BY slot",
+      "SELECT " LEASE_SQLITE_COLUMNS " FROM lease_runs INDEXED BY lease_runs_running "
+      "WHERE job = ?1 AND status = 0 ORDER BY slot",
   };
 #undef LEASE_SQLITE_NOW
 #undef LEASE_SQLITE_COLUMNS
@@ -309,7 +316,7 @@ class sqlite_store {
     void commit() {
       sqlite3_stmt* c = s_.stmt(q::commit);
       detail::stmt_use use(c);
-      detail::step(c, "cannot commit");
+      detail::step_commit(c, "cannot commit");
       done_ = true;
     }
     ~transaction() {
@@ -352,7 +359,8 @@ class sqlite_store {
     bind_now(s, 3, t);
     detail::bind_int(s, 4, lease.count());
     detail::bind_bytes(s, 5, token);
-    detail::step(s, "cannot renew a lease");
+    if (t) detail::step(s, "cannot renew a lease");  // inside heartbeat_many's transaction
+    else detail::step_commit(s, "cannot renew a lease");
     return sqlite3_changes(db_.get()) == 1;
   }
 
@@ -399,21 +407,47 @@ class sqlite_store {
     return read_record(s);
   }
 
-  bool has_newer(const run_key& run) {
-    sqlite3_stmt* s = stmt(q::newer);
+  struct found_run {
+    std::optional<run_record> run;
+    bool newer = false;  ///< a newer run of the job has state
+  };
+  found_run find_run(const run_key& run) {
+    sqlite3_stmt* s = stmt(q::find);
     detail::stmt_use use(s);
     detail::bind_bytes(s, 1, run.job);
     detail::bind_int(s, 2, ms(run.slot));
-    return detail::step(s, "cannot look for a newer run");
+    found_run out;
+    if (!detail::step(s, "cannot read a run")) return out;
+    if (detail::column_int(s, 1) != ms(run.slot)) {
+      out.newer = true;
+      return out;
+    }
+    out.run = read_record(s);
+    out.newer = detail::step(s, "cannot look for a newer run");
+    return out;
   }
 
-  std::optional<run_record> latest_live(std::string_view job, time_point now) {
-    sqlite3_stmt* s = stmt(q::latest_live);
+  struct running_runs {
+    std::optional<run_record> live;  ///< the newest live run, if it blocks (skip, buffer_one)
+    bool to_interrupt = false;       ///< some running run ends when the new run starts
+  };
+  /// The job's running runs, newest first (usually none or one).
+  running_runs scan_running(const claim_request& req, time_point at) {
+    const bool blocks = req.overlap == overlap_mode::skip || req.overlap == overlap_mode::buffer_one;
+    const bool replace = req.overlap == overlap_mode::replace;
+    sqlite3_stmt* s = stmt(q::running);
     detail::stmt_use use(s);
-    detail::bind_bytes(s, 1, job);
-    detail::bind_int(s, 2, ms(now));
-    if (!detail::step(s, "cannot look for a live run")) return std::nullopt;
-    return read_record(s);
+    detail::bind_bytes(s, 1, req.run.job);
+    running_runs out;
+    while (detail::step(s, "cannot read the running runs")) {
+      const bool live = at < time_point{duration{detail::column_int(s, 7)}};
+      if (live && blocks) {
+        out.live = read_record(s);
+        return out;
+      }
+      if (!live || replace) out.to_interrupt = true;
+    }
+    return out;
   }
 
   void interrupt_older(std::string_view job, time_point now, bool live_too) {
@@ -434,15 +468,25 @@ class sqlite_store {
     detail::step(s, "cannot mark a run interrupted");
   }
 
+  /// fence + 1 for the job (1 for its first run), stored. A read and a
+  /// write rather than an UPSERT ... RETURNING, which costs SQLite three
+  /// times as much; atomic all the same inside the claim's transaction.
   std::uint64_t bump_fence(std::string_view job) {
-    sqlite3_stmt* s = stmt(q::bump_fence);
+    std::int64_t fence = 0;
+    {
+      sqlite3_stmt* s = stmt(q::read_fence);
+      detail::stmt_use use(s);
+      detail::bind_bytes(s, 1, job);
+      if (detail::step(s, "cannot read the job's fence")) fence = detail::column_int(s, 0);
+    }
+    if (fence < 0) detail::throw_sqlite(sqlite_errc::bad_value, path_, "lease_jobs holds a negative fence");
+    ++fence;
+    sqlite3_stmt* s = stmt(q::write_fence);
     detail::stmt_use use(s);
     detail::bind_bytes(s, 1, job);
-    if (!detail::step(s, "cannot advance the job's fence"))
-      detail::throw_sqlite(db_.get(), SQLITE_CORRUPT, path_, "advancing the fence returned nothing");
-    const std::int64_t f = detail::column_int(s, 0);
-    if (f <= 0) detail::throw_sqlite(sqlite_errc::bad_value, path_, "lease_jobs holds a fence that is not positive");
-    return static_cast<std::uint64_t>(f);
+    detail::bind_int(s, 2, fence);
+    detail::step(s, "cannot advance the job's fence");
+    return static_cast<std::uint64_t>(fence);
   }
 
   void insert_run(const run_record& r) {

@@ -19,7 +19,6 @@
 namespace lease {
 
 /// Failures lease's SQLite store detects itself, beyond SQLite's result codes.
-/// All three mean errc::corrupt: the file is not one this library can use.
 enum class sqlite_errc {
   /// The file is a SQLite database of another application (it has tables and
   /// no lease schema table).
@@ -29,6 +28,10 @@ enum class sqlite_errc {
   unknown_schema_version,
   /// A stored value is outside what this library writes (e.g. a status of 7).
   bad_value,
+  /// The disk failed (SQLITE_IOERR) while a write was being committed: it may
+  /// or may not be on disk (errc::outcome_unknown). The SQLite code is in the
+  /// message.
+  commit_unknown,
 };
 
 namespace detail {
@@ -42,6 +45,7 @@ class sqlite_category_impl final : public std::error_category {
       case sqlite_errc::foreign_schema: return "database of another application";
       case sqlite_errc::unknown_schema_version: return "unknown lease schema";
       case sqlite_errc::bad_value: return "stored value not understood";
+      case sqlite_errc::commit_unknown: return "I/O error while committing: outcome unknown";
     }
     return sqlite3_errstr(c);
   }
@@ -56,6 +60,7 @@ class sqlite_category_impl final : public std::error_category {
       case sqlite_errc::foreign_schema:
       case sqlite_errc::unknown_schema_version:
       case sqlite_errc::bad_value: return errc::corrupt;
+      case sqlite_errc::commit_unknown: return errc::outcome_unknown;
     }
     switch (c & 0xff) {
       case SQLITE_BUSY:
@@ -142,6 +147,19 @@ namespace detail {
   }
   if (const auto advice = sqlite_advice(rc); !advice.empty()) msg.append(": ").append(advice);
   throw store_error(std::error_code(rc, sqlite_category()), msg);
+}
+
+/// Throws the outcome-unknown store_error for an I/O error `rc` met while a
+/// write was committing. Once SQLite has started writing a commit to the WAL,
+/// a failure can leave it recoverable from the file (e.g. a failed fsync
+/// after the commit frame was written), so "not applied" cannot be promised.
+[[noreturn]] inline void throw_commit_unknown(sqlite3* db, int rc, std::string_view path, std::string_view what) {
+  std::string msg = "lease::sqlite_store '";
+  msg.append(path).append("': ").append(what).append(": the disk failed while committing (SQLite code ");
+  msg.append(std::to_string(rc)).append(", ").append(db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+  msg.append("); the change may or may not have been applied: read the run back and compare its token "
+             "before retrying, and check the disk");
+  throw store_error(make_error_code(sqlite_errc::commit_unknown), msg);
 }
 
 /// Throws the store_error for a condition the store detected itself.

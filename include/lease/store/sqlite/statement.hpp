@@ -72,6 +72,16 @@ inline bool step(sqlite3_stmt* s, std::string_view what) {
   throw_sqlite(db, rc, sqlite_path(db), what);
 }
 
+/// step() for a statement that commits a write (COMMIT, or a write in
+/// autocommit mode): an I/O error is an outcome-unknown error.
+inline void step_commit(sqlite3_stmt* s, std::string_view what) {
+  const int rc = sqlite3_step(s);
+  if (rc == SQLITE_DONE || rc == SQLITE_ROW) return;
+  sqlite3* db = sqlite3_db_handle(s);
+  if ((rc & 0xff) == SQLITE_IOERR) throw_commit_unknown(db, rc, sqlite_path(db), what);
+  throw_sqlite(db, rc, sqlite_path(db), what);
+}
+
 /// Runs SQL text that returns no rows needed (pragmas, DDL).
 inline void exec(sqlite3* db, const char* sql, std::string_view path, std::string_view what) {
   const int rc = sqlite3_exec(db, sql, nullptr, nullptr, nullptr);
