@@ -171,6 +171,7 @@ class cron_field_parser {
         const int w = value(sub(0, hash), 0, 7) % 7;
         const cron_token k = sub(hash + 1);
         if (k.text.empty()) fail(k, "missing number after #, as in fri#3 (the third Friday)");
+        if (!is_digit(k.text.front())) fail(k, "is not a number");  // not a weekday name: it counts
         out_.nth_of[static_cast<std::size_t>(w)] |= static_cast<std::uint8_t>(1u << value(k, 1, 5));
         return true;
       }
