@@ -17,9 +17,11 @@
 //   month          1-12, jan-dec
 //   day of week    0-7, sun-sat    ?  nL (last n-day of the month)  n#k (k-th n-day, k = 1-5)
 //
-//   every field: *  a  a-b  */s  a-b/s  a/s (= a-max/s)  lists a,b-c,...
-//   a range with its end before its start wraps around: 22-2 (hours), fri-mon.
-//   0 and 7 are both Sunday.  With 5 fields, the second is 0.
+//   every field: *  a  a-b  */s  a-b/s  a/s (from a to the field's end)  lists a,b-c,...
+//   a range whose end is before its start wraps around: 22-2 (hours), fri-mon.
+//   0 and 7 are both Sunday; the week ends at 6 for */s and a/s.  `?` is `*`.
+//   With 5 fields the second is 0.  L alone in day of week is an error (Quartz
+//   reads it as Saturday; write sat or 6).
 //   macros: @yearly = @annually (0 0 1 1 *), @monthly (0 0 1 * *),
 //           @weekly (0 0 * * 0), @daily = @midnight (0 0 * * *), @hourly (0 * * * *).
 //
@@ -29,6 +31,9 @@
 // day must match both (so "0 0 */2 * fri" is odd-numbered Fridays, as in
 // Vixie). Other implementations differ: node-cron always requires both to
 // match; Quartz refuses an expression that restricts both (one must be `?`).
+//
+// Daylight saving time: a local time skipped by a spring-forward runs at the
+// end of the gap, a repeated one runs once — or as chosen: see cron/dst.hpp.
 //
 // Time zones come from the OS tz database through Howard Hinnant's date/tz.
 // Note that date 3.0.1 in this mode reads only the transitions listed in the

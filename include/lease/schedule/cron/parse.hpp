@@ -10,7 +10,8 @@
 //               | value "L" | value "#" k      (day of week only)
 //   value      := number | name (jan–dec, sun–sat)
 // A range whose end is below its start wraps around (22-2, fri-mon); `a/s`
-// means a-max/s. Day of week 7 is Sunday, like 0.
+// means a-max/s. Day of week 7 is Sunday, like 0; for `*` and `a/s` the week
+// ends at 6, so Sunday is never counted twice.
 #pragma once
 
 #include <array>
