@@ -36,7 +36,7 @@ time_point random_time_near_transition(const date::time_zone* zone) {
                                                                  : *rc::gen::inRange<std::int64_t>(0, 40 * 24 * hour)};
 }
 
-/// The Schedule laws (schedule/concept.hpp) at one time t.
+/// The Schedule laws (schedule/concept.hpp, L1-L3) at one time t.
 template <lease::Schedule S>
 void check_laws(const S& s, time_point t) {
   const time_point next = s.next(t);
@@ -49,6 +49,9 @@ void check_laws(const S& s, time_point t) {
   RC_ASSERT(s.next(latest) == next);      // and nothing lies between latest and next
   RC_ASSERT(s.latest(next - ms{1}) == latest);
   RC_ASSERT(s.next(next) > next);         // strictly increasing
+  const time_point later = t + ms{*rc::gen::inRange<std::int64_t>(0, 40LL * 86400'000)};
+  RC_ASSERT(s.next(t) <= s.next(later));  // monotonic (L1)
+  RC_ASSERT(s.latest(t) <= s.latest(later));
 }
 
 std::optional<lease::cron> make_cron(const cron_model& m, const char* zone = "UTC", lease::dst_policy dst = {}) {
