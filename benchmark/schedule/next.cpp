@@ -55,6 +55,8 @@ void next_every_5s_berlin(benchmark::State& s) { run_next(s, lease::cron("*/5 * 
 void next_weekdays_0300_berlin(benchmark::State& s) { run_next(s, lease::cron("0 3 * * 1-5", "Europe/Berlin")); }
 void next_last_day_berlin(benchmark::State& s) { run_next(s, lease::cron("0 0 L * *", "Europe/Berlin")); }
 void next_leap_day_utc(benchmark::State& s) { run_next(s, lease::cron("0 0 29 2 *")); }
+// A fifth Monday of February: 29 February on a Monday, once in 28 years or so.
+void next_rare_berlin(benchmark::State& s) { run_next(s, lease::cron("0 0 * 2 mon#5", "Europe/Berlin")); }
 void latest_weekdays_0300_utc(benchmark::State& s) { run_latest(s, lease::cron("0 3 * * 1-5")); }
 void latest_weekdays_0300_berlin(benchmark::State& s) { run_latest(s, lease::cron("0 3 * * 1-5", "Europe/Berlin")); }
 
@@ -72,6 +74,7 @@ BENCHMARK(next_every_5s_berlin);
 BENCHMARK(next_weekdays_0300_berlin);
 BENCHMARK(next_last_day_berlin);
 BENCHMARK(next_leap_day_utc);
+BENCHMARK(next_rare_berlin);
 BENCHMARK(latest_weekdays_0300_utc);
 BENCHMARK(latest_weekdays_0300_berlin);
 BENCHMARK(construct_weekdays_0300_berlin);

@@ -231,3 +231,22 @@ TEST_CASE("latest agrees with next across DST transitions") {
   CHECK(run_after.latest(utc("2026-10-25 01:45:00")) == utc("2026-10-25 00:30:00"));
   CHECK(both.latest(utc("2026-10-25 01:45:00")) == utc("2026-10-25 01:30:00"));
 }
+
+TEST_CASE("A rare schedule in a zone is found across many DST transitions, in both directions") {
+  const lease::cron leap_day("0 0 29 2 *", "Europe/Berlin");
+  CHECK(leap_day.next(utc("2026-03-01 00:00:00")) == utc("2028-02-28 23:00:00"));
+  CHECK(leap_day.latest(utc("2031-06-01 00:00:00")) == utc("2028-02-28 23:00:00"));
+
+  // A fifth Sunday of October is Berlin's fall-back day; the next one is 31 October 2027.
+  const lease::cron once("30 2 * 10 sun#5", "Europe/Berlin");
+  const lease::cron twice("30 2 * 10 sun#5", "Europe/Berlin", both_repeats);
+  CHECK(once.next(utc("2026-03-01 00:00:00")) == utc("2027-10-31 00:30:00"));
+  CHECK(once.next(utc("2027-10-31 00:30:00")) > utc("2028-01-01 00:00:00"));
+  CHECK(twice.next(utc("2027-10-31 00:30:00")) == utc("2027-10-31 01:30:00"));
+  CHECK(once.latest(utc("2028-06-01 00:00:00")) == utc("2027-10-31 00:30:00"));
+  CHECK(twice.latest(utc("2028-06-01 00:00:00")) == utc("2027-10-31 01:30:00"));
+  // 29 October 2028 is one too; looking back from two months later still
+  // sees that 02:30 CET repeats 02:30 CEST.
+  CHECK(once.latest(utc("2029-01-01 00:00:00")) == utc("2028-10-29 00:30:00"));
+  CHECK(twice.latest(utc("2029-01-01 00:00:00")) == utc("2028-10-29 01:30:00"));
+}

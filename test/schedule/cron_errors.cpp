@@ -89,6 +89,7 @@ TEST_CASE("Day-field letters are rejected outside their field or without their n
                           "day of week: L needs a weekday before it, as in 5L or friL (the last Friday) (column 9)"},
            expected_error{"0 0 * * 5#", "day of week", "", 11,
                           "day of week: missing number after #, as in fri#3 (the third Friday) (column 11)"},
+           expected_error{"0 0 * * 1#sun", "day of week", "sun", 11, "day of week: sun is not a number (column 11)"},
            expected_error{"0 0 W * *", "day of month", "W", 5, "day of month: W is not a number (column 5)"},
            expected_error{"0 0 32W * *", "day of month", "32", 5, "day of month: 32 is outside 1-31 (column 5)"},
            expected_error{"0 L * * *", "hour", "L", 3, "hour: L is not a number (column 3)"},

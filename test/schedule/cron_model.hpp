@@ -225,6 +225,38 @@ inline cron_model random_cron(bool every_hour = false) {
   return m;
 }
 
+/// A random expression that fires only on one day of the year (month/day),
+/// at random times of day, half the time within an hour of `hour`: aimed at
+/// a DST transition, its slots are sparse and fall in the skipped or repeated
+/// hour.
+inline cron_model random_cron_on(int month, int day, int hour) {
+  using namespace gen_detail;
+  cron_model m;
+  std::string text;
+  if (*rc::gen::arbitrary<bool>()) {
+    text += numeric_field(0, 59, nullptr, [&](int v) { m.seconds.set(static_cast<std::size_t>(v)); }, 1) + " ";
+  } else {
+    m.seconds.set(0);
+  }
+  text += numeric_field(0, 59, nullptr, [&](int v) { m.minutes.set(static_cast<std::size_t>(v)); }, 1) + " ";
+  if (*rc::gen::arbitrary<bool>() && hour >= 1 && hour <= 22) {
+    // The hour itself (the repeated one, for a fall-back), the next (the
+    // skipped one, for a spring-forward), or both with the hour before.
+    const auto [from, to] = *rc::gen::element(std::pair{hour, hour}, std::pair{hour + 1, hour + 1}, std::pair{hour - 1, hour + 1});
+    text += std::to_string(from) + "-" + std::to_string(to) + " ";
+    for (int h = from; h <= to; ++h) m.hours.set(static_cast<std::size_t>(h));
+  } else {
+    text += numeric_field(0, 23, nullptr, [&](int v) { m.hours.set(static_cast<std::size_t>(v)); }, 1) + " ";
+  }
+  text += std::to_string(day) + " " + std::to_string(month) + " *";
+  m.days.set(static_cast<std::size_t>(day));
+  m.months.set(static_cast<std::size_t>(month));
+  m.weekdays.set();
+  m.day_of_week_restricted = false;
+  m.text = text;
+  return m;
+}
+
 // --- brute-force searches -------------------------------------------------------
 
 /// The first matching UTC second strictly after t, by walking days.

@@ -23,17 +23,20 @@ time_point random_time(int from_year, int to_year) {
   return time_point{lo} + ms{offset};
 }
 
-/// Mostly a time within 2 hours of one of the zone's DST transitions: uniform
-/// times would almost never test them.
+/// Mostly a time shortly around one of the zone's DST transitions: uniform
+/// times would almost never test them. Half of those within 2 hours of it,
+/// half up to 40 days after it (a search back to the transition).
 time_point random_time_near_transition(const date::time_zone* zone) {
   const time_point t = random_time(2000, 2037);
   if (zone == nullptr || *rc::gen::inRange(0, 4) == 0) return t;
   const auto transition = zone->get_info(date::floor<std::chrono::seconds>(t)).end;
   if (transition > date::sys_days{date::year{2038} / 1 / 1}) return t;  // none left (or none at all)
-  return time_point{transition} + ms{*rc::gen::inRange<std::int64_t>(-2 * 3600'000, 2 * 3600'000)};
+  const std::int64_t hour = 3600'000;
+  return time_point{transition} + ms{*rc::gen::arbitrary<bool>() ? *rc::gen::inRange<std::int64_t>(-2 * hour, 2 * hour)
+                                                                 : *rc::gen::inRange<std::int64_t>(0, 40 * 24 * hour)};
 }
 
-/// The Schedule laws (schedule/concept.hpp) at one time t.
+/// The Schedule laws (schedule/concept.hpp, L1-L3) at one time t.
 template <lease::Schedule S>
 void check_laws(const S& s, time_point t) {
   const time_point next = s.next(t);
@@ -46,6 +49,9 @@ void check_laws(const S& s, time_point t) {
   RC_ASSERT(s.next(latest) == next);      // and nothing lies between latest and next
   RC_ASSERT(s.latest(next - ms{1}) == latest);
   RC_ASSERT(s.next(next) > next);         // strictly increasing
+  const time_point later = t + ms{*rc::gen::inRange<std::int64_t>(0, 40LL * 86400'000)};
+  RC_ASSERT(s.next(t) <= s.next(later));  // monotonic (L1)
+  RC_ASSERT(s.latest(t) <= s.latest(later));
 }
 
 std::optional<lease::cron> make_cron(const cron_model& m, const char* zone = "UTC", lease::dst_policy dst = {}) {
@@ -90,6 +96,33 @@ TEST_CASE("Cron slots in a zone follow the zone's wall clock and the DST policy"
     RC_ASSERT(std::optional{next} == schedule_test::model_next_zoned(m, tz, dst, t));
     // latest(t) is a model slot, and the model has none after it up to next.
     const time_point latest = c->latest(t);
+    RC_ASSERT(std::optional{latest} == schedule_test::model_next_zoned(m, tz, dst, latest - ms{1}));
+    RC_ASSERT(std::optional{next} == schedule_test::model_next_zoned(m, tz, dst, latest));
+  });
+}
+
+TEST_CASE("Cron slots on a DST transition day are found from far before and after it") {
+  rc::prop("next and latest agree with the model from up to 400 days away", [] {
+    const char* zone = *rc::gen::element("Europe/Berlin", "America/New_York", "Australia/Lord_Howe");
+    const date::time_zone* tz = date::locate_zone(zone);
+    const auto transition = tz->get_info(date::floor<std::chrono::seconds>(random_time(2001, 2036))).end;
+    const auto before = tz->to_local(transition - std::chrono::seconds{1});  // the last second before it
+    const auto midnight = date::floor<date::days>(before);
+    const date::year_month_day day{midnight};
+    const cron_model m = schedule_test::random_cron_on(
+        static_cast<int>(unsigned{day.month()}), static_cast<int>(unsigned{day.day()}),
+        static_cast<int>(date::floor<std::chrono::hours>(before - midnight).count()));
+    const lease::dst_policy dst{*rc::gen::element(lease::dst_gap::run_after, lease::dst_gap::skip),
+                                *rc::gen::element(lease::dst_repeat::first_only, lease::dst_repeat::both)};
+    const auto c = make_cron(m, zone, dst);
+    if (!c) return;
+    const std::int64_t day_ms = 86400'000;
+    const std::int64_t distance = *rc::gen::inRange<std::int64_t>(0, *rc::gen::element(3, 60, 400) * day_ms);
+    const time_point t = time_point{transition} + ms{*rc::gen::element(-1, 1) * distance};
+    const time_point next = c->next(t);
+    const time_point latest = c->latest(t);
+    RC_LOG() << "t = " << date::format("%F %T", t) << "\n";
+    RC_ASSERT(std::optional{next} == schedule_test::model_next_zoned(m, tz, dst, t));
     RC_ASSERT(std::optional{latest} == schedule_test::model_next_zoned(m, tz, dst, latest - ms{1}));
     RC_ASSERT(std::optional{next} == schedule_test::model_next_zoned(m, tz, dst, latest));
   });

@@ -17,9 +17,11 @@
 //   month          1-12, jan-dec
 //   day of week    0-7, sun-sat    ?  nL (last n-day of the month)  n#k (k-th n-day, k = 1-5)
 //
-//   every field: *  a  a-b  */s  a-b/s  a/s (= a-max/s)  lists a,b-c,...
-//   a range with its end before its start wraps around: 22-2 (hours), fri-mon.
-//   0 and 7 are both Sunday.  With 5 fields, the second is 0.
+//   every field: *  a  a-b  */s  a-b/s  a/s (from a to the field's end)  lists a,b-c,...
+//   a range whose end is before its start wraps around: 22-2 (hours), fri-mon.
+//   0 and 7 are both Sunday; the week ends at 6 for */s and a/s.  `?` is `*`.
+//   With 5 fields the second is 0.  L alone in day of week is an error (Quartz
+//   reads it as Saturday; write sat or 6).
 //   macros: @yearly = @annually (0 0 1 1 *), @monthly (0 0 1 * *),
 //           @weekly (0 0 * * 0), @daily = @midnight (0 0 * * *), @hourly (0 * * * *).
 //
@@ -29,6 +31,9 @@
 // day must match both (so "0 0 */2 * fri" is odd-numbered Fridays, as in
 // Vixie). Other implementations differ: node-cron always requires both to
 // match; Quartz refuses an expression that restricts both (one must be `?`).
+//
+// Daylight saving time: a local time skipped by a spring-forward runs at the
+// end of the gap, a repeated one runs once — or as chosen: see cron/dst.hpp.
 //
 // Time zones come from the OS tz database through Howard Hinnant's date/tz.
 // Note that date 3.0.1 in this mode reads only the transitions listed in the
@@ -114,6 +119,8 @@ class cron {
 
  private:
   using seconds = std::chrono::seconds;
+  // More than any UTC offset (±14 h) and any backward step of a wall clock.
+  static constexpr date::days margin{2};
 
   static const date::time_zone* find_zone(const std::string& name) {
     try {
@@ -141,7 +148,8 @@ class cron {
     for (;;) {
       const date::sys_info span = zone_->get_info(from);
       date::local_seconds lo = as_local(from) + span.offset;
-      if (dst_.repeat == dst_repeat::first_only) lo = std::max(lo, first_unrepeated(span, from));
+      // (A repeat lasts at most hours: past two days into the span, skip the lookup.)
+      if (dst_.repeat == dst_repeat::first_only && from - span.begin < margin) lo = std::max(lo, first_unrepeated(span));
       const date::local_seconds end_local = as_local(span.end) + span.offset;
       if (const auto m = detail::next_match(fields_, lo, end_local)) return as_sys(*m - span.offset);
       if (span.end >= last_instant()) return time_point::max();
@@ -150,7 +158,15 @@ class cron {
       if (dst_.gap == dst_gap::run_after && after.offset > span.offset &&
           detail::next_match(fields_, end_local, as_local(span.end) + after.offset))
         return span.end;
-      from = span.end;
+
+      // Nothing up to span.end. Skip the spans that cannot hold a slot either,
+      // so a rare schedule (29 February) costs one search, not one per span:
+      // a wall clock never runs back by two days, so every later slot's local
+      // time is at least the first match from two days before `from`'s, and
+      // no UTC offset moves the slot two days before that.
+      const auto ahead = detail::next_match(fields_, as_local(from) + span.offset - margin, date::local_seconds::max());
+      if (!ahead) return time_point::max();
+      from = std::max(span.end, as_sys(*ahead) - margin);
     }
   }
 
@@ -158,7 +174,7 @@ class cron {
     for (;;) {
       const date::sys_info span = zone_->get_info(upto);
       date::local_seconds lo = as_local(span.begin) + span.offset;
-      if (dst_.repeat == dst_repeat::first_only) lo = std::max(lo, first_unrepeated(span, upto));
+      if (dst_.repeat == dst_repeat::first_only) lo = std::max(lo, first_unrepeated(span));
       if (const auto m = detail::prev_match(fields_, as_local(upto) + span.offset, lo)) return as_sys(*m - span.offset);
       if (span.begin <= first_instant()) return time_point::min();
 
@@ -167,19 +183,21 @@ class cron {
           detail::prev_match(fields_, as_local(span.begin) + span.offset - seconds{1},
                              as_local(span.begin) + before.offset))
         return span.begin;
-      upto = span.begin - seconds{1};
+
+      // As in next_zoned, mirrored: jump to two days after the last match
+      // up to two days after `upto`'s local time.
+      const auto behind = detail::prev_match(fields_, as_local(upto) + span.offset + margin, date::local_seconds::min());
+      if (!behind) return time_point::min();
+      upto = std::min(span.begin - seconds{1}, as_sys(*behind) + margin);
     }
   }
 
   // Local times at the start of a span that follows a fall-back already
   // happened in the span before; under first_only they are not slots again.
   // Returns the first local time of the span that is not such a repeat.
-  [[nodiscard]] date::local_seconds first_unrepeated(const date::sys_info& span, date::sys_seconds t) const {
-    const date::local_seconds begin_local = as_local(span.begin) + span.offset;
-    // A repeat lasts at most a day or so; past that, skip the lookup.
-    if (t - span.begin > std::chrono::hours{48}) return begin_local;
+  [[nodiscard]] date::local_seconds first_unrepeated(const date::sys_info& span) const {
     const date::sys_info before = zone_->get_info(span.begin - seconds{1});
-    return before.offset > span.offset ? as_local(span.begin) + before.offset : begin_local;
+    return as_local(span.begin) + std::max(before.offset, span.offset);
   }
 
   detail::cron_fields fields_;

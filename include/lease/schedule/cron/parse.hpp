@@ -10,7 +10,8 @@
 //               | value "L" | value "#" k      (day of week only)
 //   value      := number | name (jan–dec, sun–sat)
 // A range whose end is below its start wraps around (22-2, fri-mon); `a/s`
-// means a-max/s. Day of week 7 is Sunday, like 0.
+// means a-max/s. Day of week 7 is Sunday, like 0; for `*` and `a/s` the week
+// ends at 6, so Sunday is never counted twice.
 #pragma once
 
 #include <array>
@@ -171,6 +172,7 @@ class cron_field_parser {
         const int w = value(sub(0, hash), 0, 7) % 7;
         const cron_token k = sub(hash + 1);
         if (k.text.empty()) fail(k, "missing number after #, as in fri#3 (the third Friday)");
+        if (!is_digit(k.text.front())) fail(k, "is not a number");  // not a weekday name: it counts
         out_.nth_of[static_cast<std::size_t>(w)] |= static_cast<std::uint8_t>(1u << value(k, 1, 5));
         return true;
       }
