@@ -94,6 +94,8 @@ struct sqlite_options {
 ///
 /// Thread-safety: one thread at a time per store object (it owns one
 /// connection); give each thread or process its own store on the same path.
+/// A store must not cross a fork(): open it in the process that uses it
+/// (SQLite's rule for connections; the child would share the parent's locks).
 /// Movable, not copyable; a moved-from store may only be destroyed or
 /// assigned to.
 class sqlite_store {

@@ -63,7 +63,8 @@ CREATE INDEX lease_runs_running ON lease_runs (job, slot) WHERE status = 0;
 /// Names of the schema objects the user put in the file (SQLite's own
 /// sqlite_* objects excluded).
 [[nodiscard]] inline std::vector<std::string> sqlite_object_names(sqlite3* db) {
-  sqlite_stmt s = sqlite_prepare(db, "SELECT name FROM sqlite_schema WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name");
+  sqlite_stmt s = sqlite_prepare(db, "SELECT name FROM sqlite_schema WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name",
+                                 "cannot read the file's schema");
   std::vector<std::string> names;
   while (step(s.get(), "cannot read the database's schema")) names.push_back(column_bytes(s.get(), 0));
   return names;
