@@ -51,8 +51,8 @@
 #include "lease/store/sqlite/schema.hpp"
 #include "lease/store/sqlite/statement.hpp"
 
-#if SQLITE_VERSION_NUMBER < 3035000
-#error "lease::sqlite_store needs SQLite 3.35 or newer (RETURNING, sqlite_schema)"
+#if SQLITE_VERSION_NUMBER < 3033000
+#error "lease::sqlite_store needs SQLite 3.33 or newer (the sqlite_schema table name)"
 #endif
 
 namespace lease {

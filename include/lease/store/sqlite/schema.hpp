@@ -21,6 +21,8 @@
 //                                  touch the few running runs, not the history
 #pragma once
 
+#include <algorithm>
+#include <climits>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -146,7 +148,7 @@ inline void sqlite_enable_wal(sqlite3* db, std::string_view path, std::int64_t b
   if (rc != SQLITE_OK) throw_sqlite(db.get(), rc, path, "cannot open the database file");
   sqlite3_extended_result_codes(db.get(), 1);
   // Every lock wait below and in every later operation is bounded by this.
-  sqlite3_busy_timeout(db.get(), static_cast<int>(busy_timeout_ms));
+  sqlite3_busy_timeout(db.get(), static_cast<int>(std::clamp<std::int64_t>(busy_timeout_ms, 0, INT_MAX)));
 
   // Look before touching anything: a foreign database must be refused before
   // we switch it to WAL. A file that is not a database fails here (NOTADB).
