@@ -23,6 +23,7 @@
 #include "lease/schedule/concept.hpp"
 #include "lease/schedule/every.hpp"
 #include "lease/scheduler.hpp"
+#include "lease/sim.hpp"
 #include "lease/store/concept.hpp"
 #include "lease/store/memory.hpp"
 #include "lease/time.hpp"

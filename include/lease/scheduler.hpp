@@ -86,7 +86,10 @@ class scheduler {
         inbox_(std::make_shared<detail::inbox>()) {
     if (opts_.instance.empty()) opts_.instance = detail::default_instance_id();
     if (opts_.seed == 0) opts_.seed = (std::uint64_t{std::random_device{}()} << 32) | std::random_device{}();
-    rng_.seed(opts_.seed);
+    // Tokens must differ between instances even when a cluster is configured
+    // with one seed for all (reproducible jitter): a shared token would let
+    // two instances each believe they hold the same attempt.
+    rng_.seed(opts_.seed ^ std::hash<std::string>{}(opts_.instance));
   }
   scheduler(const scheduler&) = delete;
   scheduler& operator=(const scheduler&) = delete;
@@ -353,7 +356,7 @@ class scheduler {
       if (e.code() == errc::outcome_unknown) {
         try {
           std::optional<run_record> rec = store_.get(req.run);
-          if (rec && rec->token == req.token) {
+          if (rec && rec->token == req.token && rec->runner == req.runner) {
             claim_result r;
             r.outcome = claim_outcome::won;
             r.record = *rec;
@@ -377,7 +380,7 @@ class scheduler {
   /// Every claim answer lands here.
   void on_claim(std::uint32_t j, const claim_request& req, const claim_result& res, time_point sent) {
     const run_record& rec = res.record;
-    const bool ours = rec.token == req.token;
+    const bool ours = rec.token == req.token && rec.runner == req.runner;
     if (res.outcome == claim_outcome::won || (ours && res.outcome == claim_outcome::running)) {
       begin_attempt(j, req, rec, sent);
       return;

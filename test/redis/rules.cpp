@@ -231,9 +231,7 @@ TEST_CASE("hostile job names round-trip and do not collide") {
       auto close = key.find('}', open + 1);
       return key.substr(open + 1, close - open - 1);
     };
-    CHECK(tag(k.runs) == tag(k.running));
     CHECK(tag(k.runs) == tag(k.ended));
-    CHECK(tag(k.runs) == tag(k.fence));
     CHECK_FALSE(tag(k.runs).empty());
   }
 }

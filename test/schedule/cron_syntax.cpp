@@ -180,6 +180,14 @@ TEST_CASE("Beyond the searched years there is no next or latest slot") {
   CHECK(cron("0 0 1 1 *").latest(utc("0001-01-01 12:00:00")) == lease::time_point::min());
   CHECK(cron("0 0 1 1 *").next(lease::time_point::max() - lease::duration{1}) == lease::time_point::max());
   CHECK(cron("0 0 1 1 *").latest(lease::time_point::max()) == utc("9999-01-01 00:00:00"));
+  // The last reported slot is 9999-12-31 00:00, in both directions.
+  const cron hourly("0 * * * *");
+  CHECK(hourly.next(utc("9999-12-30 23:30:00")) == utc("9999-12-31 00:00:00"));
+  CHECK(hourly.next(utc("9999-12-31 00:00:00")) == lease::time_point::max());
+  CHECK(hourly.latest(utc("9999-12-31 05:00:00")) == utc("9999-12-31 00:00:00"));
+  CHECK(hourly.next(lease::time_point::min()) == utc("0001-01-02 00:00:00"));
+  CHECK(hourly.latest(utc("0001-01-02 00:00:00")) == utc("0001-01-02 00:00:00"));
+  CHECK(hourly.latest(utc("0001-01-01 23:59:59")) == lease::time_point::min());
 }
 
 TEST_CASE("A cron is a copyable value that keeps its expression, zone and policy") {

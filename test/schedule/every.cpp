@@ -21,6 +21,7 @@ TEST_CASE("Every interval follows its anchor, before and after it") {
   CHECK(quarter_past.next(utc("2026-03-05 10:20:00")) == utc("2026-03-05 11:15:00"));
   CHECK(quarter_past.latest(utc("2026-03-05 10:20:00")) == utc("2026-03-05 10:15:00"));
   CHECK(quarter_past.latest(utc("2020-01-01 00:00:00")) == utc("2019-12-31 23:15:00"));
+  CHECK(quarter_past.anchor() == utc("2026-03-01 00:15:00"));
 }
 
 TEST_CASE("Every interval's next is strictly after and latest at or before, to the millisecond") {

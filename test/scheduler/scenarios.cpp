@@ -556,3 +556,14 @@ TEST_CASE("invalid options are rejected when the scheduler is built") {
   CHECK_THROWS_AS(S(lease::memory_store<lease::fake_clock>{clock}, clock, lease::manual_executor{}, lease::skip, o),
                   std::invalid_argument);
 }
+
+TEST_CASE("instances configured with one seed still make different tokens, so only one of them runs a slot") {
+  cluster c{at(1s)};
+  auto& a = c.add(spec_options("A", 99));
+  auto& b = c.add(spec_options("B", 99));
+  a.s->start();
+  b.s->start();
+  c.run_until(at(60s));
+  CHECK(a.started.size() + b.started.size() == 1);
+  CHECK(a.count(event_kind::won) + b.count(event_kind::won) == 1);
+}

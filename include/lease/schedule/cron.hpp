@@ -60,12 +60,14 @@ namespace lease {
 /// the zone's wall clock shows a matching local time, with DST gaps and
 /// repeats handled by a dst_policy (see cron/dst.hpp). Slots are whole seconds.
 ///
-/// Construction parses and checks everything; the rest never throws. A cron
-/// is a small value (bitsets, a pointer into the tz database, the texts):
-/// copy it freely. Its const members are safe to call concurrently.
+/// Construction parses and checks everything and loads the zone; next() and
+/// latest() then only compute (no allocation, no I/O, no error). A cron is a
+/// small value (bitsets, a pointer into the tz database, the texts): copy it
+/// freely. Its const members are safe to call concurrently. It reads no clock:
+/// time is always the caller's argument.
 ///
-/// Slots are searched between the years 1 and 9999: past them, next() returns
-/// time_point::max() and latest() time_point::min().
+/// Slots are searched from 2 January of year 1 to 31 December 9999: past
+/// those, next() returns time_point::max() and latest() time_point::min().
 class cron {
  public:
   /// Throws lease::cron_error if the expression is invalid, can never fire
@@ -77,32 +79,37 @@ class cron {
   }
 
   /// The first slot strictly after `after`.
-  [[nodiscard]] time_point next(time_point after) const noexcept {
+  [[nodiscard]] time_point next(time_point after) const {
     if (after >= last_instant()) return time_point::max();
-    const date::sys_seconds from = std::chrono::floor<std::chrono::seconds>(std::max(after, first_instant())) +
-                                   std::chrono::seconds{1};
-    if (zone_ == nullptr) {
-      const auto m = detail::next_match(fields_, as_local(from), never_local());
-      return m ? time_point{as_sys(*m)} : time_point::max();
+    const date::sys_seconds from =
+        std::chrono::floor<seconds>(std::max(after, first_instant() - seconds{1})) + seconds{1};
+    time_point slot = time_point::max();
+    if (zone_ != nullptr) {
+      slot = next_zoned(from);
+    } else if (const auto m = detail::next_match(fields_, as_local(from), date::local_seconds::max())) {
+      slot = as_sys(*m);
     }
-    return next_zoned(from);
+    return slot <= last_instant() ? slot : time_point::max();
   }
 
   /// The last slot at or before `at_or_before`.
-  [[nodiscard]] time_point latest(time_point at_or_before) const noexcept {
+  [[nodiscard]] time_point latest(time_point at_or_before) const {
     if (at_or_before < first_instant()) return time_point::min();
-    const date::sys_seconds upto = std::chrono::floor<std::chrono::seconds>(std::min(at_or_before, last_instant()));
-    if (zone_ == nullptr) {
-      const auto m = detail::prev_match(fields_, as_local(upto), date::local_seconds::min());
-      return m ? time_point{as_sys(*m)} : time_point::min();
+    const date::sys_seconds upto = std::chrono::floor<seconds>(std::min(at_or_before, last_instant()));
+    time_point slot = time_point::min();
+    if (zone_ != nullptr) {
+      slot = latest_zoned(upto);
+    } else if (const auto m = detail::prev_match(fields_, as_local(upto), date::local_seconds::min())) {
+      slot = as_sys(*m);
     }
-    return latest_zoned(upto);
+    return slot >= first_instant() ? slot : time_point::min();
   }
 
   /// The expression as given.
   [[nodiscard]] const std::string& expression() const noexcept { return expression_; }
   /// The time zone's name as given.
   [[nodiscard]] const std::string& zone() const noexcept { return zone_name_; }
+  /// The DST policy it was built with.
   [[nodiscard]] dst_policy dst() const noexcept { return dst_; }
 
  private:
@@ -120,21 +127,17 @@ class cron {
 
   static date::local_seconds as_local(date::sys_seconds t) noexcept { return date::local_seconds{t.time_since_epoch()}; }
   static date::sys_seconds as_sys(date::local_seconds t) noexcept { return date::sys_seconds{t.time_since_epoch()}; }
-  static date::local_seconds never_local() noexcept { return date::local_seconds::max(); }
-
-  // The searched range, with a day's margin for zone offsets.
-  static time_point first_instant() noexcept {
-    return date::sys_days{date::year{detail::first_search_year} / 1 / 2};
-  }
-  static time_point last_instant() noexcept {
-    return date::sys_days{date::year{detail::last_search_year} / 12 / 31};
-  }
+  // Slots are reported within [first_instant, last_instant] only, the same
+  // range in both directions so that next and latest stay consistent; the
+  // day's margin inside the searched years leaves room for zone offsets.
+  static time_point first_instant() noexcept { return date::sys_days{date::year{detail::first_search_year} / 1 / 2}; }
+  static time_point last_instant() noexcept { return date::sys_days{date::year{detail::last_search_year} / 12 / 31}; }
 
   // The zone's wall clock is a plain shift within one sys_info (a span of
   // constant UTC offset), so the search walks those spans: matches inside a
   // span are slots, then its end is a transition that may be a gap (local
   // times skipped) or followed by an overlap (local times repeated).
-  [[nodiscard]] time_point next_zoned(date::sys_seconds from) const noexcept {
+  [[nodiscard]] time_point next_zoned(date::sys_seconds from) const {
     for (;;) {
       const date::sys_info span = zone_->get_info(from);
       date::local_seconds lo = as_local(from) + span.offset;
@@ -151,7 +154,7 @@ class cron {
     }
   }
 
-  [[nodiscard]] time_point latest_zoned(date::sys_seconds upto) const noexcept {
+  [[nodiscard]] time_point latest_zoned(date::sys_seconds upto) const {
     for (;;) {
       const date::sys_info span = zone_->get_info(upto);
       date::local_seconds lo = as_local(span.begin) + span.offset;

@@ -205,10 +205,10 @@ class redis_store {
   }
   /// numkeys and the keys `which` declares (scripts.hpp key_counts).
   static void push_keys(argv_t& a, const detail::redis::job_keys& k, detail::redis::script which) {
-    static constexpr std::string_view counts[] = {"0", "1", "2", "3", "4"};
+    static constexpr std::string_view counts[] = {"0", "1", "2"};
     const unsigned n = detail::redis::key_counts[static_cast<unsigned>(which)];
     a.push_back(counts[n]);
-    const std::string_view all[] = {k.runs, k.running, k.ended, k.fence};
+    const std::string_view all[] = {k.runs, k.ended};
     a.insert(a.end(), all, all + n);
   }
   static std::string ms(time_point t) { return std::to_string(t.time_since_epoch().count()); }

@@ -18,9 +18,9 @@
 
 namespace lease::detail::redis {
 
-/// The four keys of one job (see scripts.hpp for what each holds).
+/// The keys of one job (see scripts.hpp for what each holds).
 struct job_keys {
-  std::string runs, running, ended, fence;
+  std::string runs, ended;
 };
 
 /// Throws store_error(errc::invalid_argument) for a prefix holding a brace.
@@ -35,7 +35,7 @@ inline void check_prefix(std::string_view prefix) {
   std::string tag;
   tag.reserve(prefix.size() + job.size() + 24);
   tag.append("{").append(prefix).append(":").append(std::to_string(job.size())).append(":").append(job).append("}:");
-  return {tag + "runs", tag + "running", tag + "ended", tag + "fence"};
+  return {tag + "runs", tag + "ended"};
 }
 
 }  // namespace lease::detail::redis
