@@ -7,6 +7,9 @@
 //
 //   claim      one won claim of a new slot (the run before it has ended)
 //              floor: BEGIN IMMEDIATE; INSERT the run; bump the job's fence; COMMIT
+//   claim_running  a claim that loses to a live lease (what every instance
+//              but the winner gets, every slot)
+//              floor: BEGIN IMMEDIATE; SELECT the run by key; COMMIT
 //   heartbeat  one renewal of a live lease
 //              floor: UPDATE lease_end by key (autocommit)
 //   finish     one finish of a running run
@@ -150,6 +153,39 @@ void floor_claim(benchmark::State& st) {
   st.SetItemsProcessed(i);
 }
 
+void store_claim_running(benchmark::State& st) {
+  fixture f;
+  f.store.claim(request("bench", f.base, "winner"));
+  const auto r = request("bench", f.base, "loser");
+  std::int64_t n = 0;
+  for (auto _ : st) {
+    if (f.store.claim(r).outcome != lease::claim_outcome::running) st.SkipWithError("not running");
+    ++n;
+  }
+  st.SetItemsProcessed(n);
+}
+
+void floor_claim_running(benchmark::State& st) {
+  fixture f;
+  const std::string job = "floor";
+  f.raw_insert(job, f.base, "winner", 1);
+  sqlite3_stmt* read = f.raw.prepare(
+      "SELECT job, slot, attempt, token, fence, runner, status, lease_end, released, handovers "
+      "FROM lease_runs WHERE job = ?1 AND slot = ?2");
+  std::int64_t n = 0;
+  for (auto _ : st) {
+    raw_db::run(f.begin);
+    blob(read, 1, job);
+    sqlite3_bind_int64(read, 2, ms(f.base));
+    if (sqlite3_step(read) != SQLITE_ROW) st.SkipWithError("no row");
+    benchmark::DoNotOptimize(sqlite3_column_int64(read, 7));
+    sqlite3_reset(read);
+    raw_db::run(f.commit);
+    ++n;
+  }
+  st.SetItemsProcessed(n);
+}
+
 void store_heartbeat(benchmark::State& st) {
   fixture f;
   const auto r = request("bench", f.base, "token");
@@ -255,6 +291,8 @@ void floor_heartbeat_many(benchmark::State& st) {
 
 BENCHMARK(floor_claim);
 BENCHMARK(store_claim);
+BENCHMARK(floor_claim_running);
+BENCHMARK(store_claim_running);
 BENCHMARK(floor_heartbeat);
 BENCHMARK(store_heartbeat);
 BENCHMARK(floor_finish);

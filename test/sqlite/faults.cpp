@@ -279,3 +279,53 @@ TEST_CASE("an I/O error while committing is outcome unknown and a read-back then
   CHECK(retried.outcome == claim_outcome::won);
   CHECK(s.finish({"report", t0}, "tok-1", run_status::success));
 }
+
+TEST_CASE("a lock held past busy_timeout fails the operation as unavailable and nothing is left locked") {
+  lease::testing::temp_dir dir;
+  const std::string path = dir.file("jobs.db");
+  lease::fake_clock clock{t0};
+  lease::sqlite_options o;
+  o.clock = [clock] { return clock.now(); };
+  o.busy_timeout = 100ms;
+  lease::sqlite_store s{path, o};
+  REQUIRE(s.claim(request("report", t0, "tok")).outcome == claim_outcome::won);
+
+  sqlite3* other = nullptr;
+  REQUIRE(sqlite3_open(path.c_str(), &other) == SQLITE_OK);
+  REQUIRE(sqlite3_exec(other, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) == SQLITE_OK);  // a stuck writer
+  const auto e = error_of([&] { s.claim(request("other", t0, "tok-2")); });
+  CHECK(e.code() == lease::errc::unavailable);
+  CHECK((e.code().value() & 0xff) == SQLITE_BUSY);
+  CHECK_THAT(e.what(), Contains(path) && Contains("busy_timeout"));
+  CHECK(error_of([&] { s.heartbeat({"report", t0}, "tok", 30s); }).code() == lease::errc::unavailable);
+  CHECK(s.get({"report", t0}).has_value());  // WAL: reads are not blocked by the writer
+  REQUIRE(sqlite3_exec(other, "COMMIT", nullptr, nullptr, nullptr) == SQLITE_OK);
+  sqlite3_close(other);
+
+  CHECK(s.claim(request("other", t0, "tok-2")).outcome == claim_outcome::won);  // the retry goes through
+  CHECK(s.heartbeat({"report", t0}, "tok", 30s));
+}
+
+TEST_CASE("a database file with damaged pages gives corrupt errors, never a crash or a wrong answer") {
+  lease::testing::temp_dir dir;
+  const std::string path = dir.file("jobs.db");
+  lease::fake_clock clock{t0};
+  {
+    auto s = on_fake_clock(path, clock);
+    for (int i = 0; i < 200; ++i) REQUIRE(s.claim(request("job-" + std::to_string(i), t0, "tok")).outcome == claim_outcome::won);
+  }  // the last connection closes: the WAL is checkpointed into the file
+  const auto size = std::filesystem::file_size(path);
+  REQUIRE(size > 8192);
+  {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(4096);  // keep page 1 (the header and schema), damage all the others
+    const std::string junk(size - 4096, '\x5a');
+    f.write(junk.data(), static_cast<std::streamsize>(junk.size()));
+  }
+  const auto e = error_of([&] {
+    auto s = on_fake_clock(path, clock);
+    for (int i = 0; i < 200; ++i) (void)s.get({"job-" + std::to_string(i), t0});
+  });
+  CHECK(e.code() == lease::errc::corrupt);
+  CHECK_THAT(e.what(), Contains(path));
+}

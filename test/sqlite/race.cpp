@@ -4,11 +4,14 @@
 // 1..wins, and no operation fails (no SQLITE_BUSY reaches a caller).
 #include <catch2/catch.hpp>
 
+#include <signal.h>
+#include <sqlite3.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
@@ -140,4 +143,63 @@ TEST_CASE("four processes racing for the same runs get exactly one winner per at
     CHECK(r->token == token);
     CHECK(r->attempt == last_attempt[slot]);
   }
+}
+
+TEST_CASE("a process killed inside a write transaction leaves the file usable and its unfinished write invisible") {
+  lease::testing::temp_dir dir;
+  const std::string db = dir.file("jobs.db");
+  lease::claim_request r;
+  r.run = {"report", lease::system_clock{}.now()};
+  r.runner = "victim";
+  r.token = "tok-victim";
+  r.lease = 1h;
+  r.deadline = r.run.slot + 1h;
+  {
+    lease::sqlite_store s{db};
+    REQUIRE(s.claim(r).outcome == claim_outcome::won);
+  }
+  int ready[2];
+  REQUIRE(::pipe(ready) == 0);
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    // The child takes the write lock and writes far more than the page cache
+    // holds, so uncommitted pages spill into the WAL, then waits to be killed.
+    ::close(ready[0]);
+    try {
+      lease::sqlite_store s{db};
+      sqlite3* h = s.native_handle();
+      int rc = sqlite3_exec(h, "PRAGMA cache_size = 50; BEGIN IMMEDIATE; UPDATE lease_runs SET status = 1", nullptr,
+                            nullptr, nullptr);
+      for (int i = 0; rc == SQLITE_OK && i < 2000; ++i) {
+        const std::string sql = "INSERT INTO lease_jobs (job, fence) VALUES ('filler-" + std::to_string(i) +
+                                "-" + std::string(1000, 'x') + "', 1)";
+        rc = sqlite3_exec(h, sql.c_str(), nullptr, nullptr, nullptr);
+      }
+      const char c = rc == SQLITE_OK ? 'y' : 'n';
+      if (::write(ready[1], &c, 1) != 1) ::_exit(3);
+      for (;;) ::pause();
+    } catch (...) {
+      ::_exit(2);
+    }
+  }
+  ::close(ready[1]);
+  char c = 0;
+  REQUIRE(::read(ready[0], &c, 1) == 1);
+  ::close(ready[0]);
+  CHECK(c == 'y');
+  CHECK(std::filesystem::file_size(db + "-wal") > 1'000'000);  // the spilled, uncommitted pages
+  ::kill(pid, SIGKILL);
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  CHECK(WIFSIGNALED(status));
+
+  lease::sqlite_store s{db};
+  const auto run = s.get(r.run);
+  REQUIRE(run.has_value());
+  CHECK(run->status == lease::run_status::running);  // the killed UPDATE never happened
+  CHECK(run->token == "tok-victim");
+  r.token = "tok-next";
+  CHECK(s.claim(r).outcome == claim_outcome::running);  // the lock died with the process
+  CHECK(s.heartbeat(r.run, "tok-victim", 1h));
 }

@@ -51,8 +51,8 @@
 #include "lease/store/sqlite/schema.hpp"
 #include "lease/store/sqlite/statement.hpp"
 
-#if SQLITE_VERSION_NUMBER < 3035000
-#error "lease::sqlite_store needs SQLite 3.35 or newer (RETURNING, sqlite_schema)"
+#if SQLITE_VERSION_NUMBER < 3033000
+#error "lease::sqlite_store needs SQLite 3.33 or newer (the sqlite_schema table name)"
 #endif
 
 namespace lease {
@@ -94,6 +94,8 @@ struct sqlite_options {
 ///
 /// Thread-safety: one thread at a time per store object (it owns one
 /// connection); give each thread or process its own store on the same path.
+/// A store must not cross a fork(): open it in the process that uses it
+/// (SQLite's rule for connections; the child would share the parent's locks).
 /// Movable, not copyable; a moved-from store may only be destroyed or
 /// assigned to.
 class sqlite_store {

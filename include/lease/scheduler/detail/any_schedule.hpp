@@ -2,6 +2,7 @@
 #pragma once
 
 #include <memory>
+#include <type_traits>
 
 #include "lease/schedule/concept.hpp"
 
@@ -11,7 +12,11 @@ namespace lease::detail {
 /// per job, and a scheduler holds many jobs).
 class any_schedule {
  public:
-  template <Schedule S>
+  // Not `template <Schedule S>`: checking Schedule<any_schedule> (copyable?)
+  // would consider this constructor again, which clang 14 reports as an
+  // infinite recursion. Excluding any_schedule first short-circuits it.
+  template <class S>
+    requires(!std::is_same_v<S, any_schedule> && Schedule<S>)
   explicit any_schedule(S s) : impl_(std::make_shared<model<S>>(std::move(s))) {}
 
   [[nodiscard]] time_point next(time_point t) const { return impl_->next(t); }

@@ -21,6 +21,8 @@
 //                                  touch the few running runs, not the history
 #pragma once
 
+#include <algorithm>
+#include <climits>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -63,7 +65,8 @@ CREATE INDEX lease_runs_running ON lease_runs (job, slot) WHERE status = 0;
 /// Names of the schema objects the user put in the file (SQLite's own
 /// sqlite_* objects excluded).
 [[nodiscard]] inline std::vector<std::string> sqlite_object_names(sqlite3* db) {
-  sqlite_stmt s = sqlite_prepare(db, "SELECT name FROM sqlite_schema WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name");
+  sqlite_stmt s = sqlite_prepare(db, "SELECT name FROM sqlite_schema WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name",
+                                 "cannot read the file's schema");
   std::vector<std::string> names;
   while (step(s.get(), "cannot read the database's schema")) names.push_back(column_bytes(s.get(), 0));
   return names;
@@ -145,7 +148,7 @@ inline void sqlite_enable_wal(sqlite3* db, std::string_view path, std::int64_t b
   if (rc != SQLITE_OK) throw_sqlite(db.get(), rc, path, "cannot open the database file");
   sqlite3_extended_result_codes(db.get(), 1);
   // Every lock wait below and in every later operation is bounded by this.
-  sqlite3_busy_timeout(db.get(), static_cast<int>(busy_timeout_ms));
+  sqlite3_busy_timeout(db.get(), static_cast<int>(std::clamp<std::int64_t>(busy_timeout_ms, 0, INT_MAX)));
 
   // Look before touching anything: a foreign database must be refused before
   // we switch it to WAL. A file that is not a database fails here (NOTADB).

@@ -24,12 +24,13 @@ namespace lease::detail {
 
 /// Prepares `sql` for repeated use (SQLITE_PREPARE_PERSISTENT: it lives in
 /// the connection's statement cache for the store's lifetime).
-[[nodiscard]] inline sqlite_stmt sqlite_prepare(sqlite3* db, std::string_view sql) {
+[[nodiscard]] inline sqlite_stmt sqlite_prepare(sqlite3* db, std::string_view sql,
+                                              std::string_view what = "cannot prepare a statement on its tables") {
   sqlite3_stmt* s = nullptr;
   const int rc = sqlite3_prepare_v3(db, sql.data(), static_cast<int>(sql.size()),
                                     SQLITE_PREPARE_PERSISTENT, &s, nullptr);
   sqlite_stmt owned(s);
-  if (rc != SQLITE_OK) throw_sqlite(db, rc, sqlite_path(db), "cannot prepare a statement on its tables");
+  if (rc != SQLITE_OK) throw_sqlite(db, rc, sqlite_path(db), what);
   return owned;
 }
 
