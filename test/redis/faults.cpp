@@ -362,3 +362,24 @@ TEST_CASE("foreign data under the store's keys is corrupt, not a crash or a win"
   CHECK(error_of([&] { (void)store.heartbeat({"j", at(10'000'000)}, "t1", 1s); }) == lease::errc::corrupt);
   CHECK(error_of([&] { (void)store.claim(request("j", at(10'000'000), "t1")); }) == lease::errc::corrupt);
 }
+
+TEST_CASE("a connection the server dropped mid-write is a store_error, never a SIGPIPE") {
+  // The default SIGPIPE action would end this process: make sure it is in force.
+  struct sigaction dfl {}, old{};
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  REQUIRE(::sigaction(SIGPIPE, &dfl, &old) == 0);
+  lease::testing::redis_server srv;
+  lease::fake_clock clock{at(11'000'000)};
+  lease::redis_store store{options_for(srv.url(), clock)};
+  std::vector<lease::heartbeat_request> batch;
+  for (int i = 0; i < 20'000; ++i) batch.push_back({{"job-" + std::to_string(i), at(11'000'000)}, "t", 30s});
+  CHECK(store.heartbeat_many(batch).size() == batch.size());  // connected: all refused, no state
+  srv.command({"CLIENT", "KILL", "TYPE", "normal"});
+  // Megabytes to write into a closed connection: the first write gets a
+  // reset, the next one EPIPE (and SIGPIPE, which the store blocks).
+  auto err = error_of([&] { (void)store.heartbeat_many(batch); });
+  CHECK(err == lease::errc::unavailable);
+  CHECK(store.heartbeat_many(batch).size() == batch.size());  // reconnected
+  ::sigaction(SIGPIPE, &old, nullptr);
+}

@@ -1,5 +1,5 @@
 // test/redis/server.hpp — a real redis-server for one test: started in the
-// foreground as a child process on a free 127.0.0.1 port in a temporary
+// foreground as a child process (fork/exec; it dies with the test process) on a free 127.0.0.1 port in a temporary
 // directory, without persistence unless asked, and killed and reaped when
 // the fixture goes out of scope. It can be killed and restarted on the same
 // port and directory (restart and LOADING tests).
@@ -16,7 +16,8 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <spawn.h>
+#include <fcntl.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -24,8 +25,6 @@
 #include <hiredis/hiredis.h>
 
 #include "lease/store/redis/handle.hpp"
-
-extern char** environ;
 
 namespace lease::testing {
 
@@ -133,9 +132,22 @@ class redis_server {
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
-    pid_t pid = 0;
-    if (::posix_spawnp(&pid, "redis-server", nullptr, nullptr, argv.data(), environ) != 0)
-      throw std::runtime_error("cannot spawn redis-server");
+    const pid_t pid = ::fork();
+    if (pid < 0) throw std::runtime_error("cannot fork for redis-server");
+    if (pid == 0) {
+      // Only async-signal-safe calls until exec. Die with the test process,
+      // even if it is killed (no orphaned servers), and keep the test's
+      // stdout and stderr (maybe a pipe someone waits on) out of the server.
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      const int null = ::open("/dev/null", O_RDWR);
+      if (null >= 0) {
+        ::dup2(null, 0);
+        ::dup2(null, 1);
+        ::dup2(null, 2);
+      }
+      ::execvp("redis-server", argv.data());
+      ::_exit(127);
+    }
     pid_ = pid;
     if (!wait_ready) return;
     for (int i = 0; i < 500; ++i) {  // ~0.1 s usually; allow 5 s on a busy machine

@@ -13,8 +13,10 @@
 #pragma once
 
 #include <charconv>
+#include <chrono>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <span>
@@ -67,8 +69,10 @@ struct redis_options {
 /// resolved: the run is read back and the token compared (DESIGN.md §2); a
 /// request proven not applied is sent once more, never blindly.
 ///
-/// Movable, not copyable. Not thread-safe: one thread at a time (the
-/// scheduler calls it from its loop thread). SIGPIPE is blocked in the
+/// Movable (a moved-from store may only be destroyed or assigned to), not
+/// copyable. Not thread-safe: one thread at a time (the scheduler calls it
+/// from its loop thread); use one store per thread or process, each with its
+/// own connection. SIGPIPE is blocked in the
 /// calling thread during each exchange (store/redis/sigpipe.hpp).
 class redis_store {
  public:
