@@ -18,6 +18,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <set>
 #include <stdexcept>
 #include <stop_token>
 #include <string>
@@ -105,8 +106,7 @@ class scheduler {
   void add(std::string name, Sch schedule, handler fn) {
     if (phase_ != phase::idle) throw std::logic_error("lease::scheduler::add: add jobs before start()");
     validate_job_name(name);
-    for (const auto& j : jobs_)
-      if (j.name == name) throw std::invalid_argument("lease: job name \"" + name + "\" is already added");
+    if (!names_.insert(name).second) throw std::invalid_argument("lease: job name \"" + name + "\" is already added");
     if (!fn) throw std::invalid_argument("lease: job \"" + name + "\" has an empty handler");
     jobs_.push_back(job{std::move(name), detail::any_schedule(std::move(schedule)),
                         std::make_shared<const handler>(std::move(fn)), time_point::max(), std::nullopt});
@@ -236,24 +236,29 @@ class scheduler {
 
   std::size_t poll_once() {
     std::size_t handled = 0;
-    if (phase_ == phase::idle || phase_ == phase::stopped) return 0;
-    std::vector<detail::completion> done;
-    std::optional<duration> stop_request;
-    {
-      std::scoped_lock lock(inbox_->mutex);
-      done.swap(inbox_->done);
-      stop_request = std::exchange(inbox_->stop_request, std::nullopt);
-    }
-    if (stop_request && phase_ == phase::running) begin_stop(*stop_request);
-    for (auto& c : done) {
-      on_completion(c);
-      ++handled;
-    }
-    // The clock is re-read every time: a store call may take a while (and in
-    // the simulation, a delayed answer advances the clock).
-    while (phase_ != phase::stopped && !timers_.empty() && timers_.top().at <= clock_.now()) {
-      fire(timers_.pop());
-      ++handled;
+    // Until nothing is due: a timer may complete a task at once (an inline
+    // executor), and a completion may set a timer that is already due.
+    for (std::size_t round = 1; round != 0 && phase_ != phase::idle && phase_ != phase::stopped;) {
+      round = 0;
+      std::vector<detail::completion> done;
+      std::optional<duration> stop_request;
+      {
+        std::scoped_lock lock(inbox_->mutex);
+        done.swap(inbox_->done);
+        stop_request = std::exchange(inbox_->stop_request, std::nullopt);
+      }
+      if (stop_request && phase_ == phase::running) begin_stop(*stop_request);
+      for (auto& c : done) {
+        on_completion(c);
+        ++round;
+      }
+      // The clock is re-read every time: a store call may take a while (and
+      // in the simulation, a delayed call advances the clock).
+      while (phase_ != phase::stopped && !timers_.empty() && timers_.top().at <= clock_.now()) {
+        fire(timers_.pop());
+        ++round;
+      }
+      handled += round;
     }
     return handled;
   }
@@ -806,6 +811,7 @@ class scheduler {
   std::shared_ptr<detail::inbox> inbox_;
 
   std::vector<job> jobs_;
+  std::set<std::string, std::less<>> names_;
   std::vector<std::pair<std::optional<event_kind>, sink>> sinks_;
   detail::timer_heap timers_;
   std::map<std::uint64_t, pending_claim> pending_;

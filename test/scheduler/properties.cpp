@@ -1,6 +1,6 @@
 // Property tests over lease::sim histories: random clusters (3–5 instances,
 // skewed clocks), random job settings and handler scripts, random faults
-// (crash, restart, freeze, stop, delayed store calls); every history must
+// (crash, restart, freeze, stop, delayed and failing store calls); every history must
 // satisfy the invariants of DESIGN.md §5.
 //
 // At least 1,000 histories per run. RapidCheck prints the seed it uses;
@@ -119,13 +119,15 @@ TEST_CASE("random histories of 3 to 5 instances with faults and clock skew satis
     const int steps = pick(3, 12);
     for (int s = 0; s < steps; ++s) {
       const auto who = static_cast<std::size_t>(pick(0, n));
-      switch (pick(0, 8)) {
+      switch (pick(0, 10)) {
         case 0: case 1: case 2: sim.run_for(ms(pick(100, 8000))); break;
         case 3: sim.crash(who); break;
         case 4: sim.restart(who); break;
         case 5: sim.freeze(who, ms(pick(500, 2 * lease_ms))); break;
         case 6: sim.stop(who, ms(pick(0, 2000))); break;
         case 7: sim.delay_store(who, ms(pick(100, lease_ms)), pick(1, 4)); break;
+        case 8: sim.fail_store(who, lease::errc::unavailable, pick(1, 6)); break;
+        case 9: sim.fail_store(who, lease::errc::outcome_unknown, pick(1, 3), pick(0, 2) == 1); break;
       }
     }
     sim.run_for(3 * o.lease);

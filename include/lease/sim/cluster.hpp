@@ -5,7 +5,7 @@
 // handler is a script (how long it runs, how it ends, whether and how fast it
 // honours its stop token). Faults: crash (no release), freeze for a duration
 // (GC pause, stalled VM: neither the loop nor the handlers move), stop() with
-// any handler behaviour, and delayed store calls. Everything is recorded in a
+// any handler behaviour, delayed store calls, and failing store calls. Everything is recorded in a
 // lease::sim::history, and the invariants of DESIGN.md §5 are checked on it.
 //
 // The same seed and the same calls give the same history, so a failing
@@ -126,6 +126,13 @@ class cluster {
   void delay_store(std::size_t i, duration d, int calls) {
     fault(i, "delay " + std::to_string(calls) + " store calls by " + std::to_string(d.count()) + " ms");
     world_->delays[instances_.at(i)->name] = {d, calls};
+  }
+
+  /// Instance `i`'s next `calls` store calls fail with `code`: before being
+  /// applied, or (`applied`) after, as when a reply is lost.
+  void fail_store(std::size_t i, errc code, int calls, bool applied = false) {
+    fault(i, "fail " + std::to_string(calls) + " store calls" + (applied ? " after applying" : ""));
+    world_->failures[instances_.at(i)->name] = {code, calls, applied};
   }
 
   /// Runs the simulation until the store's clock reads `t`.
