@@ -61,7 +61,8 @@ namespace lease {
 ///   plus one store round trip.
 ///
 /// Thread-safety: add(), on() and on_event() before start() only; start() and
-/// stop() from one controlling thread; poll() and next_wakeup() only in
+/// stop() from one controlling thread, never from a handler or an event sink
+/// (stop() joins the loop thread that runs the sinks); poll() and next_wakeup() only in
 /// deterministic mode, from one thread. Event sinks and store calls run on
 /// the loop thread (deterministic: the caller of poll()); handlers on the
 /// executor. Not copyable or movable (the loop thread refers to it).
@@ -169,7 +170,8 @@ class scheduler {
   [[nodiscard]] bool stopped() const noexcept { return phase_ == phase::stopped; }
   /// Attempts this instance is running (handler running or its finish pending).
   [[nodiscard]] std::size_t running() const noexcept { return attempts_.size(); }
-  /// Runs this instance watches as a backup.
+  /// Runs this instance watches as a backup. (running() and watching() read
+  /// loop state: call them in deterministic mode, or after stop().)
   [[nodiscard]] std::size_t watching() const noexcept { return watches_.size(); }
   /// The validated options in force (instance id and seed filled in).
   [[nodiscard]] const options& settings() const noexcept { return opts_; }
@@ -553,6 +555,17 @@ class scheduler {
     push({a.last_ack_send + opts_.lease, 0, detail::timer_kind::lease_check, j, {}, id});
 
     run_context ctx{a.run.job, a.run.slot, a.number, a.reason, a.token, a.fence, a.stop.get_token()};
+    try {
+      dispatch(j, id, std::move(ctx));
+    } catch (const std::exception& e) {
+      // The handler never started: hand the run over rather than lose it.
+      a.at = step::releasing;
+      a.why = std::string("the executor refused the task: ") + e.what();
+      on_finish_retry(id);
+    }
+  }
+
+  void dispatch(std::uint32_t j, std::uint64_t id, run_context ctx) {
     executor_.execute(task(std::move(ctx), [fn = jobs_[j].fn, box = inbox_, id](run_context& c) {
       detail::completion done{id, false, {}};
       try {
@@ -691,7 +704,8 @@ class scheduler {
     }
     if (release)
       emit(event_kind::handed_over, a.run, a.number, a.fence,
-           "stopping: the handler threw after its stop request" + detail_msg +
+           (phase_ == phase::stopping ? "stopping: the handler threw after its stop request" : "not started")
+               + detail_msg +
                "; the run is released and a backup takes it over within 2 heartbeats (not counted against "
                "max_attempts)");
     else if (a.result == run_status::success)

@@ -567,3 +567,30 @@ TEST_CASE("instances configured with one seed still make different tokens, so on
   CHECK(a.started.size() + b.started.size() == 1);
   CHECK(a.count(event_kind::won) + b.count(event_kind::won) == 1);
 }
+
+namespace {
+struct refusing_executor {
+  void execute(lease::task) { throw std::runtime_error("queue full"); }
+};
+}  // namespace
+
+TEST_CASE("a run the executor refuses is released to a backup, not lost") {
+  lease::fake_clock clock{at(1s)};
+  lease::memory_store<lease::fake_clock> store{clock};
+  lease::scheduler<lease::memory_store<lease::fake_clock>, lease::fake_clock, refusing_executor, lease::skip_t> s(
+      store, clock, refusing_executor{}, lease::skip, spec_options("A", 1));
+  std::vector<lease::event> events;
+  s.on_event([&](const lease::event& e) { events.push_back(e); });
+  s.add("report", lease::every(60s), [](lease::run_context&) {});
+  s.start();
+  clock.set(at(60s));
+  s.poll();
+  REQUIRE(events.size() == 2);
+  CHECK(events[0].kind == event_kind::won);
+  CHECK(events[1].kind == event_kind::handed_over);
+  CHECK(events[1].message.find("queue full") != std::string::npos);
+  auto r = store.get({"report", at(60s)});
+  CHECK(r->released);
+  CHECK(r->handovers == 1);
+  CHECK(s.running() == 0);
+}
