@@ -2,6 +2,7 @@
 #pragma once
 
 #include <memory>
+#include <type_traits>
 
 #include "lease/schedule/concept.hpp"
 
@@ -11,7 +12,10 @@ namespace lease::detail {
 /// per job, and a scheduler holds many jobs).
 class any_schedule {
  public:
-  template <Schedule S>
+  // Not for any_schedule itself: checking Schedule<any_schedule> would ask
+  // whether it is copyable, which asks this constructor again (clang recurses).
+  template <class S>
+    requires(!std::is_same_v<S, any_schedule> && Schedule<S>)
   explicit any_schedule(S s) : impl_(std::make_shared<model<S>>(std::move(s))) {}
 
   [[nodiscard]] time_point next(time_point t) const { return impl_->next(t); }
