@@ -132,11 +132,13 @@ class store {
   /// An injected failure "before" throws here, having changed nothing.
   void arrive() {
     if (auto it = w_->delays.find(instance_); it != w_->delays.end() && it->second.second > 0) {
+      w_->hist.faults.push_back({w_->clock.now(), "delayed call " + instance_});
       w_->clock.advance(it->second.first);
       --it->second.second;
     }
     if (auto it = w_->failures.find(instance_); it != w_->failures.end() && it->second.calls > 0 && !it->second.applied) {
       --it->second.calls;
+      w_->hist.faults.push_back({w_->clock.now(), "failed call " + instance_});
       throw store_error(make_error_code(it->second.code), "simulated store failure");
     }
   }
@@ -144,6 +146,7 @@ class store {
   void depart() {
     if (auto it = w_->failures.find(instance_); it != w_->failures.end() && it->second.calls > 0 && it->second.applied) {
       --it->second.calls;
+      w_->hist.faults.push_back({w_->clock.now(), "failed call " + instance_});
       throw store_error(make_error_code(it->second.code), "simulated lost reply");
     }
   }
