@@ -1,10 +1,10 @@
 // lease/event.hpp — lease::event and lease::event_kind: what an instance tells
 // its user about each run it touched, and why.
 //
-// Every decision the scheduler makes about a run ends in exactly one event on
-// the instance that made it, so a user can always answer "why did this slot
-// not run here?" from the events alone: the message is a sentence for a tired
-// on-call engineer, not a code.
+// Every outcome of a claim, a handler or a store failure is an event on the
+// instance concerned, so a user can answer "why did this slot not run here?"
+// from the events alone (overlap, late, superseded, attempts used up, lost).
+// The message is a sentence for a tired on-call engineer, not a code.
 #pragma once
 
 #include <cstdint>

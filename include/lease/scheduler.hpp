@@ -18,6 +18,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <set>
 #include <stdexcept>
 #include <stop_token>
 #include <string>
@@ -60,7 +61,8 @@ namespace lease {
 ///   plus one store round trip.
 ///
 /// Thread-safety: add(), on() and on_event() before start() only; start() and
-/// stop() from one controlling thread; poll() and next_wakeup() only in
+/// stop() from one controlling thread, never from a handler or an event sink
+/// (stop() joins the loop thread that runs the sinks); poll() and next_wakeup() only in
 /// deterministic mode, from one thread. Event sinks and store calls run on
 /// the loop thread (deterministic: the caller of poll()); handlers on the
 /// executor. Not copyable or movable (the loop thread refers to it).
@@ -105,8 +107,7 @@ class scheduler {
   void add(std::string name, Sch schedule, handler fn) {
     if (phase_ != phase::idle) throw std::logic_error("lease::scheduler::add: add jobs before start()");
     validate_job_name(name);
-    for (const auto& j : jobs_)
-      if (j.name == name) throw std::invalid_argument("lease: job name \"" + name + "\" is already added");
+    if (!names_.insert(name).second) throw std::invalid_argument("lease: job name \"" + name + "\" is already added");
     if (!fn) throw std::invalid_argument("lease: job \"" + name + "\" has an empty handler");
     jobs_.push_back(job{std::move(name), detail::any_schedule(std::move(schedule)),
                         std::make_shared<const handler>(std::move(fn)), time_point::max(), std::nullopt});
@@ -169,7 +170,8 @@ class scheduler {
   [[nodiscard]] bool stopped() const noexcept { return phase_ == phase::stopped; }
   /// Attempts this instance is running (handler running or its finish pending).
   [[nodiscard]] std::size_t running() const noexcept { return attempts_.size(); }
-  /// Runs this instance watches as a backup.
+  /// Runs this instance watches as a backup. (running() and watching() read
+  /// loop state: call them in deterministic mode, or after stop().)
   [[nodiscard]] std::size_t watching() const noexcept { return watches_.size(); }
   /// The validated options in force (instance id and seed filled in).
   [[nodiscard]] const options& settings() const noexcept { return opts_; }
@@ -236,24 +238,29 @@ class scheduler {
 
   std::size_t poll_once() {
     std::size_t handled = 0;
-    if (phase_ == phase::idle || phase_ == phase::stopped) return 0;
-    std::vector<detail::completion> done;
-    std::optional<duration> stop_request;
-    {
-      std::scoped_lock lock(inbox_->mutex);
-      done.swap(inbox_->done);
-      stop_request = std::exchange(inbox_->stop_request, std::nullopt);
-    }
-    if (stop_request && phase_ == phase::running) begin_stop(*stop_request);
-    for (auto& c : done) {
-      on_completion(c);
-      ++handled;
-    }
-    // The clock is re-read every time: a store call may take a while (and in
-    // the simulation, a delayed answer advances the clock).
-    while (phase_ != phase::stopped && !timers_.empty() && timers_.top().at <= clock_.now()) {
-      fire(timers_.pop());
-      ++handled;
+    // Until nothing is due: a timer may complete a task at once (an inline
+    // executor), and a completion may set a timer that is already due.
+    for (std::size_t round = 1; round != 0 && phase_ != phase::idle && phase_ != phase::stopped;) {
+      round = 0;
+      std::vector<detail::completion> done;
+      std::optional<duration> stop_request;
+      {
+        std::scoped_lock lock(inbox_->mutex);
+        done.swap(inbox_->done);
+        stop_request = std::exchange(inbox_->stop_request, std::nullopt);
+      }
+      if (stop_request && phase_ == phase::running) begin_stop(*stop_request);
+      for (auto& c : done) {
+        on_completion(c);
+        ++round;
+      }
+      // The clock is re-read every time: a store call may take a while (and
+      // in the simulation, a delayed call advances the clock).
+      while (phase_ != phase::stopped && !timers_.empty() && timers_.top().at <= clock_.now()) {
+        fire(timers_.pop());
+        ++round;
+      }
+      handled += round;
     }
     return handled;
   }
@@ -548,6 +555,17 @@ class scheduler {
     push({a.last_ack_send + opts_.lease, 0, detail::timer_kind::lease_check, j, {}, id});
 
     run_context ctx{a.run.job, a.run.slot, a.number, a.reason, a.token, a.fence, a.stop.get_token()};
+    try {
+      dispatch(j, id, std::move(ctx));
+    } catch (const std::exception& e) {
+      // The handler never started: hand the run over rather than lose it.
+      a.at = step::releasing;
+      a.why = std::string("the executor refused the task: ") + e.what();
+      on_finish_retry(id);
+    }
+  }
+
+  void dispatch(std::uint32_t j, std::uint64_t id, run_context ctx) {
     executor_.execute(task(std::move(ctx), [fn = jobs_[j].fn, box = inbox_, id](run_context& c) {
       detail::completion done{id, false, {}};
       try {
@@ -686,7 +704,8 @@ class scheduler {
     }
     if (release)
       emit(event_kind::handed_over, a.run, a.number, a.fence,
-           "stopping: the handler threw after its stop request" + detail_msg +
+           (phase_ == phase::stopping ? "stopping: the handler threw after its stop request" : "not started")
+               + detail_msg +
                "; the run is released and a backup takes it over within 2 heartbeats (not counted against "
                "max_attempts)");
     else if (a.result == run_status::success)
@@ -806,6 +825,7 @@ class scheduler {
   std::shared_ptr<detail::inbox> inbox_;
 
   std::vector<job> jobs_;
+  std::set<std::string, std::less<>> names_;
   std::vector<std::pair<std::optional<event_kind>, sink>> sinks_;
   detail::timer_heap timers_;
   std::map<std::uint64_t, pending_claim> pending_;

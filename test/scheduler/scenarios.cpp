@@ -567,3 +567,51 @@ TEST_CASE("instances configured with one seed still make different tokens, so on
   CHECK(a.started.size() + b.started.size() == 1);
   CHECK(a.count(event_kind::won) + b.count(event_kind::won) == 1);
 }
+
+namespace {
+struct refusing_executor {
+  void execute(lease::task) { throw std::runtime_error("queue full"); }
+};
+}  // namespace
+
+TEST_CASE("a run the executor refuses is released to a backup, not lost") {
+  lease::fake_clock clock{at(1s)};
+  lease::memory_store<lease::fake_clock> store{clock};
+  lease::scheduler<lease::memory_store<lease::fake_clock>, lease::fake_clock, refusing_executor, lease::skip_t> s(
+      store, clock, refusing_executor{}, lease::skip, spec_options("A", 1));
+  std::vector<lease::event> events;
+  s.on_event([&](const lease::event& e) { events.push_back(e); });
+  s.add("report", lease::every(60s), [](lease::run_context&) {});
+  s.start();
+  clock.set(at(60s));
+  s.poll();
+  REQUIRE(events.size() == 2);
+  CHECK(events[0].kind == event_kind::won);
+  CHECK(events[1].kind == event_kind::handed_over);
+  CHECK(events[1].message.find("queue full") != std::string::npos);
+  auto r = store.get({"report", at(60s)});
+  CHECK(r->released);
+  CHECK(r->handovers == 1);
+  CHECK(s.running() == 0);
+}
+
+TEST_CASE("an instance that skipped a slot as an overlap becomes the backup of whoever claims it later") {
+  cluster c{at(1s)};
+  auto& a = c.add(spec_options("A", 1));
+  auto& b = c.add(spec_options("B", 2));
+  a.s->start();
+  b.s->start();
+  c.run_until(at(120s));  // A still runs slot 60 s: B's claim of 120 s is an overlap
+  REQUIRE(b.has(event_kind::skip, at(120s)));
+  c.clock.set(at(120s) + 100ms);
+  c.finish_handlers(a);  // run 60 s ends within the jitter window…
+  c.clock.set(at(120s) + 200ms);
+  lease::claim_request req{{"report", at(120s)}, "C", "c1", lease::claim_reason::scheduled};
+  req.deadline = at(150s);
+  REQUIRE(c.store.inner().claim(req).outcome == lease::claim_outcome::won);  // …and C claims 120 s, then dies
+  c.run_until(at(150s));
+  CHECK(b.s->watching() == 1);  // B watches run 120 s, which it skipped
+  c.run_until(at(150s) + 200ms + 2 * 5s);  // C's lease + 2 heartbeats
+  node<>* n = who_took_over(c, at(120s), 2);
+  CHECK((n == &a || n == &b));  // A skipped it too: both are backups like any other
+}

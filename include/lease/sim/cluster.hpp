@@ -5,7 +5,7 @@
 // handler is a script (how long it runs, how it ends, whether and how fast it
 // honours its stop token). Faults: crash (no release), freeze for a duration
 // (GC pause, stalled VM: neither the loop nor the handlers move), stop() with
-// any handler behaviour, and delayed store calls. Everything is recorded in a
+// any handler behaviour, delayed store calls, and failing store calls. Everything is recorded in a
 // lease::sim::history, and the invariants of DESIGN.md §5 are checked on it.
 //
 // The same seed and the same calls give the same history, so a failing
@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <random>
@@ -32,6 +33,7 @@
 #include "lease/overlap/policies.hpp"
 #include "lease/schedule/concept.hpp"
 #include "lease/scheduler.hpp"
+#include "lease/scheduler/detail/any_schedule.hpp"
 #include "lease/sim/executor.hpp"
 #include "lease/sim/history.hpp"
 #include "lease/sim/script.hpp"
@@ -59,11 +61,12 @@ class cluster {
   /// Adds a job to every instance (before their start()).
   template <Schedule S>
   void add_job(std::string name, S schedule, planner plan) {
+    detail::any_schedule slots(schedule);
     jobs_.push_back({std::move(name), [s = std::move(schedule)](scheduler_type& sch, const std::string& n,
                                                                  typename scheduler_type::handler h) {
                        sch.add(n, s, std::move(h));
                      },
-                     std::move(plan)});
+                     std::move(plan), std::move(slots)});
   }
 
   /// Adds an instance named `name` whose clock reads the store's plus `skew`;
@@ -128,6 +131,13 @@ class cluster {
     world_->delays[instances_.at(i)->name] = {d, calls};
   }
 
+  /// Instance `i`'s next `calls` store calls fail with `code`: before being
+  /// applied, or (`applied`) after, as when a reply is lost.
+  void fail_store(std::size_t i, errc code, int calls, bool applied = false) {
+    fault(i, "fail " + std::to_string(calls) + " store calls" + (applied ? " after applying" : ""));
+    world_->failures[instances_.at(i)->name] = {code, calls, applied};
+  }
+
   /// Runs the simulation until the store's clock reads `t`.
   void run_until(time_point t) {
     for (;;) {
@@ -171,8 +181,12 @@ class cluster {
     for (const handler_run& h : world_->hist.handlers)
       if (!seen.insert({h.run, h.attempt}).second)
         out.push_back("I5: " + to_text(h.run) + " attempt " + std::to_string(h.attempt) + " started twice");
+    check_takeover_time(out);
     return out;
   }
+
+  /// How many lease ends the last violations() call could hold to I6.
+  [[nodiscard]] std::size_t takeover_checks() const noexcept { return takeover_checks_; }
 
   /// The history as readable text, for a failing test's message.
   [[nodiscard]] std::string describe(std::size_t max_lines = 200) const {
@@ -206,6 +220,7 @@ class cluster {
     std::string name;
     std::function<void(scheduler_type&, const std::string&, typename scheduler_type::handler)> install;
     planner plan;
+    detail::any_schedule slots;
   };
   struct running_handler {
     task t;
@@ -305,6 +320,77 @@ class cluster {
     in.exec.dispatched->clear();
   }
 
+  /// I6: a run whose lease ran out while still running (runner dead, frozen,
+  /// abandoned, or released) is taken over or ended within 2 × heartbeat of
+  /// the lease end — checked only where the rule applies cleanly: an instance
+  /// became its backup before the lease end and had no fault (crash, stop,
+  /// freeze, restart, failed store call) until the deadline, no store call of
+  /// anyone was delayed meanwhile, and no newer slot of the job falls before
+  /// the deadline (plus the largest skew, a lease).
+  void check_takeover_time(std::vector<std::string>& out) const {
+    takeover_checks_ = 0;
+    const history& h = world_->hist;
+    const duration hb = *opts_.heartbeat;
+    std::map<run_key, std::vector<const store_op*>> by_run;
+    for (const store_op& op : h.ops) by_run[op.run].push_back(&op);
+    auto record_at = [&](const std::vector<const store_op*>& ops, time_point t) -> std::optional<run_record> {
+      std::optional<run_record> rec;
+      for (const store_op* op : ops) {
+        if (op->at > t) break;
+        rec = op->after;
+      }
+      return rec;
+    };
+    for (const auto& [run, ops] : by_run) {
+      const job_spec* spec = nullptr;
+      for (const auto& j : jobs_)
+        if (j.name == run.job) spec = &j;
+      if (spec == nullptr) continue;
+      std::map<std::string, std::pair<time_point, std::string>> lease_end;  // token → (end, runner)
+      for (const store_op* op : ops) {
+        if (!op->after || op->after->token != op->token) continue;
+        const bool extends = (op->op == store_op::kind::claim && op->outcome == claim_outcome::won) ||
+                             ((op->op == store_op::kind::heartbeat || op->op == store_op::kind::release) && op->accepted);
+        if (extends) lease_end[op->token] = {op->after->lease_end, op->instance};
+      }
+      for (const auto& [token, end_runner] : lease_end) {
+        const auto& [end, runner] = end_runner;
+        const time_point deadline = end + 2 * hb + duration{1};
+        if (deadline > now()) continue;
+        std::optional<run_record> at_end = record_at(ops, end);
+        if (!at_end || at_end->token != token || at_end->status != run_status::running) continue;
+        if (spec->slots.next(run.slot) <= deadline + opts_.lease) continue;
+        if (!has_clean_backup(run, runner, end, deadline)) continue;
+        ++takeover_checks_;
+        std::optional<run_record> later = record_at(ops, deadline);
+        if (later && later->token == token && later->status == run_status::running)
+          out.push_back("I6: " + to_text(run) + " attempt " + std::to_string(at_end->attempt) + "'s lease ended at " +
+                        std::to_string(end.time_since_epoch().count()) + " but nobody took it over within 2 heartbeats");
+      }
+    }
+  }
+
+  [[nodiscard]] bool has_clean_backup(const run_key& run, const std::string& runner, time_point end,
+                                      time_point deadline) const {
+    const history& h = world_->hist;
+    for (const event& e : h.events) {
+      if (e.kind != event_kind::backup || e.run != run || e.instance == runner || e.at > end) continue;
+      bool clean = true;
+      for (const event& o : h.events)
+        if (o.instance == e.instance && o.run == run && o.at >= e.at && o.at <= deadline &&
+            (o.kind == event_kind::won || o.kind == event_kind::takeover || o.kind == event_kind::catch_up))
+          clean = false;  // it ran the run itself meanwhile: not a backup throughout
+      for (const auto& [at, what] : h.faults) {
+        if (at < e.at || at > deadline) continue;
+        const bool about_it = what.size() > e.instance.size() &&
+                              what.compare(what.size() - e.instance.size() - 1, std::string::npos, " " + e.instance) == 0;
+        if (about_it || what.rfind("delayed call", 0) == 0) clean = false;
+      }
+      if (clean) return true;
+    }
+    return false;
+  }
+
   /// I2: a runner whose heartbeat was refused has its stop token aborted
   /// before its next heartbeat tick (checked right after the poll that saw it).
   void check_fenced(instance& in) {
@@ -329,6 +415,7 @@ class cluster {
   std::shared_ptr<world> world_;
   std::vector<job_spec> jobs_;
   std::vector<std::unique_ptr<instance>> instances_;
+  mutable std::size_t takeover_checks_ = 0;
 };
 
 }  // namespace lease::sim

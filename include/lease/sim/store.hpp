@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "lease/clock/fake.hpp"
+#include "lease/error.hpp"
 #include "lease/options.hpp"
 #include "lease/rules.hpp"
 #include "lease/sim/history.hpp"
@@ -33,6 +34,12 @@ struct world {
   bool skip_mode;
   history hist;
   std::map<std::string, std::pair<duration, int>> delays;  ///< instance → (delay, calls left)
+  struct failure {
+    errc code = errc::unavailable;
+    int calls = 0;         ///< calls left to fail
+    bool applied = false;  ///< fail after applying (a lost reply), else before
+  };
+  std::map<std::string, failure> failures;  ///< instance → injected store errors
   rules::run_table last;                                    ///< the table after the previous call
   std::map<run_key, std::string> won_token;                 ///< latest won attempt's token per run
   std::set<std::pair<run_key, std::uint32_t>> winners;      ///< (run, attempt) won so far
@@ -74,18 +81,21 @@ class store {
     }
     w_->hist.ops.push_back(std::move(op));
     check_table();
+    depart();
     return res;
   }
   bool heartbeat(const run_key& run, std::string_view token, duration lease) {
     arrive();
     const bool ok = w_->mem.heartbeat(run, token, lease);
     renewal(run, token, ok);
+    depart();
     return ok;
   }
   std::vector<bool> heartbeat_many(std::span<const heartbeat_request> batch) {
     arrive();
     std::vector<bool> out = w_->mem.heartbeat_many(batch);
     for (std::size_t i = 0; i < batch.size(); ++i) renewal(batch[i].run, batch[i].token, out[i]);
+    depart();
     return out;
   }
   bool finish(const run_key& run, std::string_view token, run_status status) {
@@ -93,31 +103,52 @@ class store {
     const bool ok = w_->mem.finish(run, token, status);
     fenced_write(store_op::kind::finish, run, token, ok);
     if (ok && status == run_status::failed) w_->failed.insert(run);
+    depart();
     return ok;
   }
   bool release(const run_key& run, std::string_view token) {
     arrive();
     const bool ok = w_->mem.release(run, token);
     fenced_write(store_op::kind::release, run, token, ok);
+    depart();
     return ok;
   }
   std::vector<run_record> unfinished(std::string_view job) {
     arrive();
-    return w_->mem.unfinished(job);
+    auto out = w_->mem.unfinished(job);
+    depart();
+    return out;
   }
   std::optional<run_record> get(const run_key& run) {
     arrive();
-    return w_->mem.get(run);
+    auto out = w_->mem.get(run);
+    depart();
+    return out;
   }
   [[nodiscard]] time_point now() const { return w_->mem.now(); }
 
  private:
   /// A delayed call reaches the store late: the world's clock moves first.
+  /// An injected failure "before" throws here, having changed nothing.
   void arrive() {
-    auto it = w_->delays.find(instance_);
-    if (it == w_->delays.end() || it->second.second <= 0) return;
-    w_->clock.advance(it->second.first);
-    --it->second.second;
+    if (auto it = w_->delays.find(instance_); it != w_->delays.end() && it->second.second > 0) {
+      w_->hist.faults.push_back({w_->clock.now(), "delayed call " + instance_});
+      w_->clock.advance(it->second.first);
+      --it->second.second;
+    }
+    if (auto it = w_->failures.find(instance_); it != w_->failures.end() && it->second.calls > 0 && !it->second.applied) {
+      --it->second.calls;
+      w_->hist.faults.push_back({w_->clock.now(), "failed call " + instance_});
+      throw store_error(make_error_code(it->second.code), "simulated store failure");
+    }
+  }
+  /// An injected failure "after" throws once the call was applied: the reply was lost.
+  void depart() {
+    if (auto it = w_->failures.find(instance_); it != w_->failures.end() && it->second.calls > 0 && it->second.applied) {
+      --it->second.calls;
+      w_->hist.faults.push_back({w_->clock.now(), "failed call " + instance_});
+      throw store_error(make_error_code(it->second.code), "simulated lost reply");
+    }
   }
   store_op record(store_op::kind k, const run_key& run, std::string_view token) {
     store_op op;

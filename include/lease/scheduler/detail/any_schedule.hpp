@@ -12,9 +12,8 @@ namespace lease::detail {
 /// per job, and a scheduler holds many jobs).
 class any_schedule {
  public:
-  // Not `template <Schedule S>`: checking Schedule<any_schedule> (copyable?)
-  // would consider this constructor again, which clang 14 reports as an
-  // infinite recursion. Excluding any_schedule first short-circuits it.
+  // Not for any_schedule itself: checking Schedule<any_schedule> would ask
+  // whether it is copyable, which asks this constructor again (clang recurses).
   template <class S>
     requires(!std::is_same_v<S, any_schedule> && Schedule<S>)
   explicit any_schedule(S s) : impl_(std::make_shared<model<S>>(std::move(s))) {}
