@@ -98,8 +98,13 @@ class orchestrator {
               << ", heartbeat " << secs(heartbeat) << ", max_attempts " << max_attempts << "; the handler does "
               << handler_steps << " steps of " << secs(step_time) << " and checks its stop token between steps\n";
     header();
+    section("0. three instances start on an empty file; the first up catches up the latest slot");
     for (const char* n : names) start(n);
     for (const char* n : names) wait_ready(n);
+    // Let that first run end, so that each act below starts from a quiet cluster.
+    need(wait_for([](const line& l) { return l.kind == 'E' && (l.what == "success" || l.what == "failed"); },
+                  interval * 3, 0),
+         "the first run to end");
     act_kill();
     act_freeze();
     act_term();
