@@ -27,7 +27,13 @@ inline constexpr lease::duration lease_time = 3s;
 inline constexpr lease::duration heartbeat = 500ms;
 inline constexpr std::uint32_t max_attempts = 3;
 // Small jitters keep the demo short; they are what real instances use to spread their claims.
-inline constexpr lease::duration claim_jitter = 200ms;
+// The claim jitter is also the demo's margin: a runner killed right after its
+// claim at slot + j has its lease run out at slot + j + 3 s, and the backups
+// (checking every 0.5-1 s) must get there before the next-but-one slot's claim
+// at slot + 4 s + j'. With j <= 100 ms both backups would have to draw their
+// longest intervals to lose that race (well under 1 in 1000); if they do, the
+// demo says so (the spec's "next slot comes first" ordering) instead of failing.
+inline constexpr lease::duration claim_jitter = 100ms;
 inline constexpr lease::duration catch_up_jitter = 300ms;
 inline constexpr lease::duration stop_timeout = 2s;
 // The handler: 12 steps of 100 ms of "work". Steps, not wall time, so a

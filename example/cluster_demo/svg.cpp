@@ -142,8 +142,9 @@ void write_svg(const history& h, const std::string& path) {
     const double gx = x(t);
     s += "<line x1=\"" + num(gx) + "\" y1=\"" + num(lane_top) + "\" x2=\"" + num(gx) + "\" y2=\"" + num(axis_y) +
          "\" stroke=\"#b0b7bf\" stroke-width=\"0.6\" stroke-dasharray=\"2 3\"/>\n";
-    s += "<text x=\"" + num(gx) + "\" y=\"" + num(axis_y + 30) + "\" font-size=\"9.5\" fill=\"#555\" text-anchor=\"middle\">" +
-         hms(t) + "</text>\n";
+    if (gx - left >= 24)  // not under the "slots (UTC)" caption
+      s += "<text x=\"" + num(gx) + "\" y=\"" + num(axis_y + 30) +
+           "\" font-size=\"9.5\" fill=\"#555\" text-anchor=\"middle\">" + hms(t) + "</text>\n";
   }
   s += "<line x1=\"" + num(left) + "\" y1=\"" + num(axis_y) + "\" x2=\"" + num(left + plot) + "\" y2=\"" + num(axis_y) +
        "\" stroke=\"#333\"/>\n";
