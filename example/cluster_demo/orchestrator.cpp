@@ -98,7 +98,7 @@ class orchestrator {
               << ", heartbeat " << secs(heartbeat) << ", max_attempts " << max_attempts << "; the handler does "
               << handler_steps << " steps of " << secs(step_time) << " and checks its stop token between steps\n";
     header();
-    section("0. three instances start on an empty file; the first up catches up the latest slot");
+    section("0. three instances start on an empty file; one of them catches up the latest slot");
     for (const char* n : names) start(n);
     for (const char* n : names) wait_ready(n);
     // Let that first run end, so that each act below starts from a quiet cluster.
