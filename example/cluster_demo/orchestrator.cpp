@@ -33,6 +33,7 @@
 #include <lease/clock/system.hpp>
 #include <lease/schedule/every.hpp>
 #include <lease/store/sqlite.hpp>
+#include <sqlite3.h>
 
 #include "demo.hpp"
 #include "protocol.hpp"
@@ -165,6 +166,15 @@ class orchestrator {
     signal_child(w.instance, SIGSTOP, "stop",
                  "SIGSTOP " + w.instance + " (runner of " + hms(w.slot) + " attempt " + std::to_string(w.attempt) +
                      "): frozen mid-run, it cannot renew its lease");
+    // A process frozen inside a write transaction would hold the file's
+    // write lock and stall everyone (a different demo). The odds are tiny
+    // (the runner is idle between its claim and its first heartbeat), but
+    // check, and if so let it finish the transaction and freeze it again.
+    for (int i = 0; i < 5 && !write_lock_free(); ++i) {
+      ::kill(current(w.instance)->pid, SIGCONT);
+      pump_for(20ms);
+      ::kill(current(w.instance)->pid, SIGSTOP);
+    }
     sample();
     const line r = need(wait_for(ends_or_moves_on(w), lease_time + 2 * heartbeat + 4s, from),
                         "a backup to take over " + hms(w.slot) + " from the frozen runner");
@@ -547,6 +557,20 @@ class orchestrator {
     } catch (const lease::store_error&) {
       ++h_.sample_errors;  // a busy file: the next sample looks again
     }
+  }
+
+  /// True if a write transaction can start on the file within 200 ms.
+  bool write_lock_free() const {
+    sqlite3* raw = nullptr;
+    const bool opened = sqlite3_open_v2(db_.c_str(), &raw, SQLITE_OPEN_READWRITE, nullptr) == SQLITE_OK;
+    bool free = false;
+    if (opened) {
+      sqlite3_busy_timeout(raw, 200);
+      free = sqlite3_exec(raw, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) == SQLITE_OK;
+      if (free) sqlite3_exec(raw, "ROLLBACK", nullptr, nullptr, nullptr);
+    }
+    sqlite3_close(raw);
+    return free || !opened;  // a file we cannot open is not a lock problem
   }
 
   /// Every run the events mention, read back at the end.
