@@ -266,7 +266,7 @@ inline std::size_t split_fields(std::string_view expr, std::array<cron_token, 7>
 /// Parses a whole expression (5 or 6 fields, or a macro). Throws cron_error.
 inline cron_fields parse_cron(std::string_view expr) {
   std::array<cron_token, 7> tokens{};
-  std::size_t n = split_fields(expr, tokens);
+  const std::size_t n = split_fields(expr, tokens);
 
   if (n >= 1 && tokens[0].text.front() == '@') {
     if (n > 1)
