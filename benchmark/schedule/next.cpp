@@ -33,18 +33,14 @@ template <class S>
 void run_next(benchmark::State& state, const S& schedule) {
   const auto& times = start_times();
   std::size_t i = 0;
-  for (auto _ : state) {
-    benchmark::DoNotOptimize(schedule.next(times[i++ & 1023]));
-  }
+  for (auto _ : state) { benchmark::DoNotOptimize(schedule.next(times[i++ & 1023])); }
 }
 
 template <class S>
 void run_latest(benchmark::State& state, const S& schedule) {
   const auto& times = start_times();
   std::size_t i = 0;
-  for (auto _ : state) {
-    benchmark::DoNotOptimize(schedule.latest(times[i++ & 1023]));
-  }
+  for (auto _ : state) { benchmark::DoNotOptimize(schedule.latest(times[i++ & 1023])); }
 }
 
 void floor_every_5s(benchmark::State& s) { run_next(s, lease::every(std::chrono::seconds{5})); }

@@ -18,9 +18,7 @@ lease::cron_error error_of(const char* expression, const char* zone = "UTC") {
   try {
     lease::cron c(expression, zone);
     FAIL("accepted: " << expression);
-  } catch (const lease::cron_error& e) {
-    return e;
-  }
+  } catch (const lease::cron_error& e) { return e; }
   throw std::logic_error("unreachable");
 }
 
@@ -74,8 +72,10 @@ TEST_CASE("Malformed lists, ranges and steps are rejected where they go wrong") 
            expected_error{"5- * * * *", "minute", "", 3, "minute: missing value (column 3)"},
            expected_error{"*/ * * * *", "minute", "", 3, "minute: missing step after / (column 3)"},
            expected_error{"/5 * * * *", "minute", "", 1, "minute: missing value before / (column 1)"},
-           expected_error{"*/0 * * * *", "minute", "0", 3, "minute: 0 is not a valid step, which must be 1-60 (column 3)"},
-           expected_error{"0 */25 * * *", "hour", "25", 5, "hour: 25 is not a valid step, which must be 1-24 (column 5)"},
+           expected_error{"*/0 * * * *", "minute", "0", 3,
+                          "minute: 0 is not a valid step, which must be 1-60 (column 3)"},
+           expected_error{"0 */25 * * *", "hour", "25", 5,
+                          "hour: 25 is not a valid step, which must be 1-24 (column 5)"},
        })
     check(x);
 }
@@ -84,7 +84,8 @@ TEST_CASE("Day-field letters are rejected outside their field or without their n
   for (const expected_error& x : {
            expected_error{"? * * * *", "minute", "?", 1,
                           "minute: ? is only allowed in the day-of-month and day-of-week fields (column 1)"},
-           expected_error{"0 0 5,? * *", "day of month", "?", 7, "day of month: ? must stand alone in its field (column 7)"},
+           expected_error{"0 0 5,? * *", "day of month", "?", 7,
+                          "day of month: ? must stand alone in its field (column 7)"},
            expected_error{"0 0 * * L", "day of week", "L", 9,
                           "day of week: L needs a weekday before it, as in 5L or friL (the last Friday) (column 9)"},
            expected_error{"0 0 * * 5#", "day of week", "", 11,
@@ -135,12 +136,12 @@ TEST_CASE("An expression that can never fire is rejected at construction") {
 }
 
 TEST_CASE("Rare but possible days are accepted") {
-  CHECK_NOTHROW(lease::cron("0 0 29 2 *"));         // leap days
-  CHECK_NOTHROW(lease::cron("0 0 30 2 mon"));       // either field: Mondays in February
-  CHECK_NOTHROW(lease::cron("0 0 29 2 mon"));       // either: 29 Feb or a Monday
-  CHECK_NOTHROW(lease::cron("0 0 * 2 mon#5"));      // a fifth Monday in February: 29 Feb on a Monday
-  CHECK_NOTHROW(lease::cron("0 0 L-28 2 *"));       // 1 February in leap years
-  CHECK_NOTHROW(lease::cron("0 0 L-27 2 *"));       // 1 or 2 February
+  CHECK_NOTHROW(lease::cron("0 0 29 2 *"));     // leap days
+  CHECK_NOTHROW(lease::cron("0 0 30 2 mon"));   // either field: Mondays in February
+  CHECK_NOTHROW(lease::cron("0 0 29 2 mon"));   // either: 29 Feb or a Monday
+  CHECK_NOTHROW(lease::cron("0 0 * 2 mon#5"));  // a fifth Monday in February: 29 Feb on a Monday
+  CHECK_NOTHROW(lease::cron("0 0 L-28 2 *"));   // 1 February in leap years
+  CHECK_NOTHROW(lease::cron("0 0 L-27 2 *"));   // 1 or 2 February
 }
 
 TEST_CASE("An unknown time zone is rejected at construction") {

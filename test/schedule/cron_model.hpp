@@ -110,6 +110,12 @@ struct cron_model {
 
 namespace gen_detail {
 
+/// A function that sets value v in `bits`.
+template <std::size_t N>
+auto into(std::bitset<N>& bits) {
+  return [&bits](int v) { bits.set(static_cast<std::size_t>(v)); };
+}
+
 inline std::string name_or_number(int v, const char* const* names) {
   if (names == nullptr || !*rc::gen::arbitrary<bool>()) return std::to_string(v);
   std::string s = names[v];
@@ -118,7 +124,7 @@ inline std::string name_or_number(int v, const char* const* names) {
   return s;
 }
 
-inline constexpr const char* month_names[] = {"", "jan", "feb", "mar", "apr", "may", "jun",
+inline constexpr const char* month_names[] = {"",    "jan", "feb", "mar", "apr", "may", "jun",
                                               "jul", "aug", "sep", "oct", "nov", "dec"};
 inline constexpr const char* weekday_names[] = {"sun", "mon", "tue", "wed", "thu", "fri", "sat"};
 
@@ -142,12 +148,30 @@ std::string numeric_field(int min, int max, const char* const* names, Set set, i
       }
     };
     switch (kind) {
-      case 0: text += '*'; walk(min, max, 1); break;
-      case 1: text += "*/" + std::to_string(step); walk(min, max, step); break;
-      case 2: text += name_or_number(a, names); set(a); break;
-      case 3: text += name_or_number(a, names) + "-" + name_or_number(b, names); walk(a, b, 1); break;
-      case 4: text += name_or_number(a, names) + "-" + name_or_number(b, names) + "/" + std::to_string(step); walk(a, b, step); break;
-      default: text += name_or_number(a, names) + "/" + std::to_string(step); walk(a, max, step); break;
+      case 0:
+        text += '*';
+        walk(min, max, 1);
+        break;
+      case 1:
+        text += "*/" + std::to_string(step);
+        walk(min, max, step);
+        break;
+      case 2:
+        text += name_or_number(a, names);
+        set(a);
+        break;
+      case 3:
+        text += name_or_number(a, names) + "-" + name_or_number(b, names);
+        walk(a, b, 1);
+        break;
+      case 4:
+        text += name_or_number(a, names) + "-" + name_or_number(b, names) + "/" + std::to_string(step);
+        walk(a, b, step);
+        break;
+      default:
+        text += name_or_number(a, names) + "/" + std::to_string(step);
+        walk(a, max, step);
+        break;
     }
   }
   return text;
@@ -165,16 +189,16 @@ inline cron_model random_cron(bool every_hour = false) {
   const auto items = [] { return *rc::gen::weightedElement<int>({{6, 1}, {3, 2}, {1, 3}}); };
 
   if (*rc::gen::arbitrary<bool>()) {
-    text += numeric_field(0, 59, nullptr, [&](int v) { m.seconds.set(static_cast<std::size_t>(v)); }, items()) + " ";
+    text += numeric_field(0, 59, nullptr, into(m.seconds), items()) + " ";
   } else {
     m.seconds.set(0);
   }
-  text += numeric_field(0, 59, nullptr, [&](int v) { m.minutes.set(static_cast<std::size_t>(v)); }, items()) + " ";
+  text += numeric_field(0, 59, nullptr, into(m.minutes), items()) + " ";
   if (every_hour) {
     text += "* ";
     m.hours.set();
   } else {
-    text += numeric_field(0, 23, nullptr, [&](int v) { m.hours.set(static_cast<std::size_t>(v)); }, items()) + " ";
+    text += numeric_field(0, 23, nullptr, into(m.hours), items()) + " ";
   }
 
   // Day of month: ?, or a list mixing numbers with L, L-k, nW, LW.
@@ -188,17 +212,33 @@ inline cron_model random_cron(bool every_hour = false) {
     for (int i = 0; i < n; ++i) {
       if (i > 0) dom += ',';
       switch (*rc::gen::inRange(0, 8)) {
-        case 0: dom += "L"; m.days_before_last.insert(0); break;
-        case 1: { const int k = *rc::gen::inRange(0, 31); dom += "L-" + std::to_string(k); m.days_before_last.insert(k); break; }
-        case 2: { const int x = *rc::gen::inRange(1, 32); dom += std::to_string(x) + "W"; m.nearest_weekday_to.insert(x); break; }
-        case 3: dom += "LW"; m.last_weekday = true; break;
-        default: dom += numeric_field(1, 31, nullptr, [&](int v) { m.days.set(static_cast<std::size_t>(v)); }, 1);
+        case 0:
+          dom += "L";
+          m.days_before_last.insert(0);
+          break;
+        case 1: {
+          const int k = *rc::gen::inRange(0, 31);
+          dom += "L-" + std::to_string(k);
+          m.days_before_last.insert(k);
+          break;
+        }
+        case 2: {
+          const int x = *rc::gen::inRange(1, 32);
+          dom += std::to_string(x) + "W";
+          m.nearest_weekday_to.insert(x);
+          break;
+        }
+        case 3:
+          dom += "LW";
+          m.last_weekday = true;
+          break;
+        default: dom += numeric_field(1, 31, nullptr, into(m.days), 1);
       }
     }
     m.day_of_month_restricted = dom.front() != '*';
   }
   text += dom + " ";
-  text += numeric_field(1, 12, month_names, [&](int v) { m.months.set(static_cast<std::size_t>(v)); }, items()) + " ";
+  text += numeric_field(1, 12, month_names, into(m.months), items()) + " ";
 
   // Day of week: ?, 7 for Sunday, or a list mixing ranges with wL and w#k.
   std::string dow;
@@ -212,10 +252,21 @@ inline cron_model random_cron(bool every_hour = false) {
       if (i > 0) dow += ',';
       const int w = *rc::gen::inRange(0, 7);
       switch (*rc::gen::inRange(0, 8)) {
-        case 0: dow += name_or_number(w, weekday_names) + "L"; m.last_of.set(static_cast<std::size_t>(w)); break;
-        case 1: { const int k = *rc::gen::inRange(1, 6); dow += name_or_number(w, weekday_names) + "#" + std::to_string(k); m.nth_of.insert({w, k}); break; }
-        case 2: dow += "7"; m.weekdays.set(0); break;
-        default: dow += numeric_field(0, 6, weekday_names, [&](int v) { m.weekdays.set(static_cast<std::size_t>(v)); }, 1);
+        case 0:
+          dow += name_or_number(w, weekday_names) + "L";
+          m.last_of.set(static_cast<std::size_t>(w));
+          break;
+        case 1: {
+          const int k = *rc::gen::inRange(1, 6);
+          dow += name_or_number(w, weekday_names) + "#" + std::to_string(k);
+          m.nth_of.insert({w, k});
+          break;
+        }
+        case 2:
+          dow += "7";
+          m.weekdays.set(0);
+          break;
+        default: dow += numeric_field(0, 6, weekday_names, into(m.weekdays), 1);
       }
     }
     m.day_of_week_restricted = dow.front() != '*';
@@ -234,19 +285,20 @@ inline cron_model random_cron_on(int month, int day, int hour) {
   cron_model m;
   std::string text;
   if (*rc::gen::arbitrary<bool>()) {
-    text += numeric_field(0, 59, nullptr, [&](int v) { m.seconds.set(static_cast<std::size_t>(v)); }, 1) + " ";
+    text += numeric_field(0, 59, nullptr, into(m.seconds), 1) + " ";
   } else {
     m.seconds.set(0);
   }
-  text += numeric_field(0, 59, nullptr, [&](int v) { m.minutes.set(static_cast<std::size_t>(v)); }, 1) + " ";
+  text += numeric_field(0, 59, nullptr, into(m.minutes), 1) + " ";
   if (*rc::gen::arbitrary<bool>() && hour >= 1 && hour <= 22) {
     // The hour itself (the repeated one, for a fall-back), the next (the
     // skipped one, for a spring-forward), or both with the hour before.
-    const auto [from, to] = *rc::gen::element(std::pair{hour, hour}, std::pair{hour + 1, hour + 1}, std::pair{hour - 1, hour + 1});
+    const auto [from, to] =
+        *rc::gen::element(std::pair{hour, hour}, std::pair{hour + 1, hour + 1}, std::pair{hour - 1, hour + 1});
     text += std::to_string(from) + "-" + std::to_string(to) + " ";
     for (int h = from; h <= to; ++h) m.hours.set(static_cast<std::size_t>(h));
   } else {
-    text += numeric_field(0, 23, nullptr, [&](int v) { m.hours.set(static_cast<std::size_t>(v)); }, 1) + " ";
+    text += numeric_field(0, 23, nullptr, into(m.hours), 1) + " ";
   }
   text += std::to_string(day) + " " + std::to_string(month) + " *";
   m.days.set(static_cast<std::size_t>(day));
@@ -294,7 +346,7 @@ inline std::optional<lease::time_point> model_latest_utc(const cron_model& m, le
 /// in a gap: the transition (run_after) or nothing; repeated: the first
 /// instant, or both.
 inline std::optional<lease::time_point> model_next_zoned(const cron_model& m, const date::time_zone* zone,
-                                                        lease::dst_policy policy, lease::time_point t) {
+                                                         lease::dst_policy policy, lease::time_point t) {
   using std::chrono::hours;
   const date::sys_seconds ts = date::floor<std::chrono::seconds>(t);
   const date::local_seconds lt = zone->to_local(ts);
@@ -313,7 +365,9 @@ inline std::optional<lease::time_point> model_next_zoned(const cron_model& m, co
       const date::local_info info = zone->get_info(l);
       std::vector<date::sys_seconds> instants;
       switch (info.result) {
-        case date::local_info::unique: instants.push_back(date::sys_seconds{(l - info.first.offset).time_since_epoch()}); break;
+        case date::local_info::unique:
+          instants.push_back(date::sys_seconds{(l - info.first.offset).time_since_epoch()});
+          break;
         case date::local_info::nonexistent:
           if (policy.gap == lease::dst_gap::run_after) instants.push_back(info.first.end);
           break;

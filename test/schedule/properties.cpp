@@ -45,10 +45,10 @@ void check_laws(const S& s, time_point t) {
            << ", next = " << date::format("%F %T", next) << "\n";
   RC_ASSERT(latest <= t);
   RC_ASSERT(t < next);
-  RC_ASSERT(s.latest(next) == next);      // next is a slot
-  RC_ASSERT(s.next(latest) == next);      // and nothing lies between latest and next
+  RC_ASSERT(s.latest(next) == next);  // next is a slot
+  RC_ASSERT(s.next(latest) == next);  // and nothing lies between latest and next
   RC_ASSERT(s.latest(next - ms{1}) == latest);
-  RC_ASSERT(s.next(next) > next);         // strictly increasing
+  RC_ASSERT(s.next(next) > next);  // strictly increasing
   const time_point later = t + ms{*rc::gen::inRange<std::int64_t>(0, 40LL * 86400'000)};
   RC_ASSERT(s.next(t) <= s.next(later));  // monotonic (L1)
   RC_ASSERT(s.latest(t) <= s.latest(later));
@@ -109,9 +109,9 @@ TEST_CASE("Cron slots on a DST transition day are found from far before and afte
     const auto before = tz->to_local(transition - std::chrono::seconds{1});  // the last second before it
     const auto midnight = date::floor<date::days>(before);
     const date::year_month_day day{midnight};
-    const cron_model m = schedule_test::random_cron_on(
-        static_cast<int>(unsigned{day.month()}), static_cast<int>(unsigned{day.day()}),
-        static_cast<int>(date::floor<std::chrono::hours>(before - midnight).count()));
+    const cron_model m =
+        schedule_test::random_cron_on(static_cast<int>(unsigned{day.month()}), static_cast<int>(unsigned{day.day()}),
+                                      static_cast<int>(date::floor<std::chrono::hours>(before - midnight).count()));
     const lease::dst_policy dst{*rc::gen::element(lease::dst_gap::run_after, lease::dst_gap::skip),
                                 *rc::gen::element(lease::dst_repeat::first_only, lease::dst_repeat::both)};
     const auto c = make_cron(m, zone, dst);

@@ -33,12 +33,15 @@ inline lease::time_point local(std::string_view zone, std::string_view text) {
 }
 
 /// "Sat 2026-03-28 00:00:00" — weekday included, it is what day tests are about.
-inline std::string show_utc(lease::time_point t) { return date::format("%a %F %T", date::floor<std::chrono::seconds>(t)); }
+inline std::string show_utc(lease::time_point t) {
+  return date::format("%a %F %T", date::floor<std::chrono::seconds>(t));
+}
 
 /// "2026-10-25 02:30:00 CEST" — local time with its abbreviation, which tells
 /// the two occurrences of a repeated hour apart.
 inline std::string show_local(std::string_view zone, lease::time_point t) {
-  return date::format("%F %T %Z", date::make_zoned(date::locate_zone(std::string(zone)), date::floor<std::chrono::seconds>(t)));
+  return date::format("%F %T %Z",
+                      date::make_zoned(date::locate_zone(std::string(zone)), date::floor<std::chrono::seconds>(t)));
 }
 
 /// The first n slots strictly after `after`, shown in UTC.

@@ -127,12 +127,12 @@ class cron {
       const date::time_zone* z = date::locate_zone(name);
       (void)z->get_info(date::sys_seconds{});  // loads the zone now, so that next() and latest() cannot fail later
       return z;
-    } catch (const std::runtime_error&) {
-      throw cron_error("time zone", name, "is not in the time zone database", 0);
-    }
+    } catch (const std::runtime_error&) { throw cron_error("time zone", name, "is not in the time zone database", 0); }
   }
 
-  static date::local_seconds as_local(date::sys_seconds t) noexcept { return date::local_seconds{t.time_since_epoch()}; }
+  static date::local_seconds as_local(date::sys_seconds t) noexcept {
+    return date::local_seconds{t.time_since_epoch()};
+  }
   static date::sys_seconds as_sys(date::local_seconds t) noexcept { return date::sys_seconds{t.time_since_epoch()}; }
   // Slots are reported within [first_instant, last_instant] only, the same
   // range in both directions so that next and latest stay consistent; the
@@ -149,7 +149,8 @@ class cron {
       const date::sys_info span = zone_->get_info(from);
       date::local_seconds lo = as_local(from) + span.offset;
       // (A repeat lasts at most hours: past two days into the span, skip the lookup.)
-      if (dst_.repeat == dst_repeat::first_only && from - span.begin < margin) lo = std::max(lo, first_unrepeated(span));
+      if (dst_.repeat == dst_repeat::first_only && from - span.begin < margin)
+        lo = std::max(lo, first_unrepeated(span));
       const date::local_seconds end_local = as_local(span.end) + span.offset;
       if (const auto m = detail::next_match(fields_, lo, end_local)) return as_sys(*m - span.offset);
       if (span.end >= last_instant()) return time_point::max();
@@ -186,7 +187,8 @@ class cron {
 
       // As in next_zoned, mirrored: jump to two days after the last match
       // up to two days after `upto`'s local time.
-      const auto behind = detail::prev_match(fields_, as_local(upto) + span.offset + margin, date::local_seconds::min());
+      const auto behind =
+          detail::prev_match(fields_, as_local(upto) + span.offset + margin, date::local_seconds::min());
       if (!behind) return time_point::min();
       upto = std::min(span.begin - seconds{1}, as_sys(*behind) + margin);
     }

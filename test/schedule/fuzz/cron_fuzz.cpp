@@ -43,8 +43,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       if (next != lease::time_point::max()) require(c.latest(next) == next);
       if (latest != lease::time_point::min()) require(c.next(latest) == next);
     }
-  } catch (const lease::cron_error& e) {
-    require(e.what()[0] != '\0' && !e.field().empty());
-  }
+  } catch (const lease::cron_error& e) { require(e.what()[0] != '\0' && !e.field().empty()); }
   return 0;
 }

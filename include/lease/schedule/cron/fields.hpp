@@ -58,15 +58,15 @@ struct cron_fields {
   std::uint16_t months = 0;   ///< bits 1–12
 
   // Day of month.
-  std::uint32_t days = 0;           ///< bits 1–31: plain day numbers
-  std::uint32_t days_before_last = 0;  ///< bit k: the day k days before the last (`L` = bit 0, `L-3` = bit 3)
+  std::uint32_t days = 0;                ///< bits 1–31: plain day numbers
+  std::uint32_t days_before_last = 0;    ///< bit k: the day k days before the last (`L` = bit 0, `L-3` = bit 3)
   std::uint32_t nearest_weekday_to = 0;  ///< bit d: `dW`, the weekday nearest to day d
-  bool last_weekday = false;        ///< `LW`: the last Monday–Friday of the month
+  bool last_weekday = false;             ///< `LW`: the last Monday–Friday of the month
 
   // Day of week (0 = Sunday).
-  std::uint8_t weekdays = 0;               ///< bits 0–6
-  std::array<std::uint8_t, 7> nth_of{};    ///< nth_of[w] bit k: `w#k`, the k-th such weekday (k = 1–5)
-  std::uint8_t last_of = 0;                ///< bit w: `wL`, the last such weekday of the month
+  std::uint8_t weekdays = 0;             ///< bits 0–6
+  std::array<std::uint8_t, 7> nth_of{};  ///< nth_of[w] bit k: `w#k`, the k-th such weekday (k = 1–5)
+  std::uint8_t last_of = 0;              ///< bit w: `wL`, the last such weekday of the month
 
   /// Whether each day field was written as a restriction. Standard cron
   /// (Vixie, POSIX) matches a day when *either* field matches if both are

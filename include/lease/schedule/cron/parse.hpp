@@ -266,10 +266,12 @@ inline std::size_t split_fields(std::string_view expr, std::array<cron_token, 7>
 /// Parses a whole expression (5 or 6 fields, or a macro). Throws cron_error.
 inline cron_fields parse_cron(std::string_view expr) {
   std::array<cron_token, 7> tokens{};
-  std::size_t n = split_fields(expr, tokens);
+  const std::size_t n = split_fields(expr, tokens);
 
   if (n >= 1 && tokens[0].text.front() == '@') {
-    if (n > 1) throw cron_error("expression", std::string(tokens[1].text), "follows a macro, which stands alone", tokens[1].offset + 1);
+    if (n > 1)
+      throw cron_error("expression", std::string(tokens[1].text), "follows a macro, which stands alone",
+                       tokens[1].offset + 1);
     for (const auto& m : cron_macros)
       if (iequals(tokens[0].text, m.name)) return parse_cron(m.expansion);
     throw cron_error("expression", std::string(tokens[0].text),
@@ -277,10 +279,12 @@ inline cron_fields parse_cron(std::string_view expr) {
                      tokens[0].offset + 1);
   }
   if (n > 6)
-    throw cron_error("expression", std::string(tokens[6].text), "is a 7th field: expected 5 fields, or 6 with seconds first",
-                     tokens[6].offset + 1);
+    throw cron_error("expression", std::string(tokens[6].text),
+                     "is a 7th field: expected 5 fields, or 6 with seconds first", tokens[6].offset + 1);
   if (n < 5)
-    throw cron_error("expression", "", "has " + std::to_string(n) + " fields: expected 5 (minute hour day-of-month month day-of-week), or 6 with seconds first",
+    throw cron_error("expression", "",
+                     "has " + std::to_string(n) +
+                         " fields: expected 5 (minute hour day-of-month month day-of-week), or 6 with seconds first",
                      1);
 
   cron_fields f;
@@ -289,7 +293,8 @@ inline cron_fields parse_cron(std::string_view expr) {
   for (std::size_t i = 0; i < n; ++i) cron_field_parser(cron_field_specs[first_spec + i], f).parse(tokens[i]);
 
   if (!f.can_fire())
-    throw cron_error("expression", std::string(expr), "can never fire: no day in its months matches its day fields", tokens[0].offset + 1);
+    throw cron_error("expression", std::string(expr), "can never fire: no day in its months matches its day fields",
+                     tokens[0].offset + 1);
   return f;
 }
 
