@@ -17,16 +17,20 @@
 // Loading the job's rows into a rules::run_table and calling the pure rules
 // was the alternative; it costs a read of the job's whole retained history
 // (up to history_size + the late-claim window of runs) per claim. The hand
-// SQL touches only the run itself, the "is there a newer run" probe (one
-// index seek), the job's running runs (a partial index) and the fence.
+// SQL touches only the run and the next newer one (one index seek answers
+// "which state" and "has a newer run started"), the job's running runs (a
+// partial index, usually empty), the fence, and the prune range. A won claim
+// costs about what the bare INSERT + fence UPDATE costs (benchmark/sqlite).
 //
 // Statements are prepared once per store (connection) and cached. Job names,
 // tokens and runners reach SQL only as bound BLOB parameters, so any bytes
 // round-trip (quotes, NUL, 10 kB names).
 //
-// The store's clock: the host's wall clock in ms by default, read while the
-// write lock is held (so the clock readings of successive operations on the
-// file follow their commit order), or a caller-supplied clock
+// The store's clock: the host's wall clock in ms by default, always read
+// while the write lock is held, so the times of successive writes to the file
+// follow their commit order (a claim reads std::chrono::system_clock after
+// BEGIN IMMEDIATE; a single-statement write lets SQLite read the same
+// CLOCK_REALTIME inside the statement). Or a caller-supplied clock
 // (sqlite_options::clock), which the conformance suite uses with fake_clock.
 #pragma once
 
@@ -323,7 +327,7 @@ class sqlite_store {
     }
     ~transaction() {
       if (done_ || sqlite3_get_autocommit(s_.db_.get())) return;
-      sqlite3_stmt* r = s_.stmt(q::rollback);
+      sqlite3_stmt* r = s_.stmts_[static_cast<std::size_t>(q::rollback)].get();
       sqlite3_step(r);  // nothing to do if it fails: SQLite rolls back on its own then
       sqlite3_reset(r);
     }
