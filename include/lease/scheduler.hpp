@@ -470,14 +470,12 @@ class scheduler {
     const run_key run{jobs_[j].name, slot};
     auto it = watches_.find(run);
     if (it == watches_.end() || it->second.gen != gen) return;
-    const job& jb = jobs_[j];
-    if (jb.next_slot > slot && jb.next_slot <= clock_.now()) {
-      it->second.gen = next_id_++;
-      push({clock_.now() + backup_delay(), 0, detail::timer_kind::backup, j, slot, it->second.gen});
-      return;
-    }
+    // The next check is set first: whatever this one answers (or throws), the
+    // watch goes on until an answer ends it (unwatch makes the timer stale).
     it->second.gen = next_id_++;
     push({clock_.now() + backup_delay(), 0, detail::timer_kind::backup, j, slot, it->second.gen});
+    const job& jb = jobs_[j];
+    if (jb.next_slot > slot && jb.next_slot <= clock_.now()) return;  // the newer slot's claim goes first
     const claim_request req = make_request(run, claim_reason::takeover);
     const time_point sent = clock_.now();
     if (std::optional<claim_result> res = try_claim(req)) on_claim(j, req, *res, sent);
