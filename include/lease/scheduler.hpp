@@ -216,6 +216,7 @@ class scheduler {
     run_status result = run_status::success;
     std::string why;  // the handler's exception message
     std::uint32_t tries = 0;
+    bool checked = false;  // its lease_check timer is set
   };
 
   // ---- the loop ----------------------------------------------------------
@@ -550,7 +551,6 @@ class scheduler {
       heartbeat_armed_ = true;
       push({clock_.now() + hb_, 0, detail::timer_kind::heartbeat});
     }
-    push({a.last_ack_send + opts_.lease, 0, detail::timer_kind::lease_check, j, {}, id});
 
     run_context ctx{a.run.job, a.run.slot, a.number, a.reason, a.token, a.fence, a.stop.get_token()};
     try {
@@ -584,9 +584,16 @@ class scheduler {
   void on_heartbeat() {
     std::vector<std::uint64_t> ids;
     std::vector<heartbeat_request> batch;
-    for (const auto& [id, a] : attempts_) {
+    for (auto& [id, a] : attempts_) {
       ids.push_back(id);
       batch.push_back({a.run, a.token, opts_.lease});
+      // Set at the attempt's first tick (within a heartbeat of its claim, so
+      // well before it can fire), not at its start: a short run never costs
+      // a timer.
+      if (!a.checked) {
+        a.checked = true;
+        push({a.last_ack_send + opts_.lease, 0, detail::timer_kind::lease_check, a.job, {}, id});
+      }
     }
     if (ids.empty()) {
       heartbeat_armed_ = false;
