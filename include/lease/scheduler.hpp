@@ -258,7 +258,16 @@ class scheduler {
       // The clock is re-read every time: a store call may take a while (and
       // in the simulation, a delayed call advances the clock).
       while (phase_ != phase::stopped && !timers_.empty() && timers_.top().at <= clock_.now()) {
-        fire(timers_.pop());
+        const detail::timer t = timers_.pop();
+        try {
+          fire(t);
+        } catch (const std::exception& e) {
+          // A store must report failures as lease::store_error (Store law L6);
+          // anything else is a bug in it, but must not kill the instance.
+          emit(event_kind::store_error, {t.job < jobs_.size() ? jobs_[t.job].name : std::string{}, t.slot}, 0, 0,
+               std::string("unexpected exception from the store: ") + e.what() +
+                   " (stores must throw lease::store_error); this step is skipped");
+        }
         ++round;
       }
       handled += round;

@@ -642,3 +642,15 @@ TEST_CASE("on(kind) delivers only events of that kind") {
   CHECK(a.count(event_kind::won) == 1);
   CHECK(seen == std::vector<lease::event_kind>{event_kind::success});
 }
+
+TEST_CASE("a store that throws something other than store_error is reported and the instance carries on") {
+  cluster c{at(1s)};
+  auto& a = c.add(spec_options("A", 1));
+  a.s->start();
+  c.store.throw_foreign_next(op::claim);
+  c.run_until(at(60s));
+  REQUIRE(a.count(event_kind::store_error) == 1);
+  CHECK(a.of(event_kind::store_error)[0].message.find("not a store_error") != std::string::npos);
+  c.run_until(at(120s));
+  CHECK(a.has(event_kind::won, at(120s)));  // the next slot runs as usual
+}
