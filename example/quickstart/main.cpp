@@ -1,5 +1,6 @@
 // quickstart — one job every second on an in-memory store; prints every event,
 // runs for a few seconds, then stops (handing over anything still running).
+#include <atomic>
 #include <chrono>
 #include <iostream>
 #include <thread>
@@ -9,10 +10,14 @@
 int main() {
   using namespace std::chrono_literals;
 
-  auto scheduler = lease::make_scheduler(lease::executor = lease::thread_pool{2},
-                                         lease::settings = lease::options{.lease = 3s, .instance = "demo-1"});
+  // One instance over an in-memory store (one process only; use the SQLite
+  // or Redis store to share runs between processes). Leases of 3 s renew
+  // every 500 ms; a missed slot is caught up within 200 ms of start.
+  auto scheduler = lease::make_scheduler(
+      lease::executor = lease::thread_pool{2},
+      lease::settings = lease::options{.lease = 3s, .catch_up_jitter = 200ms, .instance = "demo-1"});
 
-  int runs = 0;  // written by the handler thread, read after stop(): the join orders it
+  std::atomic<int> runs{0};  // handlers run on the pool's threads
   scheduler.add("heartbeat-report", lease::every(1s), [&](lease::run_context& ctx) {
     ++runs;
     std::cout << "  handler: job " << ctx.job << ", attempt " << ctx.attempt << ", fence " << ctx.fence << '\n';

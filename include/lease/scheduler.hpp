@@ -216,6 +216,7 @@ class scheduler {
     run_status result = run_status::success;
     std::string why;  // the handler's exception message
     std::uint32_t tries = 0;
+    bool checked = false;  // its lease_check timer is set
   };
 
   // ---- the loop ----------------------------------------------------------
@@ -257,7 +258,16 @@ class scheduler {
       // The clock is re-read every time: a store call may take a while (and
       // in the simulation, a delayed call advances the clock).
       while (phase_ != phase::stopped && !timers_.empty() && timers_.top().at <= clock_.now()) {
-        fire(timers_.pop());
+        const detail::timer t = timers_.pop();
+        try {
+          fire(t);
+        } catch (const std::exception& e) {
+          // A store must report failures as lease::store_error (Store law L6);
+          // anything else is a bug in it, but must not kill the instance.
+          emit(event_kind::store_error, {t.job < jobs_.size() ? jobs_[t.job].name : std::string{}, t.slot}, 0, 0,
+               std::string("unexpected exception from the store: ") + e.what() +
+                   " (stores must throw lease::store_error); this step is skipped");
+        }
         ++round;
       }
       handled += round;
@@ -470,14 +480,12 @@ class scheduler {
     const run_key run{jobs_[j].name, slot};
     auto it = watches_.find(run);
     if (it == watches_.end() || it->second.gen != gen) return;
-    const job& jb = jobs_[j];
-    if (jb.next_slot > slot && jb.next_slot <= clock_.now()) {
-      it->second.gen = next_id_++;
-      push({clock_.now() + backup_delay(), 0, detail::timer_kind::backup, j, slot, it->second.gen});
-      return;
-    }
+    // The next check is set first: whatever this one answers (or throws), the
+    // watch goes on until an answer ends it (unwatch makes the timer stale).
     it->second.gen = next_id_++;
     push({clock_.now() + backup_delay(), 0, detail::timer_kind::backup, j, slot, it->second.gen});
+    const job& jb = jobs_[j];
+    if (jb.next_slot > slot && jb.next_slot <= clock_.now()) return;  // the newer slot's claim goes first
     const claim_request req = make_request(run, claim_reason::takeover);
     const time_point sent = clock_.now();
     if (std::optional<claim_result> res = try_claim(req)) on_claim(j, req, *res, sent);
@@ -552,7 +560,6 @@ class scheduler {
       heartbeat_armed_ = true;
       push({clock_.now() + hb_, 0, detail::timer_kind::heartbeat});
     }
-    push({a.last_ack_send + opts_.lease, 0, detail::timer_kind::lease_check, j, {}, id});
 
     run_context ctx{a.run.job, a.run.slot, a.number, a.reason, a.token, a.fence, a.stop.get_token()};
     try {
@@ -586,9 +593,16 @@ class scheduler {
   void on_heartbeat() {
     std::vector<std::uint64_t> ids;
     std::vector<heartbeat_request> batch;
-    for (const auto& [id, a] : attempts_) {
+    for (auto& [id, a] : attempts_) {
       ids.push_back(id);
       batch.push_back({a.run, a.token, opts_.lease});
+      // Set at the attempt's first tick (within a heartbeat of its claim, so
+      // well before it can fire), not at its start: a short run never costs
+      // a timer.
+      if (!a.checked) {
+        a.checked = true;
+        push({a.last_ack_send + opts_.lease, 0, detail::timer_kind::lease_check, a.job, {}, id});
+      }
     }
     if (ids.empty()) {
       heartbeat_armed_ = false;

@@ -39,11 +39,13 @@ class faulty_store {
     op which;
     lease::errc code;
     bool applied = false;  ///< throw after applying (outcome unknown for real)
+    bool foreign = false;  ///< throw std::runtime_error: a buggy store
   };
 
   explicit faulty_store(lease::fake_clock c) : st_(std::make_shared<state>(c)) {}
 
   void fail_next(op which, lease::errc code, bool applied = false) { st_->faults.push_back({which, code, applied}); }
+  void throw_foreign_next(op which) { st_->faults.push_back({which, lease::errc::unavailable, false, true}); }
   void delay_next_claim(duration d) { st_->claim_delay = d; }
   [[nodiscard]] int calls(op o) const { return st_->calls[o]; }
   [[nodiscard]] int batches() const { return st_->batches; }
@@ -58,6 +60,7 @@ class faulty_store {
     fault fl = *it;
     st_->faults.erase(it);
     if (fl.applied) (void)f();
+    if (fl.foreign) throw std::runtime_error("not a store_error");
     throw lease::store_error(lease::make_error_code(fl.code), "injected fault");
   }
  public:

@@ -615,3 +615,42 @@ TEST_CASE("an instance that skipped a slot as an overlap becomes the backup of w
   node<>* n = who_took_over(c, at(120s), 2);
   CHECK((n == &a || n == &b));  // A skipped it too: both are backups like any other
 }
+
+TEST_CASE("a claim for a slot older than a run that already started is superseded and says so") {
+  cluster c{at(1s)};
+  auto& a = c.add(spec_options("A", 1));
+  a.s->start();
+  c.store.fail_next(op::claim, lease::errc::unavailable);
+  c.run_until(at(60s));  // A's claim of 60 s failed and waits to be retried
+  lease::claim_request newer{{"report", at(120s)}, "C", "c1", lease::claim_reason::scheduled};
+  newer.deadline = at(150s);
+  REQUIRE(c.store.inner().claim(newer).outcome == lease::claim_outcome::won);
+  c.run_until(at(61s));
+  REQUIRE(a.has(event_kind::superseded, at(60s)));
+  CHECK(a.of(event_kind::superseded)[0].message.find("newer run") != std::string::npos);
+  CHECK_FALSE(c.record(at(60s)).has_value());
+}
+
+TEST_CASE("on(kind) delivers only events of that kind") {
+  cluster c{at(1s)};
+  auto& a = c.add(spec_options("A", 1));
+  std::vector<lease::event_kind> seen;
+  a.s->on(event_kind::success, [&](const lease::event& e) { seen.push_back(e.kind); });
+  a.s->start();
+  c.run_until(at(60s));
+  c.finish_handlers(a);
+  CHECK(a.count(event_kind::won) == 1);
+  CHECK(seen == std::vector<lease::event_kind>{event_kind::success});
+}
+
+TEST_CASE("a store that throws something other than store_error is reported and the instance carries on") {
+  cluster c{at(1s)};
+  auto& a = c.add(spec_options("A", 1));
+  a.s->start();
+  c.store.throw_foreign_next(op::claim);
+  c.run_until(at(60s));
+  REQUIRE(a.count(event_kind::store_error) == 1);
+  CHECK(a.of(event_kind::store_error)[0].message.find("not a store_error") != std::string::npos);
+  c.run_until(at(120s));
+  CHECK(a.has(event_kind::won, at(120s)));  // the next slot runs as usual
+}
