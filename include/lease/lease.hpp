@@ -21,6 +21,7 @@
 #include "lease/run.hpp"
 #include "lease/run_context.hpp"
 #include "lease/schedule/concept.hpp"
+#include "lease/schedule/cron.hpp"
 #include "lease/schedule/every.hpp"
 #include "lease/scheduler.hpp"
 #include "lease/sim.hpp"
