@@ -297,7 +297,8 @@ TEST_CASE("pruning keeps history_size ended runs and never deletes a run a new c
   // Much later, a new run prunes down to the newest 2 ended ones (plus itself).
   c.clock.set(t0 + 1000s);
   REQUIRE(c.claim(t0 + 1000s).outcome == claim_outcome::won);
-  const auto& runs = c.store.snapshot().jobs.at("report").runs;
+  const auto table = c.store.snapshot();
+  const auto& runs = table.jobs.at("report").runs;
   REQUIRE(runs.size() == 3);
   CHECK(runs.begin()->first == t0 + 180s);
 }

@@ -11,7 +11,15 @@ namespace lease {
 
 /// Slots at anchor + k × interval for every integer k. The anchor (default:
 /// the Unix epoch) is what makes every instance compute the same slots,
-/// whenever each was started.
+/// whenever each was started: `every(30s)` runs at :00 and :30 of each minute
+/// (UTC), `every(24h)` at UTC midnight. Unlike lease::cron, no time zone or
+/// DST is involved: the interval between slots is always exactly `interval`.
+///
+///   lease::every(std::chrono::minutes{5})                           // :00, :05, :10, …
+///   lease::every(std::chrono::hours{1}, lease::time_point{std::chrono::minutes{15}})  // :15 each hour
+///
+/// A small value; its const members are safe to call concurrently, read no
+/// clock and do not throw.
 class every {
  public:
   /// Throws std::invalid_argument if `interval` is not positive.
@@ -21,14 +29,20 @@ class every {
                                   std::to_string(interval_.count()) + " ms)");
   }
 
-  [[nodiscard]] time_point latest(time_point t) const {
+  /// The last slot at or before `t`.
+  [[nodiscard]] time_point latest(time_point t) const noexcept {
     auto k = floor_div((t - anchor_).count(), interval_.count());
     return anchor_ + interval_ * k;
   }
-  [[nodiscard]] time_point next(time_point t) const { return latest(t) + interval_; }
+  /// The first slot strictly after `t`.
+  [[nodiscard]] time_point next(time_point t) const noexcept { return latest(t) + interval_; }
+  /// The distance between slots.
   [[nodiscard]] duration interval() const noexcept { return interval_; }
+  /// The slot every other slot is counted from.
+  [[nodiscard]] time_point anchor() const noexcept { return anchor_; }
 
  private:
+  // Rounds toward minus infinity, so times before the anchor land on the grid too.
   static constexpr long long floor_div(long long a, long long b) {
     long long q = a / b;
     return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;

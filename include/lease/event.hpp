@@ -1,0 +1,68 @@
+// lease/event.hpp — lease::event and lease::event_kind: what an instance tells
+// its user about each run it touched, and why.
+//
+// Every outcome of a claim, a handler or a store failure is an event on the
+// instance concerned, so a user can answer "why did this slot not run here?"
+// from the events alone (overlap, late, superseded, attempts used up, lost).
+// The message is a sentence for a tired on-call engineer, not a code.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "lease/run.hpp"
+#include "lease/time.hpp"
+
+namespace lease {
+
+/// The kinds of event (DESIGN.md §2).
+enum class event_kind : std::uint8_t {
+  won,          ///< this instance won a scheduled claim and starts the handler
+  backup,       ///< another instance runs it; this one watches the lease
+  skip,         ///< not started: an earlier run of the job holds a live lease (overlap), or it already ended
+  late,         ///< not started: the claim reached the store after deadline + 10 s, or could not be sent in time
+  superseded,   ///< not started: a newer run of the job already has state
+  takeover,     ///< this instance won the next attempt of a run whose runner stopped renewing
+  lost,         ///< this instance no longer owns its attempt (heartbeat or finish refused, or no ack for a lease)
+  success,      ///< the handler returned and the store recorded success
+  failed,       ///< the handler threw and the store recorded failed (never retried)
+  handed_over,  ///< stop(): the handler threw after its stop request; the run was released to a backup
+  interrupted,  ///< a watched run ended interrupted (attempts used up, or a newer run started first)
+  abandoned,    ///< stop(): the handler was still running at the timeout; heartbeats stopped
+  catch_up,     ///< on start, this instance won the claim of a missed slot (reason catch-up)
+  store_error,  ///< a store call failed; the message says what the scheduler does about it
+};
+
+[[nodiscard]] constexpr std::string_view to_string(event_kind k) noexcept {
+  switch (k) {
+    case event_kind::won: return "won";
+    case event_kind::backup: return "backup";
+    case event_kind::skip: return "skip";
+    case event_kind::late: return "late";
+    case event_kind::superseded: return "superseded";
+    case event_kind::takeover: return "takeover";
+    case event_kind::lost: return "lost";
+    case event_kind::success: return "success";
+    case event_kind::failed: return "failed";
+    case event_kind::handed_over: return "handed_over";
+    case event_kind::interrupted: return "interrupted";
+    case event_kind::abandoned: return "abandoned";
+    case event_kind::catch_up: return "catch_up";
+    case event_kind::store_error: return "store_error";
+  }
+  return "?";
+}
+
+/// One thing that happened to one run on one instance.
+struct event {
+  event_kind kind = event_kind::won;
+  run_key run;
+  std::uint32_t attempt = 0;  ///< the attempt concerned, 0 when none is known
+  std::uint64_t fence = 0;    ///< that attempt's fence, 0 when none is known
+  std::string instance;       ///< the instance that emits the event
+  time_point at{};            ///< the emitting instance's clock
+  std::string message;        ///< a sentence saying why
+};
+
+}  // namespace lease

@@ -1,0 +1,40 @@
+// lease/scheduler/detail/any_schedule.hpp — a type-erased Schedule, one per job.
+#pragma once
+
+#include <memory>
+#include <type_traits>
+
+#include "lease/schedule/concept.hpp"
+
+namespace lease::detail {
+
+/// Holds any Schedule by value behind one virtual call (cron and every differ
+/// per job, and a scheduler holds many jobs).
+class any_schedule {
+ public:
+  // Not for any_schedule itself: checking Schedule<any_schedule> would ask
+  // whether it is copyable, which asks this constructor again (clang recurses).
+  template <class S>
+    requires(!std::is_same_v<S, any_schedule> && Schedule<S>)
+  explicit any_schedule(S s) : impl_(std::make_shared<model<S>>(std::move(s))) {}
+
+  [[nodiscard]] time_point next(time_point t) const { return impl_->next(t); }
+  [[nodiscard]] time_point latest(time_point t) const { return impl_->latest(t); }
+
+ private:
+  struct base {
+    virtual ~base() = default;
+    [[nodiscard]] virtual time_point next(time_point t) const = 0;
+    [[nodiscard]] virtual time_point latest(time_point t) const = 0;
+  };
+  template <class S>
+  struct model final : base {
+    explicit model(S x) : s(std::move(x)) {}
+    [[nodiscard]] time_point next(time_point t) const override { return s.next(t); }
+    [[nodiscard]] time_point latest(time_point t) const override { return s.latest(t); }
+    S s;
+  };
+  std::shared_ptr<const base> impl_;
+};
+
+}  // namespace lease::detail

@@ -1,0 +1,51 @@
+// lease/scheduler/detail/inbox.hpp — the one hand-off between executor threads
+// (or a caller of stop()) and the scheduler's loop: a small mutex-protected queue.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lease/time.hpp"
+
+namespace lease::detail {
+
+/// How one handler invocation ended.
+struct completion {
+  std::uint64_t attempt_id = 0;
+  bool threw = false;
+  std::string what;  ///< the exception's what(), when it threw
+};
+
+/// Shared by the scheduler and every task it gave out (a task may outlive an
+/// abandoned attempt, even the scheduler), hence held by shared_ptr.
+struct inbox {
+  std::mutex mutex;
+  std::condition_variable ready;
+  std::vector<completion> done;
+  std::optional<duration> stop_request;  ///< set by stop(), taken by the loop
+
+  void post(completion c) {
+    {
+      std::scoped_lock lock(mutex);
+      done.push_back(std::move(c));
+    }
+    ready.notify_all();
+  }
+  void request_stop(duration timeout) {
+    {
+      std::scoped_lock lock(mutex);
+      if (!stop_request) stop_request = timeout;
+    }
+    ready.notify_all();
+  }
+  [[nodiscard]] bool has_work() {
+    std::scoped_lock lock(mutex);
+    return !done.empty() || stop_request.has_value();
+  }
+};
+
+}  // namespace lease::detail

@@ -1,0 +1,58 @@
+// lease/sim/history.hpp — what a simulation records: every store operation,
+// every handler's start and end, every event, every fault, and the invariant
+// violations found while it ran (DESIGN.md §5).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "lease/event.hpp"
+#include "lease/run.hpp"
+#include "lease/time.hpp"
+
+namespace lease::sim {
+
+/// One store call as the store saw it (store clock).
+struct store_op {
+  enum class kind : unsigned char { claim, heartbeat, finish, release, unfinished, get };
+  time_point at{};
+  std::string instance;
+  kind op = kind::claim;
+  run_key run;
+  std::string token;
+  claim_reason reason = claim_reason::scheduled;  ///< claims only
+  claim_outcome outcome = claim_outcome::none;    ///< claims only
+  bool accepted = false;                          ///< heartbeat, finish, release
+  std::optional<run_record> after;                ///< the run's record after the call
+};
+
+/// One handler invocation (simulated time of the store's clock).
+struct handler_run {
+  std::string instance;
+  run_key run;
+  std::uint32_t attempt = 0;
+  std::string token;
+  std::uint64_t fence = 0;
+  time_point start{};
+  std::optional<time_point> end;
+  std::string ended;  ///< "returned", "threw", "crashed", or empty while running
+};
+
+/// Everything one simulation recorded.
+struct history {
+  std::vector<store_op> ops;
+  std::vector<handler_run> handlers;
+  std::vector<event> events;
+  std::vector<std::pair<time_point, std::string>> faults;  ///< (store time, "crash n1"), …
+  std::vector<std::string> violations;  ///< invariant breaches found, each a sentence
+};
+
+/// "report@60000" — a run as text (slot in ms since the epoch).
+inline std::string to_text(const run_key& k) {
+  return k.job + "@" + std::to_string(k.slot.time_since_epoch().count());
+}
+
+}  // namespace lease::sim

@@ -1,0 +1,211 @@
+// lease/sim/store.hpp — lease::sim::store, each simulated instance's view of
+// the cluster's one memory_store: it records every call into the history,
+// can delay an instance's next calls, and checks the store-side invariants of
+// DESIGN.md §5 after every call.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "lease/clock/fake.hpp"
+#include "lease/error.hpp"
+#include "lease/options.hpp"
+#include "lease/rules.hpp"
+#include "lease/sim/history.hpp"
+#include "lease/store/concept.hpp"
+#include "lease/store/memory.hpp"
+
+namespace lease::sim {
+
+/// The state every instance's store handle shares: the store, its clock, the
+/// history and what the checks remember between calls.
+struct world {
+  world(fake_clock c, options o, bool skip) : clock(c), mem(c), opts(std::move(o)), skip_mode(skip) {}
+
+  fake_clock clock;  ///< the store's clock; instances read it through a skew
+  memory_store<fake_clock> mem;
+  options opts;
+  bool skip_mode;
+  history hist;
+  std::map<std::string, std::pair<duration, int>> delays;  ///< instance → (delay, calls left)
+  struct failure {
+    errc code = errc::unavailable;
+    int calls = 0;         ///< calls left to fail
+    bool applied = false;  ///< fail after applying (a lost reply), else before
+  };
+  std::map<std::string, failure> failures;  ///< instance → injected store errors
+  rules::run_table last;                                    ///< the table after the previous call
+  std::map<run_key, std::string> won_token;                 ///< latest won attempt's token per run
+  std::set<std::pair<run_key, std::uint32_t>> winners;      ///< (run, attempt) won so far
+  std::set<run_key> failed;                                 ///< runs recorded failed
+  std::set<std::string> refused;                            ///< tokens whose heartbeat was refused
+
+  void violation(std::string what) { hist.violations.push_back(std::move(what)); }
+};
+
+/// An instance's handle on the world's store. Models lease::Store and
+/// lease::BatchHeartbeatStore. Not thread-safe (the simulation is one thread).
+class store {
+ public:
+  store(std::shared_ptr<world> w, std::string instance) : w_(std::move(w)), instance_(std::move(instance)) {}
+
+  claim_result claim(const claim_request& req) {
+    arrive();
+    claim_result res = w_->mem.claim(req);
+    store_op op = record(store_op::kind::claim, req.run, req.token);
+    op.reason = req.reason;
+    op.outcome = res.outcome;
+    const time_point now = w_->clock.now();
+    // I4: a new run is never won after deadline + 10 s, and the deadline is what the options say.
+    const duration allowed = req.reason == claim_reason::catch_up ? w_->opts.catch_up : w_->opts.max_late;
+    if (req.reason != claim_reason::takeover && req.deadline != req.run.slot + allowed)
+      w_->violation("I4: " + to_text(req.run) + " claimed with deadline " + std::to_string(req.deadline.time_since_epoch().count()) +
+                    ", not slot + " + std::to_string(allowed.count()) + " ms");
+    if (res.outcome == claim_outcome::won) {
+      const run_record& r = res.record;
+      if (r.attempt == 1 && now > req.deadline + late_tolerance)
+        w_->violation("I4: " + to_text(req.run) + " won as a new run at " + std::to_string(now.time_since_epoch().count()) +
+                      ", after its deadline + 10 s");
+      // I5: each (run, attempt) has exactly one winner.
+      if (!w_->winners.insert({req.run, r.attempt}).second)
+        w_->violation("I5: " + to_text(req.run) + " attempt " + std::to_string(r.attempt) + " won twice");
+      // I3: a failed handler is never retried.
+      if (w_->failed.count(req.run) != 0) w_->violation("I3: " + to_text(req.run) + " won again after it failed");
+      w_->won_token[req.run] = req.token;
+    }
+    w_->hist.ops.push_back(std::move(op));
+    check_table();
+    depart();
+    return res;
+  }
+  bool heartbeat(const run_key& run, std::string_view token, duration lease) {
+    arrive();
+    const bool ok = w_->mem.heartbeat(run, token, lease);
+    renewal(run, token, ok);
+    depart();
+    return ok;
+  }
+  std::vector<bool> heartbeat_many(std::span<const heartbeat_request> batch) {
+    arrive();
+    std::vector<bool> out = w_->mem.heartbeat_many(batch);
+    for (std::size_t i = 0; i < batch.size(); ++i) renewal(batch[i].run, batch[i].token, out[i]);
+    depart();
+    return out;
+  }
+  bool finish(const run_key& run, std::string_view token, run_status status) {
+    arrive();
+    const bool ok = w_->mem.finish(run, token, status);
+    fenced_write(store_op::kind::finish, run, token, ok);
+    if (ok && status == run_status::failed) w_->failed.insert(run);
+    depart();
+    return ok;
+  }
+  bool release(const run_key& run, std::string_view token) {
+    arrive();
+    const bool ok = w_->mem.release(run, token);
+    fenced_write(store_op::kind::release, run, token, ok);
+    depart();
+    return ok;
+  }
+  std::vector<run_record> unfinished(std::string_view job) {
+    arrive();
+    auto out = w_->mem.unfinished(job);
+    depart();
+    return out;
+  }
+  std::optional<run_record> get(const run_key& run) {
+    arrive();
+    auto out = w_->mem.get(run);
+    depart();
+    return out;
+  }
+  [[nodiscard]] time_point now() const { return w_->mem.now(); }
+
+ private:
+  /// A delayed call reaches the store late: the world's clock moves first.
+  /// An injected failure "before" throws here, having changed nothing.
+  void arrive() {
+    if (auto it = w_->delays.find(instance_); it != w_->delays.end() && it->second.second > 0) {
+      w_->hist.faults.push_back({w_->clock.now(), "delayed call " + instance_});
+      w_->clock.advance(it->second.first);
+      --it->second.second;
+    }
+    if (auto it = w_->failures.find(instance_); it != w_->failures.end() && it->second.calls > 0 && !it->second.applied) {
+      --it->second.calls;
+      w_->hist.faults.push_back({w_->clock.now(), "failed call " + instance_});
+      throw store_error(make_error_code(it->second.code), "simulated store failure");
+    }
+  }
+  /// An injected failure "after" throws once the call was applied: the reply was lost.
+  void depart() {
+    if (auto it = w_->failures.find(instance_); it != w_->failures.end() && it->second.calls > 0 && it->second.applied) {
+      --it->second.calls;
+      w_->hist.faults.push_back({w_->clock.now(), "failed call " + instance_});
+      throw store_error(make_error_code(it->second.code), "simulated lost reply");
+    }
+  }
+  store_op record(store_op::kind k, const run_key& run, std::string_view token) {
+    store_op op;
+    op.at = w_->clock.now();
+    op.instance = instance_;
+    op.op = k;
+    op.run = run;
+    op.token = std::string(token);
+    op.after = w_->mem.get(run);
+    return op;
+  }
+  void renewal(const run_key& run, std::string_view token, bool ok) {
+    if (!ok) w_->refused.insert(std::string(token));
+    fenced_write(store_op::kind::heartbeat, run, token, ok);
+  }
+  /// I2: after attempt n+1 is won, nothing with attempt n's token is accepted.
+  void fenced_write(store_op::kind k, const run_key& run, std::string_view token, bool ok) {
+    store_op op = record(k, run, token);
+    op.accepted = ok;
+    if (ok && w_->won_token[run] != token)
+      w_->violation("I2: " + to_text(run) + " accepted a write from " + instance_ + " with a token that is not the latest won one");
+    w_->hist.ops.push_back(std::move(op));
+    check_table();
+  }
+  /// I1 (skip: at most one live run per job), I3 (attempts − handovers ≤
+  /// max_attempts) and I7 (no state deleted while a claim could still arrive).
+  void check_table() {
+    const time_point now = w_->clock.now();
+    rules::run_table t = w_->mem.snapshot();
+    const duration retain = std::max(w_->opts.max_late, w_->opts.catch_up);
+    for (const auto& [job, js] : t.jobs) {
+      int live = 0;
+      for (const auto& [slot, r] : js.runs) {
+        if (r.live(now)) ++live;
+        if (r.attempt - r.handovers > w_->opts.max_attempts)
+          w_->violation("I3: " + to_text(r.key()) + " has " + std::to_string(r.attempt) + " attempts and " +
+                        std::to_string(r.handovers) + " hand-overs");
+      }
+      if (w_->skip_mode && live > 1)
+        w_->violation("I1: " + std::to_string(live) + " runs of " + job + " hold live leases at " +
+                      std::to_string(now.time_since_epoch().count()));
+    }
+    for (const auto& [job, js] : w_->last.jobs) {
+      auto j = t.jobs.find(job);
+      for (const auto& [slot, r] : js.runs) {
+        const bool gone = j == t.jobs.end() || j->second.runs.count(slot) == 0;
+        if (gone && now <= slot + retain + late_tolerance)
+          w_->violation("I7: " + to_text(r.key()) + " was deleted while a claim for it could still arrive");
+      }
+    }
+    w_->last = std::move(t);
+  }
+
+  std::shared_ptr<world> w_;
+  std::string instance_;
+};
+
+static_assert(BatchHeartbeatStore<store>);
+
+}  // namespace lease::sim

@@ -1,0 +1,541 @@
+// lease/store/sqlite.hpp — lease::sqlite_store, the embedded store: one SQLite
+// file shared by every instance (process) on one host.
+//
+// Design. Every operation is the rule of DESIGN.md §3 written by hand in SQL,
+// answer for answer the same as lease/rules.hpp (the conformance suite checks
+// it against those pure functions):
+//   * claim and heartbeat_many are one `BEGIN IMMEDIATE` transaction each:
+//     the write lock is taken first, then the clock is read and the job's rows
+//     are examined and written. BEGIN IMMEDIATE (not a deferred BEGIN that
+//     upgrades) is what makes busy_timeout cover every wait: a reader that
+//     tries to become a writer after another writer committed gets
+//     SQLITE_BUSY at once, whatever the timeout.
+//   * heartbeat, finish and release are single UPDATE statements whose WHERE
+//     clause is the rule (token current, status running, not released);
+//     a single statement is its own atomic write transaction.
+//   * get, unfinished: single SELECTs (one consistent WAL snapshot).
+// Loading the job's rows into a rules::run_table and calling the pure rules
+// was the alternative; it costs a read of the job's whole retained history
+// (up to history_size + the late-claim window of runs) per claim. The hand
+// SQL touches only the run itself, the "is there a newer run" probe (one
+// index seek), the job's running runs (a partial index) and the fence.
+//
+// Statements are prepared once per store (connection) and cached. Job names,
+// tokens and runners reach SQL only as bound BLOB parameters, so any bytes
+// round-trip (quotes, NUL, 10 kB names).
+//
+// The store's clock: the host's wall clock in ms by default, read while the
+// write lock is held (so the clock readings of successive operations on the
+// file follow their commit order), or a caller-supplied clock
+// (sqlite_options::clock), which the conformance suite uses with fake_clock.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <sqlite3.h>
+
+#include "lease/error.hpp"
+#include "lease/run.hpp"
+#include "lease/store/concept.hpp"
+#include "lease/store/sqlite/error.hpp"
+#include "lease/store/sqlite/handle.hpp"
+#include "lease/store/sqlite/schema.hpp"
+#include "lease/store/sqlite/statement.hpp"
+
+#if SQLITE_VERSION_NUMBER < 3033000
+#error "lease::sqlite_store needs SQLite 3.33 or newer (the sqlite_schema table name)"
+#endif
+
+namespace lease {
+
+/// How a sqlite_store opens and uses its file.
+struct sqlite_options {
+  /// The store's clock. Empty (the default): the host's wall clock in ms.
+  /// Set it to decide time yourself (tests: `[c] { return c.now(); }` with a
+  /// lease::fake_clock); every process sharing the file must then agree on it.
+  std::function<time_point()> clock{};
+  /// How long an operation waits for another connection's write lock before
+  /// failing with errc::unavailable. Each write holds the lock for
+  /// microseconds, so reaching this means something is badly stuck.
+  std::chrono::milliseconds busy_timeout{5000};
+  /// synchronous=FULL instead of NORMAL: survive a power cut with the last
+  /// commits (NORMAL keeps the file consistent but may drop the last commits,
+  /// which is harmless here: a power cut kills every runner on the host too).
+  bool durable = false;
+};
+
+/// The Store (store/concept.hpp) on one SQLite file in WAL mode. Several
+/// processes on one host can open the same file and coordinate through it.
+///
+/// Construction opens or creates the file and its schema. It throws
+/// lease::store_error (category sqlite_category()) if the path cannot be
+/// opened or created (errc::unavailable), if the file is not a database, is
+/// another application's database, or has a lease schema version this
+/// library does not know (errc::corrupt). A path may be a `file:` URI
+/// (`file:jobs.db?mode=ro` opens read-only: get/unfinished work, writes fail
+/// with errc::unavailable).
+///
+/// Every operation throws lease::store_error if it cannot complete: lock not
+/// obtained within busy_timeout, disk full, read-only file → errc::unavailable,
+/// and nothing was changed (the transaction is rolled back); a stored value
+/// lease did not write → errc::corrupt; an I/O error while the write was
+/// being committed → errc::outcome_unknown: it may or may not be on disk, so
+/// read the run back and compare its token before retrying. Losing a race is
+/// an outcome, never an error.
+///
+/// Thread-safety: one thread at a time per store object (it owns one
+/// connection); give each thread or process its own store on the same path.
+/// A store must not cross a fork(): open it in the process that uses it
+/// (SQLite's rule for connections; the child would share the parent's locks).
+/// Movable, not copyable; a moved-from store may only be destroyed or
+/// assigned to.
+class sqlite_store {
+ public:
+  /// Opens (or creates) the store file at `path`. See the class comment for errors.
+  explicit sqlite_store(std::string path, sqlite_options options = {})
+      : path_(std::move(path)),
+        options_(std::move(options)),
+        db_(detail::sqlite_open(path_, options_.busy_timeout.count(), options_.durable)) {
+    for (std::size_t i = 0; i < sql_.size(); ++i) stmts_[i] = detail::sqlite_prepare(db_.get(), sql_[i]);
+  }
+
+  sqlite_store(sqlite_store&&) noexcept = default;
+  sqlite_store& operator=(sqlite_store&&) noexcept = default;
+  sqlite_store(const sqlite_store&) = delete;
+  sqlite_store& operator=(const sqlite_store&) = delete;
+  ~sqlite_store() = default;
+
+  /// A claim (DESIGN.md §3 / rules::claim), in one BEGIN IMMEDIATE transaction.
+  claim_result claim(const claim_request& req) {
+    transaction tx(*this, "claim");
+    const time_point at = now();
+    claim_result res;
+    res.store_now = at;
+    res.record.job = req.run.job;
+    res.record.slot = req.run.slot;
+
+    auto [found, newer] = find_run(req.run);
+    if (found) {
+      run_record& r = *found;
+      if (r.status != run_status::running) {
+        res.outcome = claim_outcome::finished;
+      } else if (r.live(at)) {
+        res.outcome = claim_outcome::running;
+      } else if (newer || r.attempt - r.handovers >= req.max_attempts) {
+        // A newer run started first, or dead runners used up the attempts.
+        set_status(req.run, run_status::interrupted);
+        r.status = run_status::interrupted;
+        res.outcome = claim_outcome::finished;
+      } else {
+        r.attempt += 1;
+        r.token = req.token;
+        r.runner = req.runner;
+        r.fence = bump_fence(req.run.job);
+        r.status = run_status::running;
+        r.lease_end = at + req.lease;
+        r.released = false;
+        take_over(r);
+        res.outcome = claim_outcome::won;
+      }
+      res.record = std::move(r);
+      tx.commit();
+      return res;
+    }
+
+    // No state for this run.
+    if (req.reason == claim_reason::takeover) {
+      res.outcome = claim_outcome::none;
+    } else if (at > req.deadline + late_tolerance) {
+      res.outcome = claim_outcome::late;
+    } else if (newer) {
+      res.outcome = claim_outcome::superseded;
+    } else if (auto blocking = scan_running(req, at); blocking.live) {
+      res.outcome = claim_outcome::overlap;
+      res.record = std::move(*blocking.live);
+    } else {
+      // Older running runs end here: expired ones because a newer run started
+      // first, live ones too in replace mode (allow leaves them running).
+      if (blocking.to_interrupt) interrupt_older(req.run.job, at, req.overlap == overlap_mode::replace);
+      run_record& r = res.record;
+      r.attempt = 1;
+      r.token = req.token;
+      r.fence = bump_fence(req.run.job);
+      r.runner = req.runner;
+      r.status = run_status::running;
+      r.lease_end = at + req.lease;
+      r.released = false;
+      r.handovers = 0;
+      insert_run(r);
+      prune(req.run.job, at - req.retain - late_tolerance, req.history_size);
+      res.outcome = claim_outcome::won;
+    }
+    tx.commit();
+    return res;
+  }
+
+  /// Extends the lease to now + lease, only for the current token of a
+  /// running, unreleased run (one UPDATE). True if it did.
+  bool heartbeat(const run_key& run, std::string_view token, duration lease) {
+    return heartbeat_one(run, token, lease, std::nullopt);
+  }
+
+  /// heartbeat() for each element, in one transaction at one store time;
+  /// answers in order.
+  std::vector<bool> heartbeat_many(std::span<const heartbeat_request> batch) {
+    std::vector<bool> out;
+    out.reserve(batch.size());
+    if (batch.empty()) return out;
+    transaction tx(*this, "heartbeat");
+    const time_point t = now();
+    for (const heartbeat_request& h : batch) out.push_back(heartbeat_one(h.run, h.token, h.lease, t));
+    tx.commit();
+    return out;
+  }
+
+  /// Records the end of the current attempt with `status` (success, failed or
+  /// interrupted), only for the current token of a running, unreleased run.
+  bool finish(const run_key& run, std::string_view token, run_status status) {
+    if (status == run_status::running) return false;
+    if (static_cast<int>(status) > static_cast<int>(run_status::interrupted))
+      detail::throw_sqlite(db_.get(), SQLITE_RANGE, path_, "finish: not a run_status");
+    sqlite3_stmt* s = stmt(q::finish);
+    detail::stmt_use use(s);
+    detail::bind_bytes(s, 1, run.job);
+    detail::bind_int(s, 2, ms(run.slot));
+    detail::bind_int(s, 3, static_cast<std::int64_t>(status));
+    detail::bind_bytes(s, 4, token);
+    detail::step_commit(s, "cannot record the end of a run");
+    return sqlite3_changes(db_.get()) == 1;
+  }
+
+  /// Hands the run over: lease end = now, released, one more handover; only
+  /// for the current token of a running, unreleased run.
+  bool release(const run_key& run, std::string_view token) {
+    sqlite3_stmt* s = stmt(q::release);
+    detail::stmt_use use(s);
+    detail::bind_bytes(s, 1, run.job);
+    detail::bind_int(s, 2, ms(run.slot));
+    bind_now(s, 3, std::nullopt);
+    detail::bind_bytes(s, 4, token);
+    detail::step_commit(s, "cannot release a run");
+    return sqlite3_changes(db_.get()) == 1;
+  }
+
+  /// The job's running runs, whatever their lease, oldest first.
+  std::vector<run_record> unfinished(std::string_view job) {
+    sqlite3_stmt* s = stmt(q::unfinished);
+    detail::stmt_use use(s);
+    detail::bind_bytes(s, 1, job);
+    std::vector<run_record> out;
+    while (detail::step(s, "cannot read the unfinished runs")) out.push_back(read_record(s));
+    return out;
+  }
+
+  /// One run's record, if it has state.
+  std::optional<run_record> get(const run_key& run) { return select_run(run); }
+
+  /// The store's clock: the caller's clock if one was given, else the host's
+  /// wall clock in ms.
+  [[nodiscard]] time_point now() const {
+    if (options_.clock) return options_.clock();
+    return std::chrono::floor<duration>(std::chrono::system_clock::now());
+  }
+
+  /// The path (or URI) the store was opened with.
+  [[nodiscard]] const std::string& path() const noexcept { return path_; }
+
+  /// The connection, for what the store does not offer (inspection, pragmas).
+  /// Do not leave a transaction open on it.
+  [[nodiscard]] sqlite3* native_handle() const noexcept { return db_.get(); }
+
+ private:
+  enum class q : std::uint8_t {
+    begin, commit, rollback, get, find, running, interrupt_older, set_status, read_fence, write_fence,
+    insert_run, take_over, prune, heartbeat, finish, release, unfinished, count_
+  };
+
+#define LEASE_SQLITE_COLUMNS "job, slot, attempt, token, fence, runner, status, lease_end, released, handovers"
+  // The host clock in SQL, read by SQLite inside the statement (under the
+  // write lock). julianday is exact to ~40 µs, so rounding gives the exact ms.
+  // (unixepoch('subsec') would be simpler but needs SQLite 3.42.)
+#define LEASE_SQLITE_NOW "coalesce(?3, CAST(round((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER))"
+  // INDEXED BY: without statistics the planner would walk the job's whole
+  // history by primary key to find its few running runs.
+  static constexpr std::array<const char*, static_cast<std::size_t>(q::count_)> sql_ = {
+      "BEGIN IMMEDIATE",
+      "COMMIT",
+      "ROLLBACK",
+      "SELECT " LEASE_SQLITE_COLUMNS " FROM lease_runs WHERE job = ?1 AND slot = ?2",
+      // The run itself (if it has state) and the next newer run: one seek
+      // answers both "which state" and "has a newer run started".
+      "SELECT " LEASE_SQLITE_COLUMNS " FROM lease_runs WHERE job = ?1 AND slot >= ?2 ORDER BY slot LIMIT 2",
+      "SELECT " LEASE_SQLITE_COLUMNS " FROM lease_runs INDEXED BY lease_runs_running "
+      "WHERE job = ?1 AND status = 0 ORDER BY slot DESC",
+      "UPDATE lease_runs INDEXED BY lease_runs_running SET status = 3 "
+      "WHERE job = ?1 AND status = 0 AND (lease_end <= ?2 OR ?3)",
+      "UPDATE lease_runs SET status = ?3 WHERE job = ?1 AND slot = ?2",
+      "SELECT fence FROM lease_jobs WHERE job = ?1",
+      "INSERT OR REPLACE INTO lease_jobs (job, fence) VALUES (?1, ?2)",
+      "INSERT INTO lease_runs (" LEASE_SQLITE_COLUMNS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0, ?7, 0, ?8)",
+      "UPDATE lease_runs SET attempt = ?3, token = ?4, fence = ?5, runner = ?6, status = 0, "
+      "lease_end = ?7, released = 0 WHERE job = ?1 AND slot = ?2",
+      // Ended runs beyond the newest ?3 ended ones whose late-claim window
+      // has passed (slot < now - retain - tolerance) — rules::prune.
+      "DELETE FROM lease_runs WHERE job = ?1 AND status <> 0 AND slot < ?2 AND slot NOT IN "
+      "(SELECT slot FROM lease_runs WHERE job = ?1 AND status <> 0 ORDER BY slot DESC LIMIT ?3)",
+      "UPDATE lease_runs SET lease_end = " LEASE_SQLITE_NOW " + ?4 "
+      "WHERE job = ?1 AND slot = ?2 AND token = ?5 AND status = 0 AND released = 0",
+      "UPDATE lease_runs SET status = ?3 "
+      "WHERE job = ?1 AND slot = ?2 AND token = ?4 AND status = 0 AND released = 0",
+      "UPDATE lease_runs SET lease_end = " LEASE_SQLITE_NOW ", released = 1, handovers = handovers + 1 "
+      "WHERE job = ?1 AND slot = ?2 AND token = ?4 AND status = 0 AND released = 0",
+      "SELECT " LEASE_SQLITE_COLUMNS " FROM lease_runs INDEXED BY lease_runs_running "
+      "WHERE job = ?1 AND status = 0 ORDER BY slot",
+  };
+#undef LEASE_SQLITE_NOW
+#undef LEASE_SQLITE_COLUMNS
+
+  /// BEGIN IMMEDIATE on construction; ROLLBACK on destruction unless committed.
+  class transaction {
+   public:
+    transaction(sqlite_store& s, std::string_view what) : s_(s) {
+      if (!s_.db_) throw_moved_from();
+      sqlite3_stmt* b = s_.stmt(q::begin);
+      detail::stmt_use use(b);
+      detail::step(b, std::string("cannot lock the database for a ").append(what));
+    }
+    transaction(const transaction&) = delete;
+    transaction& operator=(const transaction&) = delete;
+    void commit() {
+      sqlite3_stmt* c = s_.stmt(q::commit);
+      detail::stmt_use use(c);
+      detail::step_commit(c, "cannot commit");
+      done_ = true;
+    }
+    ~transaction() {
+      if (done_ || sqlite3_get_autocommit(s_.db_.get())) return;
+      sqlite3_stmt* r = s_.stmt(q::rollback);
+      sqlite3_step(r);  // nothing to do if it fails: SQLite rolls back on its own then
+      sqlite3_reset(r);
+    }
+
+   private:
+    sqlite_store& s_;
+    bool done_ = false;
+  };
+
+  [[noreturn]] static void throw_moved_from() {
+    throw store_error(make_error_code(errc::invalid_argument), "lease::sqlite_store used after it was moved from");
+  }
+
+  sqlite3_stmt* stmt(q which) const {
+    sqlite3_stmt* s = stmts_[static_cast<std::size_t>(which)].get();
+    if (s == nullptr) throw_moved_from();
+    return s;
+  }
+
+  static std::int64_t ms(time_point t) noexcept { return t.time_since_epoch().count(); }
+
+  /// Binds the store time: an explicit one, the caller's clock, or NULL for
+  /// "SQLite reads the host clock inside the statement".
+  void bind_now(sqlite3_stmt* s, int i, std::optional<time_point> t) const {
+    if (!t && options_.clock) t = options_.clock();
+    if (t) detail::bind_int(s, i, ms(*t));
+    else detail::bind_null(s, i);
+  }
+
+  bool heartbeat_one(const run_key& run, std::string_view token, duration lease, std::optional<time_point> t) {
+    sqlite3_stmt* s = stmt(q::heartbeat);
+    detail::stmt_use use(s);
+    detail::bind_bytes(s, 1, run.job);
+    detail::bind_int(s, 2, ms(run.slot));
+    bind_now(s, 3, t);
+    detail::bind_int(s, 4, lease.count());
+    detail::bind_bytes(s, 5, token);
+    if (t) detail::step(s, "cannot renew a lease");  // inside heartbeat_many's transaction
+    else detail::step_commit(s, "cannot renew a lease");
+    return sqlite3_changes(db_.get()) == 1;
+  }
+
+  /// A row in LEASE_SQLITE_COLUMNS order; any value lease would not write is
+  /// errc::corrupt (bad_value), never silently misread.
+  run_record read_record(sqlite3_stmt* s) const {
+    auto bad = [&](const char* what) {
+      detail::throw_sqlite(sqlite_errc::bad_value, path_,
+                           std::string("lease_runs holds ") + what +
+                               ": the file was changed by something else; an operator must repair "
+                               "or remove the row");
+    };
+    auto u32 = [&](int col, const char* what) {
+      const std::int64_t v = detail::column_int(s, col);
+      if (v < 0 || v > static_cast<std::int64_t>(UINT32_MAX)) bad(what);
+      return static_cast<std::uint32_t>(v);
+    };
+    run_record r;
+    r.job = detail::column_bytes(s, 0);
+    r.slot = time_point{duration{detail::column_int(s, 1)}};
+    r.attempt = u32(2, "an attempt out of range");
+    r.token = detail::column_bytes(s, 3);
+    const std::int64_t fence = detail::column_int(s, 4);
+    if (fence < 0) bad("a negative fence");
+    r.fence = static_cast<std::uint64_t>(fence);
+    r.runner = detail::column_bytes(s, 5);
+    const std::int64_t status = detail::column_int(s, 6);
+    if (status < 0 || status > 3) bad("an unknown status");
+    r.status = static_cast<run_status>(status);
+    r.lease_end = time_point{duration{detail::column_int(s, 7)}};
+    const std::int64_t released = detail::column_int(s, 8);
+    if (released != 0 && released != 1) bad("a released flag that is neither 0 nor 1");
+    r.released = released == 1;
+    r.handovers = u32(9, "a handover count out of range");
+    return r;
+  }
+
+  std::optional<run_record> select_run(const run_key& run) {
+    sqlite3_stmt* s = stmt(q::get);
+    detail::stmt_use use(s);
+    detail::bind_bytes(s, 1, run.job);
+    detail::bind_int(s, 2, ms(run.slot));
+    if (!detail::step(s, "cannot read a run")) return std::nullopt;
+    return read_record(s);
+  }
+
+  struct found_run {
+    std::optional<run_record> run;
+    bool newer = false;  ///< a newer run of the job has state
+  };
+  found_run find_run(const run_key& run) {
+    sqlite3_stmt* s = stmt(q::find);
+    detail::stmt_use use(s);
+    detail::bind_bytes(s, 1, run.job);
+    detail::bind_int(s, 2, ms(run.slot));
+    found_run out;
+    if (!detail::step(s, "cannot read a run")) return out;
+    if (detail::column_int(s, 1) != ms(run.slot)) {
+      out.newer = true;
+      return out;
+    }
+    out.run = read_record(s);
+    out.newer = detail::step(s, "cannot look for a newer run");
+    return out;
+  }
+
+  struct running_runs {
+    std::optional<run_record> live;  ///< the newest live run, if it blocks (skip, buffer_one)
+    bool to_interrupt = false;       ///< some running run ends when the new run starts
+  };
+  /// The job's running runs, newest first (usually none or one).
+  running_runs scan_running(const claim_request& req, time_point at) {
+    const bool blocks = req.overlap == overlap_mode::skip || req.overlap == overlap_mode::buffer_one;
+    const bool replace = req.overlap == overlap_mode::replace;
+    sqlite3_stmt* s = stmt(q::running);
+    detail::stmt_use use(s);
+    detail::bind_bytes(s, 1, req.run.job);
+    running_runs out;
+    while (detail::step(s, "cannot read the running runs")) {
+      const bool live = at < time_point{duration{detail::column_int(s, 7)}};
+      if (live && blocks) {
+        out.live = read_record(s);
+        return out;
+      }
+      if (!live || replace) out.to_interrupt = true;
+    }
+    return out;
+  }
+
+  void interrupt_older(std::string_view job, time_point now, bool live_too) {
+    sqlite3_stmt* s = stmt(q::interrupt_older);
+    detail::stmt_use use(s);
+    detail::bind_bytes(s, 1, job);
+    detail::bind_int(s, 2, ms(now));
+    detail::bind_int(s, 3, live_too ? 1 : 0);
+    detail::step(s, "cannot interrupt older runs");
+  }
+
+  void set_status(const run_key& run, run_status status) {
+    sqlite3_stmt* s = stmt(q::set_status);
+    detail::stmt_use use(s);
+    detail::bind_bytes(s, 1, run.job);
+    detail::bind_int(s, 2, ms(run.slot));
+    detail::bind_int(s, 3, static_cast<std::int64_t>(status));
+    detail::step(s, "cannot mark a run interrupted");
+  }
+
+  /// fence + 1 for the job (1 for its first run), stored. A read and a
+  /// write rather than an UPSERT ... RETURNING, which costs SQLite three
+  /// times as much; atomic all the same inside the claim's transaction.
+  std::uint64_t bump_fence(std::string_view job) {
+    std::int64_t fence = 0;
+    {
+      sqlite3_stmt* s = stmt(q::read_fence);
+      detail::stmt_use use(s);
+      detail::bind_bytes(s, 1, job);
+      if (detail::step(s, "cannot read the job's fence")) fence = detail::column_int(s, 0);
+    }
+    if (fence < 0) detail::throw_sqlite(sqlite_errc::bad_value, path_, "lease_jobs holds a negative fence");
+    ++fence;
+    sqlite3_stmt* s = stmt(q::write_fence);
+    detail::stmt_use use(s);
+    detail::bind_bytes(s, 1, job);
+    detail::bind_int(s, 2, fence);
+    detail::step(s, "cannot advance the job's fence");
+    return static_cast<std::uint64_t>(fence);
+  }
+
+  void insert_run(const run_record& r) {
+    sqlite3_stmt* s = stmt(q::insert_run);
+    detail::stmt_use use(s);
+    detail::bind_bytes(s, 1, r.job);
+    detail::bind_int(s, 2, ms(r.slot));
+    detail::bind_int(s, 3, r.attempt);
+    detail::bind_bytes(s, 4, r.token);
+    detail::bind_int(s, 5, static_cast<std::int64_t>(r.fence));
+    detail::bind_bytes(s, 6, r.runner);
+    detail::bind_int(s, 7, ms(r.lease_end));
+    detail::bind_int(s, 8, r.handovers);
+    detail::step(s, "cannot record a new run");
+  }
+
+  void take_over(const run_record& r) {
+    sqlite3_stmt* s = stmt(q::take_over);
+    detail::stmt_use use(s);
+    detail::bind_bytes(s, 1, r.job);
+    detail::bind_int(s, 2, ms(r.slot));
+    detail::bind_int(s, 3, r.attempt);
+    detail::bind_bytes(s, 4, r.token);
+    detail::bind_int(s, 5, static_cast<std::int64_t>(r.fence));
+    detail::bind_bytes(s, 6, r.runner);
+    detail::bind_int(s, 7, ms(r.lease_end));
+    detail::step(s, "cannot record the next attempt");
+  }
+
+  void prune(std::string_view job, time_point before, std::uint32_t history_size) {
+    sqlite3_stmt* s = stmt(q::prune);
+    detail::stmt_use use(s);
+    detail::bind_bytes(s, 1, job);
+    detail::bind_int(s, 2, ms(before));
+    detail::bind_int(s, 3, history_size);
+    detail::step(s, "cannot prune old runs");
+  }
+
+  std::string path_;
+  sqlite_options options_;
+  // Declared before the statements: members are destroyed in reverse, so the
+  // statements are finalized before the connection closes.
+  detail::sqlite_db db_;
+  std::array<detail::sqlite_stmt, static_cast<std::size_t>(q::count_)> stmts_{};
+};
+
+static_assert(Store<sqlite_store>);
+static_assert(BatchHeartbeatStore<sqlite_store>);
+
+}  // namespace lease

@@ -1,0 +1,189 @@
+// lease/store/sqlite/schema.hpp — the lease tables in a SQLite file (schema
+// version 1), and opening a file: create the schema in an empty database,
+// accept our own, refuse everything else with a clear error.
+//
+// Internal (lease::detail); the layout is documented here for operators who
+// look at a jobs.db with the sqlite3 shell.
+//
+//   lease_schema(version)          one row: the schema version (1)
+//   lease_jobs(job, fence)         per-job fence counter: +1 on every won
+//                                  attempt; never pruned, so fences stay
+//                                  unique even after old runs are deleted
+//   lease_runs(job, slot, attempt, token, fence, runner, status, lease_end,
+//              released, handovers)
+//                                  one row per run with state; key (job, slot)
+//                                  job/token/runner: BLOB (any bytes)
+//                                  slot/lease_end: ms since the Unix epoch
+//                                  status: 0 running, 1 success, 2 failed,
+//                                          3 interrupted
+//   lease_runs_running             partial index of running runs, so the
+//                                  overlap and interrupt checks of a claim
+//                                  touch the few running runs, not the history
+#pragma once
+
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <sqlite3.h>
+
+#include "lease/store/sqlite/error.hpp"
+#include "lease/store/sqlite/handle.hpp"
+#include "lease/store/sqlite/statement.hpp"
+
+namespace lease::detail {
+
+/// The schema version this library reads and writes.
+inline constexpr std::int64_t sqlite_schema_version = 1;
+
+inline constexpr const char* sqlite_schema_ddl = R"sql(
+CREATE TABLE lease_schema (version INTEGER NOT NULL);
+INSERT INTO lease_schema (version) VALUES (1);
+CREATE TABLE lease_jobs (
+  job   BLOB    NOT NULL PRIMARY KEY,
+  fence INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE lease_runs (
+  job       BLOB    NOT NULL,
+  slot      INTEGER NOT NULL,
+  attempt   INTEGER NOT NULL,
+  token     BLOB    NOT NULL,
+  fence     INTEGER NOT NULL,
+  runner    BLOB    NOT NULL,
+  status    INTEGER NOT NULL,
+  lease_end INTEGER NOT NULL,
+  released  INTEGER NOT NULL,
+  handovers INTEGER NOT NULL,
+  PRIMARY KEY (job, slot)
+) WITHOUT ROWID;
+CREATE INDEX lease_runs_running ON lease_runs (job, slot) WHERE status = 0;
+)sql";
+
+/// Names of the schema objects the user put in the file (SQLite's own
+/// sqlite_* objects excluded).
+[[nodiscard]] inline std::vector<std::string> sqlite_object_names(sqlite3* db) {
+  sqlite_stmt s = sqlite_prepare(db, "SELECT name FROM sqlite_schema WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name",
+                                 "cannot read the file's schema");
+  std::vector<std::string> names;
+  while (step(s.get(), "cannot read the database's schema")) names.push_back(column_bytes(s.get(), 0));
+  return names;
+}
+
+/// Checks that the file holds lease schema version 1 with its tables. Returns
+/// false if the database is empty (nothing to check: create it).
+[[nodiscard]] inline bool sqlite_check_schema(sqlite3* db, std::string_view path) {
+  const std::vector<std::string> names = sqlite_object_names(db);
+  if (names.empty()) return false;
+  auto has = [&](std::string_view n) {
+    for (const auto& x : names)
+      if (x == n) return true;
+    return false;
+  };
+  if (!has("lease_schema")) {
+    std::string listed;
+    for (std::size_t i = 0; i < names.size() && i < 5; ++i) listed.append(i ? ", " : "").append(names[i]);
+    if (names.size() > 5) listed.append(", ...");
+    throw_sqlite(sqlite_errc::foreign_schema, path,
+                 "is a SQLite database of another application (it has " + listed +
+                     " and no lease_schema table); lease keeps its runs in a file of its own: "
+                     "give the store a new path");
+  }
+  sqlite_stmt s = sqlite_prepare(db, "SELECT version FROM lease_schema");
+  std::vector<std::int64_t> versions;
+  while (step(s.get(), "cannot read the lease schema version")) {
+    if (sqlite3_column_type(s.get(), 0) != SQLITE_INTEGER)
+      throw_sqlite(sqlite_errc::unknown_schema_version, path,
+                   "has a lease_schema table whose version is not a number; it was not written by "
+                   "lease: give the store another path");
+    versions.push_back(sqlite3_column_int64(s.get(), 0));
+  }
+  if (versions.size() != 1)
+    throw_sqlite(sqlite_errc::unknown_schema_version, path,
+                 "has " + std::to_string(versions.size()) +
+                     " rows in lease_schema (lease writes exactly one): the file was changed by "
+                     "something else; give the store another path");
+  if (versions[0] != sqlite_schema_version)
+    throw_sqlite(sqlite_errc::unknown_schema_version, path,
+                 "has lease schema version " + std::to_string(versions[0]) +
+                     "; this library reads and writes only version " +
+                     std::to_string(sqlite_schema_version) +
+                     ": open it with the lease release that wrote it, or give the store another path");
+  for (std::string_view t : {"lease_jobs", "lease_runs", "lease_runs_running"})
+    if (!has(t))
+      throw_sqlite(sqlite_errc::unknown_schema_version, path,
+                   "says lease schema version 1 but has no " + std::string(t) +
+                       ": the file was changed by something else; give the store another path");
+  return true;
+}
+
+/// Switches the file to WAL (a no-op once it is). Leaving rollback mode needs
+/// an exclusive lock for which SQLite does not call the busy handler, so
+/// processes opening a new file at the same moment would fail at once: retry,
+/// for up to the busy timeout like any other lock wait.
+inline void sqlite_enable_wal(sqlite3* db, std::string_view path, std::int64_t busy_timeout_ms) {
+  std::int64_t waited = 0;
+  for (int pause = 1;; pause = pause < 32 ? pause * 2 : pause) {
+    const int rc = sqlite3_exec(db, "PRAGMA journal_mode=WAL", nullptr, nullptr, nullptr);
+    if (rc == SQLITE_OK) return;
+    const bool busy = (rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED;
+    if (!busy || waited >= busy_timeout_ms) throw_sqlite(db, rc, path, "cannot switch the database to WAL mode");
+    sqlite3_sleep(pause);
+    waited += pause;
+  }
+}
+
+/// Opens `path` (created if missing; a `file:` URI is accepted, e.g.
+/// `file:jobs.db?mode=ro` for a read-only inspector), sets the busy timeout,
+/// WAL and the sync level, and makes sure the file holds the lease schema.
+[[nodiscard]] inline sqlite_db sqlite_open(const std::string& path, std::int64_t busy_timeout_ms, bool durable) {
+  sqlite3* raw = nullptr;
+  const int rc = sqlite3_open_v2(path.c_str(), &raw,
+                                 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_URI |
+                                     SQLITE_OPEN_NOMUTEX,
+                                 nullptr);
+  sqlite_db db(raw);
+  if (rc != SQLITE_OK) throw_sqlite(db.get(), rc, path, "cannot open the database file");
+  sqlite3_extended_result_codes(db.get(), 1);
+  // Every lock wait below and in every later operation is bounded by this.
+  sqlite3_busy_timeout(db.get(), static_cast<int>(std::clamp<std::int64_t>(busy_timeout_ms, 0, INT_MAX)));
+
+  // Look before touching anything: a foreign database must be refused before
+  // we switch it to WAL. A file that is not a database fails here (NOTADB).
+  const bool exists = sqlite_check_schema(db.get(), path);
+
+  const bool read_only = sqlite3_db_readonly(db.get(), "main") == 1;
+  if (!read_only) {
+    // WAL: readers never block the writer and vice versa; writers queue on
+    // the write lock (BEGIN IMMEDIATE + busy_timeout), which is exactly the
+    // one-writer-at-a-time atomicity the rules need across processes.
+    sqlite_enable_wal(db.get(), path, busy_timeout_ms);
+  }
+  // NORMAL in WAL loses at most the last transactions on a power cut, never
+  // consistency. Every process sharing the file runs on this host, so a
+  // power cut also kills every runner: no instance can act on a lost claim.
+  exec(db.get(), durable ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL", path,
+       "cannot set the sync level");
+
+  if (!exists) {
+    if (read_only)
+      throw_sqlite(db.get(), SQLITE_READONLY, path,
+                   "has no lease schema yet and is opened read-only, so it cannot be created");
+    // Several processes may open a new file at once: create under the write
+    // lock and look again, so exactly one of them creates the schema.
+    exec(db.get(), "BEGIN IMMEDIATE", path, "cannot lock the database to create the lease schema");
+    try {
+      if (!sqlite_check_schema(db.get(), path))
+        exec(db.get(), sqlite_schema_ddl, path, "cannot create the lease schema");
+      exec(db.get(), "COMMIT", path, "cannot commit the lease schema");
+    } catch (...) {
+      sqlite3_exec(db.get(), "ROLLBACK", nullptr, nullptr, nullptr);
+      throw;
+    }
+  }
+  return db;
+}
+
+}  // namespace lease::detail

@@ -1,0 +1,111 @@
+// Executors and the policy concepts: the laws of executor/concept.hpp for
+// each model, and positive and negative types for Executor and OverlapPolicy.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "lease/executor/concept.hpp"
+#include "lease/executor/inline.hpp"
+#include "lease/executor/manual.hpp"
+#include "lease/executor/thread_pool.hpp"
+#include "lease/overlap/concept.hpp"
+#include "lease/overlap/policies.hpp"
+
+namespace {
+
+lease::task counting_task(std::atomic<int>& n, std::string job = "j") {
+  lease::run_context ctx;
+  ctx.job = std::move(job);
+  return lease::task(std::move(ctx), [&n](lease::run_context&) { ++n; });
+}
+
+// Negative types: each misses one requirement.
+struct no_execute {};
+struct execute_wrong_argument {
+  void execute(int) {}
+};
+struct not_movable_executor {
+  not_movable_executor() = default;
+  not_movable_executor(not_movable_executor&&) = delete;
+  void execute(lease::task) {}
+};
+struct no_mode {};
+struct mode_wrong_type {
+  int mode() const { return 0; }
+};
+
+static_assert(lease::Executor<lease::thread_pool>);
+static_assert(lease::Executor<lease::inline_executor>);
+static_assert(lease::Executor<lease::manual_executor>);
+static_assert(!lease::Executor<no_execute>);
+static_assert(!lease::Executor<execute_wrong_argument>);
+static_assert(!lease::Executor<not_movable_executor>);
+static_assert(!lease::Executor<int>);
+static_assert(lease::OverlapPolicy<lease::skip_t>);
+static_assert(!lease::OverlapPolicy<no_mode>);
+static_assert(!lease::OverlapPolicy<mode_wrong_type>);
+static_assert(!std::is_copy_constructible_v<lease::task>);
+static_assert(std::is_nothrow_move_constructible_v<lease::task>);
+
+}  // namespace
+
+TEST_CASE("a task exposes the context of the run it will start") {
+  lease::run_context ctx;
+  ctx.job = "report";
+  ctx.attempt = 2;
+  ctx.token = "abc";
+  std::string seen;
+  lease::task t(ctx, [&](lease::run_context& c) { seen = c.job + "#" + std::to_string(c.attempt); });
+  CHECK(t.context().token == "abc");
+  t();
+  CHECK(seen == "report#2");
+}
+
+TEST_CASE("manual_executor runs nothing until told, then in insertion order") {
+  lease::manual_executor e;
+  std::vector<std::string> order;
+  for (const char* name : {"a", "b", "c"}) {
+    lease::run_context ctx;
+    ctx.job = name;
+    e.execute(lease::task(ctx, [&order](lease::run_context& c) { order.push_back(c.job); }));
+  }
+  CHECK(order.empty());
+  CHECK(e.pending() == 3);
+  CHECK(e.run_one());
+  CHECK(order == std::vector<std::string>{"a"});
+  lease::manual_executor copy = e;  // copies share the queue
+  CHECK(copy.run_all() == 2);
+  CHECK(order == std::vector<std::string>{"a", "b", "c"});
+  CHECK_FALSE(e.run_one());
+}
+
+TEST_CASE("inline_executor runs the task inside execute") {
+  std::atomic<int> n{0};
+  lease::inline_executor e;
+  e.execute(counting_task(n));
+  CHECK(n == 1);
+}
+
+TEST_CASE("thread_pool runs every task exactly once, on its own threads, before it is destroyed") {
+  std::atomic<int> n{0};
+  std::mutex m;
+  std::set<std::thread::id> threads;
+  {
+    lease::thread_pool pool(3);
+    CHECK(pool.size() == 3);
+    for (int i = 0; i < 200; ++i) {
+      lease::run_context ctx;
+      pool.execute(lease::task(ctx, [&](lease::run_context&) {
+        ++n;
+        std::scoped_lock l(m);
+        threads.insert(std::this_thread::get_id());
+      }));
+    }
+  }  // joins after draining the queue
+  CHECK(n == 200);
+  CHECK(threads.count(std::this_thread::get_id()) == 0);
+}
