@@ -292,6 +292,26 @@ TEST_CASE("a claim whose reply is lost and cannot be read back is outcome_unknow
   CHECK(rec->fence == 1);
 }
 
+TEST_CASE("a claim that timed out on a stalled server is resolved as won whichever copy ran first") {
+  lease::testing::redis_server srv;
+  lease::fake_clock clock{at(7'500'000)};
+  auto o = options_for(srv.url(), clock);
+  o.command_timeout = 300ms;
+  lease::redis_store store{o};
+  REQUIRE_FALSE(store.get({"j", at(7'500'000)}));  // connected
+  std::thread sleeper([&] { srv.command({"DEBUG", "SLEEP", "0.45"}); });
+  std::this_thread::sleep_for(100ms);
+  // Times out at ~400 ms; the read back, sent then, is answered after the
+  // server wakes at ~450 ms, before or after the first copy runs. Either way
+  // the claim is ours, and it ran once.
+  auto res = store.claim(request("j", at(7'500'000), "t1"));
+  sleeper.join();
+  CHECK(res.outcome == claim_outcome::won);
+  CHECK(res.record.token == "t1");
+  CHECK(res.record.attempt == 1);
+  CHECK(res.record.fence == 1);
+}
+
 TEST_CASE("a claim whose reply was lost is resolved by reading the run back, not by winning twice") {
   lease::testing::redis_server srv;
   lease::testing::cut_proxy proxy{srv.port()};
@@ -320,6 +340,29 @@ TEST_CASE("a claim whose reply was lost is resolved by reading the run back, not
   auto lost = store.claim(request("j", run.slot, "t9"));
   CHECK(lost.outcome == claim_outcome::finished);
   CHECK(lost.record.token == "t1");
+}
+
+TEST_CASE("a claim held up in the network and delivered after it was resolved changes nothing") {
+  lease::testing::redis_server srv;
+  lease::testing::cut_proxy proxy{srv.port()};
+  lease::fake_clock clock{at(8'500'000)};
+  lease::redis_store store{options_for(proxy.url(), clock)};
+  const run_key run{"j", at(8'500'000)};
+  REQUIRE_FALSE(store.get(run));  // connected through the proxy
+
+  proxy.delay_next_request(300ms);
+  // The connection drops with the claim unsent: reading back finds no state,
+  // so the store sends it again, and wins.
+  auto res = store.claim(request("j", run.slot, "t1"));
+  REQUIRE(res.outcome == claim_outcome::won);
+  CHECK(res.record.fence == 1);
+  std::this_thread::sleep_for(500ms);  // the held copy arrives now
+  REQUIRE(proxy.cuts() == 1);
+  auto rec = store.get(run);
+  REQUIRE(rec);
+  CHECK(rec->token == "t1");
+  CHECK(rec->attempt == 1);
+  CHECK(rec->fence == 1);  // the late copy found the run live: nothing moved
 }
 
 TEST_CASE("ACL users and passwords and a database number in the url are used") {

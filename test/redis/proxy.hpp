@@ -2,6 +2,8 @@
 // armed, it forwards the next request to the server, waits for the server to
 // run it, then closes the connection without passing the reply back. That is
 // the "claim sent, reply lost" case the store must resolve by reading back.
+// It can also hold a request back and deliver it late, after the client
+// gave up on it (a copy still in flight).
 #pragma once
 
 #include <atomic>
@@ -43,6 +45,12 @@ class cut_proxy {
   [[nodiscard]] std::string url() const { return "redis://127.0.0.1:" + std::to_string(port_); }
   /// The next request is delivered, its reply dropped and the connection closed.
   void lose_next_reply() { cut_next_ = true; }
+  /// The next request is held back: the client's connection is closed at
+  /// once, and the request reaches the server `by` later (a stalled network).
+  void delay_next_request(std::chrono::milliseconds by) {
+    hold_ms_ = static_cast<int>(by.count());
+    hold_next_ = true;
+  }
   [[nodiscard]] int cuts() const noexcept { return cuts_; }
 
  private:
@@ -78,7 +86,17 @@ class cut_proxy {
       if (::poll(p, 2, 20) <= 0) continue;
       if (p[0].revents != 0) {
         const ssize_t n = ::read(client, buf, sizeof buf);
-        if (n <= 0 || ::write(server, buf, static_cast<size_t>(n)) != n) break;
+        if (n <= 0) break;
+        if (hold_next_.exchange(false)) {
+          ::close(client);
+          client = -1;
+          std::this_thread::sleep_for(std::chrono::milliseconds(hold_ms_.load()));
+          (void)!::write(server, buf, static_cast<size_t>(n));
+          std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the server runs it
+          ++cuts_;
+          break;
+        }
+        if (::write(server, buf, static_cast<size_t>(n)) != n) break;
         if (cut_next_.exchange(false)) {
           std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the server runs it
           ++cuts_;
@@ -90,7 +108,7 @@ class cut_proxy {
         if (n <= 0 || ::write(client, buf, static_cast<size_t>(n)) != n) break;
       }
     }
-    ::close(client);
+    if (client >= 0) ::close(client);
     ::close(server);
   }
 
@@ -99,6 +117,8 @@ class cut_proxy {
   int port_ = 0;
   std::atomic<bool> stop_{false};
   std::atomic<bool> cut_next_{false};
+  std::atomic<bool> hold_next_{false};
+  std::atomic<int> hold_ms_{0};
   std::atomic<int> cuts_{0};
   std::thread acceptor_;
   std::vector<std::thread> pumps_;  // touched by the acceptor only until stop_

@@ -260,9 +260,8 @@ class redis_store {
 
   /// The claim's reply was lost. Our token in the run ⇒ it was applied: won
   /// (store_now is then the record's lease end − lease, when it was applied).
-  /// Otherwise it did not win, so sending it again — same token — lets the
-  /// rules answer on the state now (a copy still in flight finds the run
-  /// taken and changes nothing).
+  /// Otherwise it had not won when read back, so sending it again — same
+  /// token — lets the rules answer on the state now.
   claim_result resolve_claim(const claim_request& req, const detail::redis::transport_error& e) {
     auto rec = read_back(req.run, e);
     if (rec && rec->token == req.token) {
@@ -272,7 +271,12 @@ class redis_store {
       const time_point applied_at = rec->lease_end - req.lease;
       return claim_result{ours ? claim_outcome::won : claim_outcome::finished, *rec, applied_at};
     }
-    return resend([&] { return send_claim(req); }, e);
+    claim_result res = resend([&] { return send_claim(req); }, e);
+    // The lost copy may still have run before the resent one (it was queued
+    // on the old connection): then the run holds our token and is ours.
+    if (res.outcome == claim_outcome::running && res.record.token == req.token && !res.record.released)
+      res.outcome = claim_outcome::won;
+    return res;
   }
 
   /// Reads the run back after a lost reply; if even that fails, the outcome is unknown.
