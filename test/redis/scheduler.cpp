@@ -10,6 +10,7 @@
 #include "lease/make_scheduler.hpp"
 #include "lease/schedule/every.hpp"
 #include "lease/store/redis.hpp"
+#include "laws/two_schedulers.hpp"
 #include "redis/server.hpp"
 
 using namespace std::chrono_literals;
@@ -27,39 +28,8 @@ lease::redis_store store_on(const lease::testing::redis_server& srv, const std::
 TEST_CASE("two schedulers sharing one redis run every slot of a job exactly once") {
   lease::testing::redis_server srv;
   const std::string prefix = lease::testing::fresh_prefix("sched");
-  lease::fake_clock clock{t0};
-  auto make = [&](const char* name, std::uint64_t seed, lease::manual_executor exec) {
-    return lease::make_scheduler(lease::store = store_on(srv, prefix, clock), lease::clock = clock,
-                                 lease::executor = exec,
-                                 lease::settings = lease::options{.lease = 3s, .instance = name, .seed = seed});
-  };
-  lease::manual_executor ea, eb;
-  auto a = make("a", 1, ea);
-  auto b = make("b", 2, eb);
-  std::map<lease::time_point, int> runs;  // slot -> handler calls, over both instances
-  auto count = [&](lease::run_context& ctx) { ++runs[ctx.slot]; };
-  a.add("report", lease::every(1s), count);
-  b.add("report", lease::every(1s), count);
-  a.start();
-  b.start();
-  for (int step = 0; step < 200; ++step) {  // 10 s in 50 ms steps
-    clock.advance(50ms);
-    a.poll();
-    b.poll();
-    ea.run_all();
-    eb.run_all();
-    a.poll();
-    b.poll();
-  }
-  CHECK(runs.size() >= 9);
-  for (const auto& [slot, calls] : runs) {
-    INFO("slot " << (slot - t0).count() << " ms");
-    CHECK(calls == 1);
-    const auto rec = a.store().get({"report", slot});
-    REQUIRE(rec.has_value());
-    CHECK(rec->status == lease::run_status::success);
-    CHECK(rec->attempt == 1);
-  }
+  lease::testing::check_two_schedulers_run_each_slot_once(
+      [&](lease::fake_clock clock) { return store_on(srv, prefix, clock); });
 }
 
 TEST_CASE("a scheduler renews all its running attempts on redis in one round trip per heartbeat tick") {
