@@ -21,7 +21,7 @@ namespace lease::rules {
 
 /// The stored state of one job: its fence counter and its runs by slot.
 struct job_state {
-  std::uint64_t fence = 0;  ///< +1 on every won attempt; survives pruning
+  std::uint64_t fence = 0;  ///< the last won attempt's fence; survives pruning
   std::map<time_point, run_record> runs;
   friend bool operator==(const job_state&, const job_state&) = default;
 };
@@ -29,6 +29,9 @@ struct job_state {
 /// The stored state of every job.
 struct run_table {
   std::map<std::string, job_state, std::less<>> jobs;
+  /// When the store noticed that it had lost its state (store clock), if it
+  /// ever did: no attempt is won before lost_at + the claim's lease.
+  std::optional<time_point> lost_at;
   friend bool operator==(const run_table&, const run_table&) = default;
 };
 
@@ -47,6 +50,13 @@ inline bool has_newer(const job_state& js, time_point slot) {
 
 inline bool is_current(const run_record& r, std::string_view token) {
   return r.status == run_status::running && !r.released && r.token == token;
+}
+
+/// The fence of a newly won attempt: above the last one, and at least the
+/// store's clock in ms, so fences keep growing across a loss of all state.
+inline std::uint64_t next_fence(std::uint64_t last, time_point now) {
+  const auto ms = now.time_since_epoch().count();
+  return std::max<std::uint64_t>(last + 1, ms > 0 ? static_cast<std::uint64_t>(ms) : 0);
 }
 
 }  // namespace detail
@@ -79,12 +89,23 @@ inline claim_result claim(run_table& t, const claim_request& req, time_point now
   auto won = [&](job_state& js, run_record& r) {
     r.token = req.token;
     r.runner = req.runner;
-    r.fence = ++js.fence;
+    r.fence = js.fence = detail::next_fence(js.fence, now);
     r.status = run_status::running;
     r.lease_end = now + req.lease;
     r.released = false;
     res.outcome = claim_outcome::won;
     res.record = r;
+  };
+
+  // After a loss of state, a run this table forgot may still be running:
+  // no attempt starts until a whole lease has passed since the loss was
+  // noticed (its runner has self-aborted by then: no heartbeat of it can
+  // have been acknowledged after the loss).
+  const bool quarantine = t.lost_at && now < *t.lost_at + req.lease;
+  auto quarantined = [&] {
+    res.outcome = claim_outcome::quarantined;
+    res.record.lease_end = *t.lost_at + req.lease;
+    return res;
   };
 
   if (run_record* existing = detail::find(t, req.run)) {
@@ -100,6 +121,8 @@ inline claim_result claim(run_table& t, const claim_request& req, time_point now
     } else if (r.attempt - r.handovers >= req.max_attempts) {
       r.status = run_status::interrupted;  // dead runners used up the attempts
       res.outcome = claim_outcome::finished;
+    } else if (quarantine) {
+      return quarantined();
     } else {
       ++r.attempt;
       won(js, r);
@@ -118,6 +141,10 @@ inline claim_result claim(run_table& t, const claim_request& req, time_point now
     res.outcome = claim_outcome::late;
     return res;
   }
+  if (req.run.slot > now + early_tolerance) {
+    res.outcome = claim_outcome::early;
+    return res;
+  }
   auto j = t.jobs.find(req.run.job);
   if (j != t.jobs.end()) {
     job_state& js = j->second;
@@ -134,9 +161,9 @@ inline claim_result claim(run_table& t, const claim_request& req, time_point now
         }
       }
     }
-  } else {
-    j = t.jobs.emplace(req.run.job, job_state{}).first;
   }
+  if (quarantine) return quarantined();
+  if (j == t.jobs.end()) j = t.jobs.emplace(req.run.job, job_state{}).first;
   job_state& js = j->second;
   // Every older running run is interrupted by the new one: expired ones
   // because a newer run started first, live ones only in replace mode
@@ -153,6 +180,14 @@ inline claim_result claim(run_table& t, const claim_request& req, time_point now
   won(js, r);
   prune(js, req.history_size, req.retain, now);
   return res;
+}
+
+/// The store lost everything it held (a fault the simulation and the tests
+/// inject; a real store detects it and applies the same rule): every run and
+/// fence is forgotten, and the loss is remembered as noticed at `now`.
+inline void lose_state(run_table& t, time_point now) {
+  t.jobs.clear();
+  t.lost_at = now;
 }
 
 /// Extends the lease to now + lease: only the current token of a running,

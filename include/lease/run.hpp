@@ -42,7 +42,11 @@ struct run_record {
   time_point slot{};
   std::uint32_t attempt = 0;   ///< 1 for the first won claim, +1 per takeover
   std::string token;           ///< the current attempt's client-made token
-  std::uint64_t fence = 0;     ///< per-job counter, +1 on every won attempt
+  /// Grows with every won attempt of the job and never repeats, even after
+  /// the store lost its state: a won attempt's fence is max(previous + 1,
+  /// store-now in ms since the epoch), so it only needs a store clock that
+  /// does not go back (and fewer than one won attempt per ms per job).
+  std::uint64_t fence = 0;
   std::string runner;          ///< instance id of the current attempt
   run_status status = run_status::running;
   time_point lease_end{};      ///< store clock; live while store-now < lease_end
@@ -86,6 +90,16 @@ enum class claim_outcome : std::uint8_t {
   superseded,  ///< a newer run of the job already has state
   finished,    ///< the run has ended (possibly just now: marked interrupted)
   none,        ///< takeover of a run that has no state: nothing was created
+  /// The slot is still in the store's future (store-now < slot − early_tolerance):
+  /// the claimer's clock runs ahead of the store's. Nothing was created; claim
+  /// again once the store's clock reaches the slot (`store_now` says how far).
+  early,
+  /// The store lost its state (restart without persistence, eviction, failover
+  /// to a lagging replica, a replaced file) and refuses to start any attempt
+  /// until one lease has passed since it noticed, so that every runner of a
+  /// forgotten run has stopped first. `record.lease_end` is when the
+  /// quarantine ends (store clock). Nothing was created.
+  quarantined,
 };
 
 /// A claim's answer, the record it concerns, and the store's clock when it answered.
@@ -106,6 +120,11 @@ struct heartbeat_request {
 
 /// Tolerance added to a claim's deadline, and to retention, on the store's clock.
 inline constexpr duration late_tolerance{10'000};
+
+/// How far ahead of the store's clock a slot may be and still be claimed: a
+/// claimer whose clock runs ahead by more is answered `early` (no slot starts
+/// early by the store's clock beyond this).
+inline constexpr duration early_tolerance{1'000};
 
 [[nodiscard]] constexpr std::string_view to_string(run_status s) noexcept {
   switch (s) {
@@ -135,6 +154,8 @@ inline constexpr duration late_tolerance{10'000};
     case claim_outcome::superseded: return "superseded";
     case claim_outcome::finished: return "finished";
     case claim_outcome::none: return "none";
+    case claim_outcome::early: return "early";
+    case claim_outcome::quarantined: return "quarantined";
   }
   return "?";
 }

@@ -444,6 +444,24 @@ class scheduler {
       case claim_outcome::none:
         unwatch(req.run);
         break;
+      case claim_outcome::early:
+      case claim_outcome::quarantined: {
+        // Not yet: the store's clock has not reached the slot, or it lost
+        // its state and waits a lease. Same token, sent again then.
+        const time_point at = res.outcome == claim_outcome::early ? req.run.slot : res.record.lease_end;
+        const duration wait = std::max(at - res.store_now, duration{1}) + jitter(opts_.claim_jitter);
+        emit(event_kind::store_error, req.run, 0, 0,
+             what + (res.outcome == claim_outcome::early
+                         ? "refused as early: the store's clock is " + detail::fmt(res.store_now) +
+                               ", before the slot; this instance's clock runs ahead"
+                         : "refused: the store lost its state and starts nothing until " +
+                               detail::fmt(res.record.lease_end) + ", when every runner of a forgotten run has stopped") +
+                 "; claimed again in " + detail::fmt(wait));
+        const std::uint64_t id = next_id_++;
+        pending_[id] = pending_claim{j, req, 0};
+        push({clock_.now() + wait, 0, detail::timer_kind::claim, j, req.run.slot, id});
+        break;
+      }
     }
   }
 

@@ -51,7 +51,7 @@ TEST_CASE("rule 1: a claim for a run with no state wins attempt 1 with its own t
   CHECK(won.record.attempt == 1);
   CHECK(won.record.token == "token-1");
   CHECK(won.record.runner == "api-2");
-  CHECK(won.record.fence == 1);
+  CHECK(won.record.fence == static_cast<std::uint64_t>(t0.time_since_epoch().count()));  // store-now in ms
   CHECK(won.record.status == run_status::running);
   CHECK(won.record.lease_end == t0 + 30s);
   CHECK(won.store_now == t0);
@@ -154,7 +154,7 @@ TEST_CASE("rule 3: a run whose lease ran out is won as the next attempt with a f
   CHECK(taken.record.attempt == 2);
   CHECK(taken.record.token == "token-2");
   CHECK(taken.record.runner == "api-2");
-  CHECK(taken.record.fence == 2);
+  CHECK(taken.record.fence == static_cast<std::uint64_t>((t0 + 30s).time_since_epoch().count()));
   CHECK(taken.record.lease_end == t0 + 60s);
 }
 
@@ -306,16 +306,68 @@ TEST_CASE("pruning keeps history_size ended runs and never deletes a run a new c
 TEST_CASE("the fence increases on every won attempt of a job, across runs, and survives pruning") {
   cluster c;
   std::uint64_t last = 0;
+  auto ms = [](lease::time_point t) { return static_cast<std::uint64_t>(t.time_since_epoch().count()); };
   for (int i = 0; i < 6; ++i) {
     c.clock.set(t0 + std::chrono::seconds{i * 400});
     const auto won = c.claim(t0 + std::chrono::seconds{i * 400});
-    REQUIRE(won.record.fence == last + 1);
+    REQUIRE(won.record.fence == std::max(last + 1, ms(c.clock.now())));
     last = won.record.fence;
     c.clock.advance(31s);  // dies; a backup takes over
     const auto taken = c.claim(t0 + std::chrono::seconds{i * 400}, "api-2", lease::claim_reason::takeover);
-    REQUIRE(taken.record.fence == last + 1);
+    REQUIRE(taken.record.fence == std::max(last + 1, ms(c.clock.now())));
     last = taken.record.fence;
     REQUIRE(c.store.finish(taken.record.key(), taken.record.token, run_status::success));
   }
   REQUIRE(c.store.snapshot().jobs.at("report").runs.size() <= 3);
+}
+
+TEST_CASE("two attempts won in the same millisecond get consecutive fences") {
+  cluster c;
+  const auto a = c.claim(t0, "api-1", lease::claim_reason::scheduled, lease::overlap_mode::allow);
+  const auto b = c.claim(t0 - 5s, "api-2", lease::claim_reason::scheduled, lease::overlap_mode::allow);
+  REQUIRE(a.outcome == claim_outcome::won);
+  CHECK(b.outcome == claim_outcome::superseded);
+  const auto d = c.claim(t0 + 1s, "api-2", lease::claim_reason::scheduled, lease::overlap_mode::allow);
+  REQUIRE(d.outcome == claim_outcome::won);
+  CHECK(d.record.fence == a.record.fence + 1);
+}
+
+TEST_CASE("fences never repeat or go back, even after the store lost all its state") {
+  cluster c;
+  const auto before = c.claim(t0, "api-1");
+  REQUIRE(before.outcome == claim_outcome::won);
+  c.clock.advance(1ms);
+  lease::rules::run_table wiped;  // what a store restarted without persistence holds
+  wiped.lost_at = c.clock.now();
+  c.clock.advance(30s);  // after the quarantine
+  lease::claim_request req = c.request(t0 + 30s, "api-2");
+  const auto after = lease::rules::claim(wiped, req, c.clock.now());
+  REQUIRE(after.outcome == claim_outcome::won);
+  CHECK(after.record.fence > before.record.fence);
+}
+
+TEST_CASE("after a loss of state, no attempt is won until one lease has passed since it was noticed") {
+  cluster c;
+  REQUIRE(c.claim(t0, "api-1").outcome == claim_outcome::won);  // api-1 runs t0…
+  c.clock.advance(5s);
+  c.store.lose_state();  // …and the store forgets it
+  const lease::time_point noticed = c.clock.now();
+  const auto again = c.claim(t0, "api-2", lease::claim_reason::scheduled);
+  REQUIRE(again.outcome == claim_outcome::quarantined);
+  CHECK(again.record.lease_end == noticed + 30s);
+  CHECK_FALSE(c.store.get({"report", t0}).has_value());  // nothing was created
+  CHECK(c.claim(t0, "api-2", lease::claim_reason::takeover).outcome == claim_outcome::none);
+  c.clock.set(noticed + 30s - 1ms);
+  CHECK(c.claim(t0, "api-2").outcome == claim_outcome::quarantined);
+  c.clock.set(noticed + 30s);  // api-1 has aborted by now: none of its heartbeats was acknowledged since
+  CHECK(c.claim(t0, "api-2").outcome == claim_outcome::won);
+}
+
+TEST_CASE("a claim for a slot still more than early_tolerance in the store's future is answered early") {
+  cluster c;
+  const auto early = c.claim(t0 + lease::early_tolerance + 1ms, "api-1");
+  CHECK(early.outcome == claim_outcome::early);
+  CHECK(early.store_now == t0);
+  CHECK(c.store.snapshot().jobs.empty());  // nothing was created
+  CHECK(c.claim(t0 + lease::early_tolerance, "api-1").outcome == claim_outcome::won);
 }

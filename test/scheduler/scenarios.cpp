@@ -622,7 +622,9 @@ TEST_CASE("a claim for a slot older than a run that already started is supersede
   a.s->start();
   c.store.fail_next(op::claim, lease::errc::unavailable);
   c.run_until(at(60s));  // A's claim of 60 s failed and waits to be retried
-  lease::claim_request newer{{"report", at(120s)}, "C", "c1", lease::claim_reason::scheduled};
+  // A newer run has state (a slot no later than the store's clock: claims
+  // for future slots are answered early).
+  lease::claim_request newer{{"report", at(60s) + 500ms}, "C", "c1", lease::claim_reason::scheduled};
   newer.deadline = at(150s);
   REQUIRE(c.store.inner().claim(newer).outcome == lease::claim_outcome::won);
   c.run_until(at(61s));

@@ -62,6 +62,14 @@ class memory_store {
   }
   [[nodiscard]] time_point now() const { return clock_.now(); }
 
+  /// Forgets every run and fence, as a store restarted without persistence
+  /// would, and notices it at once (rules::lose_state): a fault for tests
+  /// and the simulation.
+  void lose_state() {
+    std::scoped_lock lock(state_->mutex);
+    rules::lose_state(state_->table, clock_.now());
+  }
+
   /// A copy of the whole table (tests and the simulation inspect it).
   [[nodiscard]] rules::run_table snapshot() const {
     std::scoped_lock lock(state_->mutex);
