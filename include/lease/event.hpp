@@ -32,6 +32,8 @@ enum class event_kind : std::uint8_t {
   abandoned,    ///< stop(): the handler was still running at the timeout; heartbeats stopped
   catch_up,     ///< on start, this instance won the claim of a missed slot (reason catch-up)
   store_error,  ///< a store call failed; the message says what the scheduler does about it
+  early,        ///< not started yet: the slot is still in the store's future (this instance's clock runs ahead); claimed again at the store's time
+  store_notice, ///< the store said something an operator should know (durability settings, a detected loss of state)
 };
 
 [[nodiscard]] constexpr std::string_view to_string(event_kind k) noexcept {
@@ -50,6 +52,8 @@ enum class event_kind : std::uint8_t {
     case event_kind::abandoned: return "abandoned";
     case event_kind::catch_up: return "catch_up";
     case event_kind::store_error: return "store_error";
+    case event_kind::early: return "early";
+    case event_kind::store_notice: return "store_notice";
   }
   return "?";
 }

@@ -272,6 +272,8 @@ class scheduler {
       }
       handled += round;
     }
+    if constexpr (NoticeStore<S>)
+      for (std::string& n : store_.take_notices()) emit(event_kind::store_notice, {}, 0, 0, std::move(n));
     return handled;
   }
 
@@ -450,7 +452,7 @@ class scheduler {
         // its state and waits a lease. Same token, sent again then.
         const time_point at = res.outcome == claim_outcome::early ? req.run.slot : res.record.lease_end;
         const duration wait = std::max(at - res.store_now, duration{1}) + jitter(opts_.claim_jitter);
-        emit(event_kind::store_error, req.run, 0, 0,
+        emit(res.outcome == claim_outcome::early ? event_kind::early : event_kind::store_error, req.run, 0, 0,
              what + (res.outcome == claim_outcome::early
                          ? "refused as early: the store's clock is " + detail::fmt(res.store_now) +
                                ", before the slot; this instance's clock runs ahead"

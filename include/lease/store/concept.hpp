@@ -9,8 +9,11 @@
 //   s.unfinished(job)                      -> std::vector<run_record>, oldest first
 //   s.get(run_key)                         -> std::optional<run_record>
 //   s.now()                                -> time_point (the store's clock)
-// Optional (detected with BatchHeartbeatStore, never with a flag):
+// Optional (detected with requires-expressions, never with a flag):
 //   s.heartbeat_many(span<const heartbeat_request>) -> std::vector<bool>, in order
+//   s.take_notices() -> std::vector<std::string>: what the store learnt that an
+//       operator should know (its durability settings at connect, a loss of
+//       state it detected); each is emitted once as a store_notice event.
 //
 // Laws — every store answers exactly as the pure rules in lease/rules.hpp do
 // (test/laws/store_conformance.hpp checks this for every model):
@@ -40,6 +43,7 @@
 #include <concepts>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -64,6 +68,15 @@ concept Store = std::move_constructible<S> &&
 template <class S>
 concept BatchHeartbeatStore = Store<S> && requires(S& s, std::span<const heartbeat_request> batch) {
   { s.heartbeat_many(batch) } -> std::same_as<std::vector<bool>>;
+};
+
+/// A store that tells the instance what it learnt about itself: sentences
+/// for an operator (what its settings mean for exactly-once, a loss of state
+/// it detected and what it does about it). The scheduler drains them after
+/// every loop turn and emits each as an event_kind::store_notice.
+template <class S>
+concept NoticeStore = Store<S> && requires(S& s) {
+  { s.take_notices() } -> std::same_as<std::vector<std::string>>;
 };
 
 }  // namespace lease
