@@ -117,19 +117,23 @@ TEST_CASE("a frozen runner is fenced: its heartbeat is refused, its stop token a
   CHECK_FALSE(c.store.inner().finish({"report", at(60s)}, a1, run_status::success));  // refused if sent
 }
 
-TEST_CASE("a runner whose heartbeats are not acknowledged for a whole lease aborts its handler") {
+TEST_CASE("a runner whose heartbeats are not acknowledged for lease − margin aborts before its lease can end") {
   cluster c{at(1s)};
   auto& a = c.add(spec_options("A", 1));
   a.s->start();
   c.run_until(at(60s));
+  REQUIRE(a.s->safety_margin() == 3s);  // lease / 10
   for (int i = 0; i < 10; ++i) c.store.fail_next(op::heartbeat, lease::errc::unavailable);
-  c.run_until(at(90s) - 1ms);
-  CHECK(a.count(event_kind::store_error) >= 5);
+  c.run_until(at(87s) - 1ms);
   CHECK(a.count(event_kind::lost) == 0);
-  c.run_until(at(90s));  // 30 s after the claim was sent: the store's lease ends now too
+  CHECK(a.started[0].lease_held());
+  // One event when the fault began and a summary every 10 s, not one per failed call.
+  CHECK(a.count(event_kind::store_error) == 3);
+  c.run_until(at(87s));  // 30 s − 3 s after the claim was sent; the store's lease ends at 90 s
   REQUIRE(a.count(event_kind::lost) == 1);
   CHECK(a.started[0].stop.stop_requested());
-  CHECK(a.of(event_kind::lost)[0].message.find("whole lease") != std::string::npos);
+  CHECK_FALSE(a.started[0].lease_held());
+  CHECK(a.of(event_kind::lost)[0].message.find("lease − safety margin") != std::string::npos);
 }
 
 // ---- Attempts and max_attempts ---------------------------------------------------

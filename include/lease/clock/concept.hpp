@@ -1,21 +1,30 @@
-// lease/clock/concept.hpp — the Clock policy: where an instance (or a store
-// told to use a caller-supplied clock) reads wall time.
+// lease/clock/concept.hpp — the Clock policy: an instance's two kinds of time.
 //
-// Minimal definition: `c.now()` returns a `lease::time_point`.
+// Minimal definition: `c.now()` returns wall time, a `lease::time_point`.
+// Recommended: `c.steady()` returns monotonic time, a `lease::steady_point`
+// (MonotonicClock). The scheduler decides which slot is due on now() and
+// times every interval it waits for on steady() (lease/time.hpp says why).
+// A clock without steady() still works: lease::steady_now() then reads the
+// host's monotonic clock, or, for a manual clock (is_manual_clock), its wall
+// time — a test clock that is never stepped needs nothing more.
 //
 // Laws (test/laws/clock.cpp):
-//   L1  now() never throws.
-//   L2  Copies of a clock read the same time (a clock is a handle, so a test
+//   L1  now() and steady() never throw.
+//   L2  Copies of a clock read the same times (a clock is a handle, so a test
 //       can hand one fake_clock to several instances and a store).
+//   L3  steady() never goes back, whatever now() does.
 //
 // Models: lease::system_clock (real time, clock/system.hpp),
 //         lease::fake_clock (manual time, clock/fake.hpp),
-//         lease::skewed_clock<C> (another clock plus a fixed offset).
-// Thread-safety: every model's now() may be called from any thread.
+//         lease::skewed_clock<C> (another clock plus an offset that can be stepped).
+// Thread-safety: every model's now() and steady() may be called from any thread.
 #pragma once
 
+#include <atomic>
 #include <concepts>
+#include <memory>
 
+#include "lease/clock/host.hpp"
 #include "lease/time.hpp"
 
 namespace lease {
@@ -25,18 +34,48 @@ concept Clock = std::copy_constructible<C> && requires(const C& c) {
   { c.now() } -> std::same_as<time_point>;
 };
 
-/// A clock that reads another clock and adds a fixed offset: one instance's
-/// skew in tests and simulations.
+/// A clock that also reads monotonic time.
+template <class C>
+concept MonotonicClock = Clock<C> && requires(const C& c) {
+  { c.steady() } -> std::same_as<steady_point>;
+};
+
+/// A clock that reads another clock's wall time plus an offset: one
+/// instance's skew in tests and simulations. step() moves the offset (a wall
+/// clock stepped by NTP or an operator); monotonic time is the base clock's,
+/// untouched by skew or steps. Copies share the offset.
 template <Clock C>
 class skewed_clock {
  public:
-  skewed_clock(C base, duration offset) : base_(std::move(base)), offset_(offset) {}
-  [[nodiscard]] time_point now() const { return base_.now() + offset_; }
-  [[nodiscard]] duration offset() const { return offset_; }
+  skewed_clock(C base, duration offset)
+      : base_(std::move(base)), offset_(std::make_shared<std::atomic<duration::rep>>(offset.count())) {}
+  [[nodiscard]] time_point now() const { return base_.now() + offset(); }
+  [[nodiscard]] steady_point steady() const
+    requires MonotonicClock<C>
+  {
+    return base_.steady();
+  }
+  [[nodiscard]] duration offset() const { return duration{offset_->load()}; }
+  /// Steps this clock's wall time by `d` (forwards or back); steady() is unchanged.
+  void step(duration d) noexcept { offset_->fetch_add(d.count()); }
+  [[nodiscard]] const C& base() const noexcept { return base_; }
 
  private:
   C base_;
-  duration offset_;
+  std::shared_ptr<std::atomic<duration::rep>> offset_;
 };
+
+/// The monotonic time of any Clock: its steady() if it has one; else, for a
+/// manual clock, its wall time (it is only moved forward in tests that need
+/// nothing more); else the host's monotonic clock.
+template <Clock C>
+[[nodiscard]] steady_point steady_now(const C& c) noexcept {
+  if constexpr (MonotonicClock<C>)
+    return c.steady();
+  else if constexpr (requires(C& m) { m.advance(duration{}); })
+    return steady_point{c.now().time_since_epoch()};
+  else
+    return host_steady();
+}
 
 }  // namespace lease

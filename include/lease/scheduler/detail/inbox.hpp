@@ -2,6 +2,7 @@
 // (or a caller of stop()) and the scheduler's loop: a small mutex-protected queue.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
@@ -17,6 +18,10 @@ namespace lease::detail {
 struct completion {
   std::uint64_t attempt_id = 0;
   bool threw = false;
+  /// Whether the handler's stop token had been requested when it ended: a
+  /// throw after it is a hand-over, before it a failure — decided by the
+  /// handler's own thread, not by when the loop sees the completion.
+  bool stop_requested = false;
   std::string what;  ///< the exception's what(), when it threw
 };
 
@@ -27,11 +32,15 @@ struct inbox {
   std::condition_variable ready;
   std::vector<completion> done;
   std::optional<duration> stop_request;  ///< set by stop(), taken by the loop
+  /// Set with every post: lets the loop look between two timers without
+  /// taking the mutex (completions and stop() are never starved by timers).
+  std::atomic<bool> posted{false};
 
   void post(completion c) {
     {
       std::scoped_lock lock(mutex);
       done.push_back(std::move(c));
+      posted.store(true);
     }
     ready.notify_all();
   }
@@ -39,6 +48,7 @@ struct inbox {
     {
       std::scoped_lock lock(mutex);
       if (!stop_request) stop_request = timeout;
+      posted.store(true);
     }
     ready.notify_all();
   }

@@ -1,0 +1,259 @@
+// lease/scheduler/attempts.hpp — running an attempt this instance won: the
+// handler on the executor, heartbeats, the self-abort, and its result.
+//
+// The self-abort (DESIGN.md **beyond**): a runner stops its handler once no
+// renewal has been acknowledged for lease − safety margin, counted on its
+// monotonic clock from the *send* time of the last acknowledged renewal (the
+// store started that lease when the request arrived, no earlier). The
+// watchdog (lease_guard.hpp) requests the stop at that deadline even while
+// this loop is stuck in a store call; the loop's lease_check timer then
+// says so in a `lost` event and sends nothing more for the attempt.
+//
+// A handler that throws is recorded failed (never retried) — unless its stop
+// token had been requested when it ended (stop(), or the lease in doubt):
+// then the throw means "hand it over" and the run is released. The handler's
+// own thread records which (detail::completion), not the loop.
+#pragma once
+
+#include "lease/scheduler.hpp"
+
+namespace lease {
+
+template <Store S, Clock C, Executor E, OverlapPolicy P>
+void scheduler<S, C, E, P>::begin_attempt(std::uint32_t j, const claim_request& req, const run_record& rec,
+                                          steady_point sent) {
+  unwatch(rec.key());
+  const std::uint64_t id = next_id_++;
+  attempt& a = attempts_[id];
+  a.job = j;
+  a.run = rec.key();
+  a.number = rec.attempt;
+  a.token = req.token;
+  a.fence = rec.fence;
+  a.reason = req.reason;
+  a.lease = std::make_shared<detail::attempt_lease>(steady_, sent + opts_.lease - margin_);
+  guard_.add(a.lease);
+  const event_kind kind = req.reason == claim_reason::takeover   ? event_kind::takeover
+                          : req.reason == claim_reason::catch_up ? event_kind::catch_up
+                                                                 : event_kind::won;
+  emit(kind, a.run, a.number, a.fence,
+       std::string(to_string(req.reason)) + " claim won: attempt " + std::to_string(a.number) + " of " +
+           std::to_string(opts_.max_attempts) + ", fence " + std::to_string(a.fence) + "; starting the handler");
+  if (!heartbeat_armed_) {
+    heartbeat_armed_ = true;
+    push_after(hb_, {{}, 0, detail::timer_kind::heartbeat});
+  }
+
+  run_context ctx{a.run.job, a.run.slot, a.number, a.reason, a.token, a.fence, a.lease->token(), a.lease};
+  try {
+    dispatch(j, id, std::move(ctx));
+  } catch (const std::exception& e) {
+    // The handler never started: hand the run over rather than lose it.
+    a.at = step::releasing;
+    a.why = std::string("the executor refused the task: ") + e.what();
+    on_finish_retry(id);
+  }
+}
+
+template <Store S, Clock C, Executor E, OverlapPolicy P>
+void scheduler<S, C, E, P>::dispatch(std::uint32_t j, std::uint64_t id, run_context ctx) {
+  executor_.execute(task(std::move(ctx), [fn = jobs_[j].fn, box = inbox_, id](run_context& c) {
+    detail::completion done{id, false, false, {}};
+    try {
+      (*fn)(c);
+    } catch (const std::exception& e) {
+      done.threw = true;
+      done.what = e.what();
+    } catch (...) {
+      done.threw = true;
+      done.what = "a non-standard exception";
+    }
+    done.stop_requested = c.stop.stop_requested();
+    box->post(std::move(done));
+  }));
+}
+
+/// One tick renews every attempt of the instance, in one round trip when the
+/// store can batch. A refused renewal fences that attempt.
+template <Store S, Clock C, Executor E, OverlapPolicy P>
+void scheduler<S, C, E, P>::on_heartbeat() {
+  std::vector<std::uint64_t> ids;
+  std::vector<heartbeat_request> batch;
+  for (auto& [id, a] : attempts_) {
+    ids.push_back(id);
+    batch.push_back({a.run, a.token, opts_.lease});
+    // Set at the attempt's first tick (within a heartbeat of its claim, so
+    // well before it can fire), not at its start: a short run never costs a timer.
+    if (!a.checked) {
+      a.checked = true;
+      push({a.lease->deadline(), 0, detail::timer_kind::lease_check, a.job, {}, id});
+    }
+  }
+  if (ids.empty()) {
+    heartbeat_armed_ = false;
+    return;
+  }
+  const steady_point sent = steady();
+  push({sent + hb_, 0, detail::timer_kind::heartbeat});
+  std::vector<std::optional<bool>> acked(ids.size());
+  if constexpr (BatchHeartbeatStore<S>) {
+    try {
+      std::vector<bool> r = store_.heartbeat_many(batch);
+      for (std::size_t i = 0; i < ids.size() && i < r.size(); ++i) acked[i] = r[i];
+      store_answered();
+    } catch (const store_error& e) {
+      store_failed("heartbeat", batch.front().run, e);
+    }
+  } else {
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      try {
+        acked[i] = store_.heartbeat(batch[i].run, batch[i].token, batch[i].lease);
+        store_answered();
+      } catch (const store_error& e) {
+        store_failed("heartbeat", batch[i].run, e);
+      }
+    }
+  }
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    auto it = attempts_.find(ids[i]);
+    if (it == attempts_.end() || !acked[i]) continue;
+    if (*acked[i]) {
+      it->second.lease->extend(sent + opts_.lease - margin_);
+    } else {
+      lose(it, "heartbeat refused by the store: this attempt's token is no longer current (another "
+               "instance took the run over, or it was replaced or interrupted, or the store lost it); the "
+               "handler's stop token is requested and nothing more is sent for this attempt");
+    }
+  }
+}
+
+/// The self-abort, as the loop sees it: at the deadline with no renewal
+/// acknowledged since, the attempt is lost (the watchdog has requested the
+/// handler's stop already, or does now).
+template <Store S, Clock C, Executor E, OverlapPolicy P>
+void scheduler<S, C, E, P>::on_lease_check(std::uint64_t id) {
+  auto it = attempts_.find(id);
+  if (it == attempts_.end()) return;
+  const steady_point deadline = it->second.lease->deadline();
+  if (steady() < deadline) {
+    push({deadline, 0, detail::timer_kind::lease_check, it->second.job, {}, id});
+    return;
+  }
+  lose(it, "no heartbeat acknowledged for lease − safety margin (" + detail::fmt(opts_.lease - margin_) +
+               ", monotonic time since the last acknowledged one was sent): another instance may own the run "
+               "soon, so the handler's stop token was requested at that deadline and nothing more is sent");
+}
+
+template <Store S, Clock C, Executor E, OverlapPolicy P>
+template <class It>
+void scheduler<S, C, E, P>::lose(It it, const std::string& why) {
+  attempt& a = it->second;
+  a.lease->revoke();
+  guard_.remove(a.lease.get());
+  emit(event_kind::lost, a.run, a.number, a.fence, why);
+  const std::uint32_t j = a.job;
+  attempts_.erase(it);
+  after_attempt(j);
+}
+
+template <Store S, Clock C, Executor E, OverlapPolicy P>
+void scheduler<S, C, E, P>::on_completion(const detail::completion& c) {
+  auto it = attempts_.find(c.attempt_id);
+  if (it == attempts_.end()) return;  // lost or abandoned: nothing more is sent for it
+  attempt& a = it->second;
+  if (a.at != step::running) return;
+  if (c.threw && c.stop_requested) {
+    a.at = step::releasing;
+  } else {
+    a.at = step::finishing;
+    a.result = c.threw ? run_status::failed : run_status::success;
+  }
+  a.why = c.what;
+  on_finish_retry(c.attempt_id);
+}
+
+/// Sends attempt `id`'s finish or release; retried with backoff on a store
+/// error while the attempt is not lost (heartbeats keep its lease alive).
+template <Store S, Clock C, Executor E, OverlapPolicy P>
+void scheduler<S, C, E, P>::on_finish_retry(std::uint64_t id) {
+  auto it = attempts_.find(id);
+  if (it == attempts_.end()) return;
+  attempt& a = it->second;
+  const bool release = a.at == step::releasing;
+  std::optional<bool> ok;
+  try {
+    ok = release ? store_.release(a.run, a.token) : store_.finish(a.run, a.token, a.result);
+    store_answered();
+  } catch (const store_error& e) {
+    if (e.code() == errc::outcome_unknown) ok = read_back(a);
+    if (!ok) {
+      const duration wait = backoff(a.tries++);
+      store_failed(release ? "release" : "finish", a.run, e);
+      push_after(wait, {{}, 0, detail::timer_kind::finish_retry, a.job, {}, id});
+      return;
+    }
+  }
+  const std::string detail_msg = a.why.empty() ? std::string{} : " (" + a.why + ")";
+  if (!*ok) {
+    lose(it, std::string(release ? "release" : "finish") +
+                 " refused by the store: this attempt's token is no longer current (another instance "
+                 "took the run over); its result" + detail_msg + " is not recorded");
+    return;
+  }
+  if (release)
+    emit(event_kind::handed_over, a.run, a.number, a.fence,
+         (phase_ == phase::stopping       ? "stopping: the handler threw after its stop request"
+          : a.lease->token().stop_requested() ? "the handler threw after its stop request"
+                                              : "not started") +
+             detail_msg +
+             "; the run is released and a backup takes it over within 2 heartbeats (not counted against "
+             "max_attempts)");
+  else if (a.result == run_status::success)
+    emit(event_kind::success, a.run, a.number, a.fence, "the handler returned; recorded as success");
+  else
+    emit(event_kind::failed, a.run, a.number, a.fence,
+         "the handler threw" + detail_msg + "; recorded as failed, and a failed run is never retried");
+  const std::uint32_t j = a.job;
+  guard_.remove(a.lease.get());
+  attempts_.erase(it);
+  after_attempt(j);
+}
+
+/// After an outcome_unknown finish or release: did it apply? nullopt: can't tell yet.
+template <Store S, Clock C, Executor E, OverlapPolicy P>
+std::optional<bool> scheduler<S, C, E, P>::read_back(const attempt& a) {
+  try {
+    std::optional<run_record> rec = store_.get(a.run);
+    if (!rec || rec->token != a.token) return false;
+    if (a.at == step::releasing && rec->released) return true;
+    if (a.at == step::finishing && rec->status == a.result) return true;
+    if (rec->status == run_status::running && !rec->released) return std::nullopt;  // not applied: retry
+    return false;
+  } catch (const store_error&) {
+    return std::nullopt;
+  }
+}
+
+template <Store S, Clock C, Executor E, OverlapPolicy P>
+void scheduler<S, C, E, P>::after_attempt(std::uint32_t j) {
+  release_buffer(j);
+  if (phase_ == phase::stopping && attempts_.empty()) phase_ = phase::stopped;
+}
+
+/// buffer_one: the blocking run ended, so claim the newest skipped slot now
+/// if its deadline has not passed (the store still decides).
+template <Store S, Clock C, Executor E, OverlapPolicy P>
+void scheduler<S, C, E, P>::release_buffer(std::uint32_t j) {
+  job& jb = jobs_[j];
+  if (!jb.buffered || phase_ != phase::running) return;
+  const time_point slot = *jb.buffered;
+  jb.buffered.reset();
+  if (wall() > slot + opts_.max_late) {
+    emit(event_kind::late, {jb.name, slot}, 0, 0,
+         "buffered slot dropped: the blocking run ended after its deadline (slot + max_late)");
+    return;
+  }
+  new_claim(j, slot, claim_reason::scheduled);
+}
+
+}  // namespace lease

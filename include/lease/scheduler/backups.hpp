@@ -1,0 +1,66 @@
+// lease/scheduler/backups.hpp — watching runs of other instances, and taking
+// a run over once its runner stopped renewing.
+//
+// A backup re-checks a watched run with a takeover claim at a random moment
+// in [1, 2] × heartbeat after its previous check (instances don't check in
+// step, and a dead run is taken over within lease + 2 × heartbeat), until an
+// answer ends the watch: won (this instance runs the next attempt),
+// finished, none. Two rules beyond a plain re-claim:
+// * a newer slot of the job that is due and not yet claimed goes first: its
+//   claim marks the dead run interrupted (a run never starts after a newer
+//   one), so the backup does not start the old one;
+// * a takeover whose answer was lost is resent with the same token at the
+//   next check: if the store applied it meanwhile, the answer is `running`
+//   with our token, and this instance runs the attempt it won.
+#pragma once
+
+#include "lease/scheduler.hpp"
+
+namespace lease {
+
+template <Store S, Clock C, Executor E, OverlapPolicy P>
+void scheduler<S, C, E, P>::watch_run(std::uint32_t j, const run_key& run, bool check_now) {
+  if (own_attempt(run)) return;
+  auto [it, fresh] = watches_.try_emplace(run, watch{j, 0, std::nullopt, {}});
+  if (!fresh && !check_now) return;
+  it->second.gen = next_id_++;
+  push_after(check_now ? duration::zero() : backup_delay(),
+             {{}, 0, detail::timer_kind::backup, j, run.slot, it->second.gen});
+}
+
+template <Store S, Clock C, Executor E, OverlapPolicy P>
+bool scheduler<S, C, E, P>::own_attempt(const run_key& run) const {
+  for (const auto& [id, a] : attempts_)
+    if (a.run == run) return true;
+  return false;
+}
+
+template <Store S, Clock C, Executor E, OverlapPolicy P>
+void scheduler<S, C, E, P>::on_backup(std::uint32_t j, time_point slot, std::uint64_t gen) {
+  const run_key run{jobs_[j].name, slot};
+  auto it = watches_.find(run);
+  if (it == watches_.end() || it->second.gen != gen) return;
+  // The next check is set first: whatever this one answers (or throws), the
+  // watch goes on until an answer ends it (unwatch makes the timer stale).
+  it->second.gen = next_id_++;
+  push_after(backup_delay(), {{}, 0, detail::timer_kind::backup, j, slot, it->second.gen});
+  const job& jb = jobs_[j];
+  if (jb.next_slot > slot && jb.next_slot <= wall()) return;  // the newer slot's claim goes first
+  watch& w = it->second;
+  const bool resend = w.in_doubt.has_value();
+  const claim_request req = resend ? *w.in_doubt : make_request(run, claim_reason::takeover);
+  const steady_point sent = resend ? w.in_doubt_sent : steady();
+  std::optional<claim_result> res = try_claim(req);
+  auto again = watches_.find(run);  // try_claim emits events; the map itself is unchanged, but be plain about it
+  if (!res) {
+    if (again != watches_.end()) {
+      again->second.in_doubt = req;
+      again->second.in_doubt_sent = sent;
+    }
+    return;
+  }
+  if (again != watches_.end()) again->second.in_doubt.reset();
+  on_claim(j, req, *res, sent);
+}
+
+}  // namespace lease

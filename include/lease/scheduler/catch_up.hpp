@@ -1,0 +1,57 @@
+// lease/scheduler/catch_up.hpp — start(): for each job, what was left running
+// and what was missed while no instance of this process ran.
+//
+// Unfinished runs: live → this instance becomes a backup (also of a run that
+// an earlier process with the same instance id started: that process is
+// gone, and its lease must run out before anyone takes over); expired and
+// still the latest → taken over now; expired with a newer slot due → left to
+// the newer run's claim, which marks it interrupted. Then the latest slot due
+// less than catch_up ago, if it has no state, is claimed (reason catch-up)
+// after a random catch_up_jitter. Only the latest slot, never a queue.
+#pragma once
+
+#include "lease/scheduler.hpp"
+
+namespace lease {
+
+template <Store S, Clock C, Executor E, OverlapPolicy P>
+void scheduler<S, C, E, P>::on_recover(std::uint32_t j) {
+  job& jb = jobs_[j];
+  std::vector<run_record> open;
+  std::optional<run_record> missed;
+  time_point store_now{};
+  const time_point now = wall();
+  const time_point latest = jb.schedule.latest(now);
+  const bool in_window = now - latest < opts_.catch_up;
+  // Read everything first, act after: a failed read retries the whole step
+  // without having half-acted.
+  try {
+    open = store_.unfinished(jb.name);
+    store_now = store_.now();
+    if (in_window) missed = store_.get({jb.name, latest});
+    store_answered();
+  } catch (const store_error& e) {
+    const duration wait = backoff(recover_tries_[j]++);
+    store_failed("catch-up read", {jb.name, latest}, e);
+    push_after(wait, {{}, 0, detail::timer_kind::recover, j});
+    return;
+  }
+  for (const run_record& r : open) {
+    if (r.live(store_now)) {
+      const bool mine = r.runner == opts_.instance;
+      emit(event_kind::backup, r.key(), r.attempt, r.fence,
+           "on start: attempt " + std::to_string(r.attempt) +
+               (mine ? " was started by an earlier process with this instance's id (" + r.runner +
+                           "), which is gone; its lease is still live, so this instance waits for it to run out "
+                           "and then takes the run over as a backup"
+                     : " runs on " + r.runner + " with a live lease; this instance is its backup"));
+      watch_run(j, r.key(), false);
+    } else if (r.slot >= latest) {
+      watch_run(j, r.key(), true);  // dead and still the latest: take it over now
+    }
+    // dead with a newer slot due: left alone; the next run's claim marks it interrupted
+  }
+  if (in_window && !missed) new_claim(j, latest, claim_reason::catch_up, std::max(jitter(opts_.catch_up_jitter), duration{1}));
+}
+
+}  // namespace lease

@@ -1,0 +1,273 @@
+// lease/scheduler/claims.hpp — slots and claims: each slot of a job is claimed
+// once, at slot + jitter; every answer of the store lands in on_claim().
+//
+// The rules carried out here, each next to its test (test/scheduler/):
+// * latest only, never a queue: a loop that woke up late claims only the
+//   latest due slot (one `late` event names the slots it skipped), and a
+//   pending claim for an older slot is dropped once a newer slot of the job
+//   is due (scenarios "latest only");
+// * the same token until answered: a claim whose answer was lost is resent
+//   with its token, so a claim the store applied anyway is recognised as
+//   ours and run, never left as a phantom attempt;
+// * never early: a store that answers `early` (its clock has not reached the
+//   slot) gets the same claim again when its clock has;
+// * a store that lost its state answers `quarantined` until one lease after
+//   it noticed: claims wait for that, or are dropped at their deadline.
+#pragma once
+
+#include <algorithm>
+#include <string>
+
+#include "lease/scheduler.hpp"
+
+namespace lease {
+
+template <Store S, Clock C, Executor E, OverlapPolicy P>
+void scheduler<S, C, E, P>::arm_slot(std::uint32_t j, time_point slot) {
+  jobs_[j].next_slot = slot;
+  slot_timers_.push({slot + jitter(opts_.claim_jitter), 0, detail::timer_kind::slot, j, slot});
+}
+
+template <Store S, Clock C, Executor E, OverlapPolicy P>
+void scheduler<S, C, E, P>::on_slot(std::uint32_t j, time_point slot) {
+  job& jb = jobs_[j];
+  if (slot != jb.next_slot) return;
+  // A loop that fell behind (frozen process, long store call, a wall clock
+  // stepped forward) claims only the latest due slot: never a queue.
+  const time_point now = wall();
+  const time_point latest = jb.schedule.latest(now);
+  if (latest > slot) {
+    std::size_t skipped = 0;
+    time_point last = slot;
+    for (time_point s = slot; s < latest && skipped < 10'000; s = jb.schedule.next(s)) {
+      ++skipped;
+      last = s;
+    }
+    emit(event_kind::late, {jb.name, slot}, 0, 0,
+         std::to_string(skipped) + (skipped >= 10'000 ? "+" : "") + " slot(s) not claimed, " + detail::fmt(slot) +
+             (skipped > 1 ? " to " + detail::fmt(last) : std::string{}) +
+             ": this instance's loop did not run from " + detail::fmt(slot) + " to " + detail::fmt(now) +
+             " (frozen, overloaded, or its wall clock stepped forward); only the latest slot, " +
+             detail::fmt(latest) + ", is claimed");
+    slot = latest;
+  }
+  arm_slot(j, jb.schedule.next(slot));
+  new_claim(j, slot, claim_reason::scheduled);
+}
+
+template <Store S, Clock C, Executor E, OverlapPolicy P>
+void scheduler<S, C, E, P>::new_claim(std::uint32_t j, time_point slot, claim_reason reason, duration delay) {
+  drop_older_claims(j, slot);
+  const std::uint64_t id = next_id_++;
+  pending_claim& pc = pending_[id];
+  pc.job = j;
+  pc.req = make_request({jobs_[j].name, slot}, reason);
+  if (delay > duration::zero())
+    push_after(delay, {{}, 0, detail::timer_kind::claim, j, slot, id});
+  else
+    send_pending(id);
+}
+
+/// Latest only: a claim still pending (being retried, or waiting out an
+/// `early` or a quarantine) for an older slot of the job is dropped once a
+/// newer one is claimed — it would otherwise start a stale slot first, and
+/// the newer ones would then be refused as superseded or overlaps.
+template <Store S, Clock C, Executor E, OverlapPolicy P>
+void scheduler<S, C, E, P>::drop_older_claims(std::uint32_t j, time_point slot) {
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    if (it->second.job == j && it->second.req.run.slot < slot) {
+      emit(event_kind::late, it->second.req.run, 0, 0,
+           std::string(to_string(it->second.req.reason)) + " claim dropped: it was still unanswered when a newer "
+               "slot, " + detail::fmt(slot) + ", became due; only the latest slot of a job is claimed");
+      it = pending_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+template <Store S, Clock C, Executor E, OverlapPolicy P>
+claim_request scheduler<S, C, E, P>::make_request(run_key run, claim_reason reason) {
+  claim_request req;
+  req.run = std::move(run);
+  req.runner = opts_.instance;
+  req.token = make_token(rng_);
+  req.reason = reason;
+  req.lease = opts_.lease;
+  req.max_attempts = opts_.max_attempts;
+  req.deadline = req.run.slot + (reason == claim_reason::catch_up ? opts_.catch_up : opts_.max_late);
+  req.overlap = overlap_.mode();
+  req.history_size = opts_.history_size;
+  req.retain = std::max(opts_.max_late, opts_.catch_up);
+  return req;
+}
+
+/// Sends pending claim `id`; on a store error retries it (same token, so a
+/// claim that did apply is recognised) until its deadline has passed.
+template <Store S, Clock C, Executor E, OverlapPolicy P>
+void scheduler<S, C, E, P>::send_pending(std::uint64_t id) {
+  auto it = pending_.find(id);
+  if (it == pending_.end()) return;
+  pending_claim& pc = it->second;
+  const job& jb = jobs_[pc.job];
+  if (jb.next_slot > pc.req.run.slot && jb.next_slot <= wall()) {
+    // A newer slot is due (its timer has not fired yet: jitter): it goes first.
+    drop_older_claims(pc.job, jb.next_slot);
+    return;
+  }
+  const steady_point sent = steady();
+  if (!pc.first_sent) pc.first_sent = sent;
+  std::optional<claim_result> res = try_claim(pc.req);
+  if (!res) {
+    const duration wait = backoff(pc.tries++);
+    if (wall() + wait > pc.req.deadline + late_tolerance) {
+      emit(event_kind::late, pc.req.run, 0, 0,
+           std::string(to_string(pc.req.reason)) + " claim dropped: the store did not answer before the deadline " +
+               detail::fmt(pc.req.deadline) + " (+10 s); the run is not started by this instance");
+      pending_.erase(it);
+      return;
+    }
+    push_after(wait, {{}, 0, detail::timer_kind::claim, pc.job, pc.req.run.slot, id});
+    return;
+  }
+  const pending_claim done = std::move(pc);
+  pending_.erase(it);
+  on_claim(done.job, done.req, *res, *done.first_sent);
+}
+
+/// One claim call. A store_error is reported; an outcome_unknown is resolved
+/// by reading the run back and comparing tokens (never a blind retry).
+/// Returns nullopt when the outcome is still not known: the caller resends
+/// the same request (same token) later.
+template <Store S, Clock C, Executor E, OverlapPolicy P>
+std::optional<claim_result> scheduler<S, C, E, P>::try_claim(const claim_request& req) {
+  try {
+    claim_result r = store_.claim(req);
+    store_answered();
+    return r;
+  } catch (const store_error& e) {
+    if (e.code() == errc::outcome_unknown) {
+      try {
+        std::optional<run_record> rec = store_.get(req.run);
+        if (rec && rec->token == req.token && rec->runner == req.runner) {
+          claim_result r;
+          r.outcome = claim_outcome::won;
+          r.record = *rec;
+          r.store_now = store_.now();
+          emit(event_kind::store_error, req.run, rec->attempt, rec->fence,
+               std::string("claim outcome unknown (") + e.what() +
+                   "); read the run back: the stored token is ours, so this instance won");
+          return r;
+        }
+      } catch (const store_error&) {
+        // still unknown: resent with the same token
+      }
+    }
+    store_failed(std::string(to_string(req.reason)) + " claim", req.run, e);
+    return std::nullopt;
+  }
+}
+
+/// Every claim answer lands here. `sent`: when the request's token was first
+/// sent (the earliest its lease can have started).
+template <Store S, Clock C, Executor E, OverlapPolicy P>
+void scheduler<S, C, E, P>::on_claim(std::uint32_t j, const claim_request& req, const claim_result& res,
+                                     steady_point sent) {
+  const run_record& rec = res.record;
+  const bool ours = rec.token == req.token && rec.runner == req.runner;
+  if (res.outcome == claim_outcome::won || (ours && res.outcome == claim_outcome::running)) {
+    begin_attempt(j, req, rec, sent);
+    return;
+  }
+  const std::string what = std::string(to_string(req.reason)) + " claim: ";
+  switch (res.outcome) {
+    case claim_outcome::won: break;
+    case claim_outcome::running:
+      if (req.reason != claim_reason::takeover && !own_attempt(rec.key()))
+        emit(event_kind::backup, rec.key(), rec.attempt, rec.fence,
+             what + "attempt " + std::to_string(rec.attempt) + " runs on " + rec.runner +
+                 " with a live lease; this instance is its backup");
+      watch_run(j, rec.key(), false);
+      break;
+    case claim_outcome::overlap:
+      emit(event_kind::skip, req.run, 0, 0,
+           what + "skipped as an overlap: the earlier run " + detail::fmt(rec.slot) + " (attempt " +
+               std::to_string(rec.attempt) + " on " + rec.runner + ") still holds a live lease" +
+               (overlap_.mode() == overlap_mode::buffer_one ? "; buffered until it ends" : ""));
+      watch_run(j, rec.key(), false);
+      watch_run(j, req.run, false);  // if the earlier run ends and someone claims this one
+      if (overlap_.mode() == overlap_mode::buffer_one && (!jobs_[j].buffered || *jobs_[j].buffered < req.run.slot))
+        jobs_[j].buffered = req.run.slot;
+      break;
+    case claim_outcome::late:
+      emit(event_kind::late, req.run, 0, 0,
+           what + "refused as late: it reached the store at " + detail::fmt(res.store_now) + ", after the deadline " +
+               detail::fmt(req.deadline) + " + 10 s (store clock)");
+      break;
+    case claim_outcome::superseded:
+      emit(event_kind::superseded, req.run, 0, 0,
+           what + "a newer run of the job already started; runs start in slot order, so this one never will");
+      break;
+    case claim_outcome::finished:
+      unwatch(rec.key());
+      if (rec.status == run_status::interrupted)
+        emit(event_kind::interrupted, rec.key(), rec.attempt, rec.fence, what + interrupted_why(rec));
+      else if (req.reason != claim_reason::takeover)
+        emit(event_kind::skip, req.run, rec.attempt, rec.fence,
+             what + "the run already ended (" + std::string(to_string(rec.status)) + " on " + rec.runner + ")");
+      release_buffer(j);
+      break;
+    case claim_outcome::none:
+      unwatch(req.run);
+      break;
+    case claim_outcome::early:
+    case claim_outcome::quarantined:
+      not_yet(j, req, res, sent);
+      break;
+  }
+}
+
+/// `early` or `quarantined`: nothing was created; the same claim goes again
+/// when the store's clock says it may win (a takeover: the backup's next
+/// check does).
+template <Store S, Clock C, Executor E, OverlapPolicy P>
+void scheduler<S, C, E, P>::not_yet(std::uint32_t j, const claim_request& req, const claim_result& res,
+                                    steady_point sent) {
+  const bool early = res.outcome == claim_outcome::early;
+  const time_point from = early ? req.run.slot : res.record.lease_end;  // store clock
+  const duration wait = std::max(from - res.store_now, duration{1}) + jitter(opts_.claim_jitter);
+  if (early) {
+    emit(event_kind::early, req.run, 0, 0,
+         std::string(to_string(req.reason)) + " claim refused as early: the store's clock reads " +
+             detail::fmt(res.store_now) + ", before the slot; this instance's wall clock runs ahead of the store's by "
+             "about " + detail::fmt(wall() - res.store_now) + " (check its time sync); claimed again in " +
+             detail::fmt(wait));
+  } else if (quarantine_told_ != res.record.lease_end) {
+    quarantine_told_ = res.record.lease_end;
+    emit(event_kind::store_notice, req.run, 0, 0,
+         "the store lost its state (it said so when answering a claim): runs it forgot may still be running "
+         "elsewhere, so it starts no run until " + detail::fmt(res.record.lease_end) +
+             ", one lease after it noticed, when every such runner has stopped; claims wait until then, and "
+             "slots whose deadline passes meanwhile are dropped with a late event");
+  }
+  if (req.reason == claim_reason::takeover) return;  // the watch goes on
+  if (wall() + wait > req.deadline + late_tolerance) {
+    emit(event_kind::late, req.run, 0, 0,
+         std::string(to_string(req.reason)) + " claim dropped: the store will not let it start before " +
+             detail::fmt(from) + ", after its deadline " + detail::fmt(req.deadline) + " + 10 s");
+    return;
+  }
+  const std::uint64_t id = next_id_++;
+  pending_[id] = pending_claim{j, req, 0, sent};
+  push_after(wait, {{}, 0, detail::timer_kind::claim, j, req.run.slot, id});
+}
+
+template <Store S, Clock C, Executor E, OverlapPolicy P>
+std::string scheduler<S, C, E, P>::interrupted_why(const run_record& rec) const {
+  if (rec.attempt >= rec.handovers + opts_.max_attempts)
+    return "marked interrupted: " + std::to_string(rec.attempt - rec.handovers) + " runner(s) died, max_attempts (" +
+           std::to_string(opts_.max_attempts) + ") used up";
+  return "marked interrupted: a newer run of the job started first, so this one is not retried";
+}
+
+}  // namespace lease

@@ -1,0 +1,205 @@
+// lease/scheduler/loop.hpp — the scheduler's loop: one turn takes a stop
+// request and finished handlers, then fires due timers one at a time, and
+// looks at the inbox again between two timers.
+//
+// Fairness (why the inbox is read between timers): once the loop falls behind
+// — thousands of slots due, a slow store — firing every due timer before
+// looking at completions kept renewing runs that had finished (so their next
+// slots were skipped as overlaps) and kept stop() waiting for tens of
+// seconds. A finished handler's finish, and a stop request, are handled
+// before the next timer. Interval timers (heartbeats, self-abort checks,
+// backups) go before slot timers that are due at the same moment.
+#pragma once
+
+#include <algorithm>
+#include <mutex>
+
+#include "lease/scheduler.hpp"
+
+namespace lease {
+
+template <Store S, Clock C, Executor E, OverlapPolicy P>
+void scheduler<S, C, E, P>::start() {
+  if (phase_ != phase::idle) throw std::logic_error("lease::scheduler::start: already started");
+  phase_ = phase::running;
+  const time_point now = wall();
+  for (std::uint32_t j = 0; j < jobs_.size(); ++j) {
+    push_after(duration::zero(), {{}, 0, detail::timer_kind::recover, j});
+    arm_slot(j, jobs_[j].schedule.next(now));
+  }
+  if constexpr (!is_manual_clock<C>) {
+    guard_.run(steady_);
+    loop_ = std::jthread([this] { run_loop(); });
+  }
+}
+
+template <Store S, Clock C, Executor E, OverlapPolicy P>
+void scheduler<S, C, E, P>::stop(duration timeout) {
+  if (phase_ == phase::idle) {
+    phase_ = phase::stopped;
+    return;
+  }
+  inbox_->request_stop(timeout);
+  if (loop_.joinable()) loop_.join();
+  guard_.halt();
+}
+
+template <Store S, Clock C, Executor E, OverlapPolicy P>
+std::optional<time_point> scheduler<S, C, E, P>::next_wakeup() const {
+  if (phase_ == phase::stopped || phase_ == phase::idle) return std::nullopt;
+  const time_point now = wall();
+  if (inbox_->has_work()) return now;
+  std::optional<time_point> at;
+  if (!timers_.empty()) at = now + std::max(timers_.top().at - steady(), duration::zero());
+  if (!slot_timers_.empty() && (!at || slot_timers_.top().at < *at)) at = slot_timers_.top().at;
+  return at;
+}
+
+template <Store S, Clock C, Executor E, OverlapPolicy P>
+void scheduler<S, C, E, P>::run_loop() {
+  // A wall-clock step changes when a slot is due but is not seen by a wait
+  // on monotonic time: a wait for a slot is cut into pieces of at most this.
+  constexpr duration max_slot_wait{1'000};
+  for (;;) {
+    poll_once();
+    if (phase_ == phase::stopped) return;
+    std::unique_lock lock(inbox_->mutex);
+    auto woken = [&] { return !inbox_->done.empty() || inbox_->stop_request.has_value(); };
+    if (woken()) continue;
+    std::optional<duration> wait;
+    if (!timers_.empty()) wait = timers_.top().at - steady();
+    if (!slot_timers_.empty()) {
+      const duration w = std::min(slot_timers_.top().at - wall(), max_slot_wait);
+      if (!wait || w < *wait) wait = w;
+    }
+    if (!wait)
+      inbox_->ready.wait(lock, woken);
+    else if (*wait > duration::zero())
+      inbox_->ready.wait_for(lock, *wait, woken);
+  }
+}
+
+template <Store S, Clock C, Executor E, OverlapPolicy P>
+std::size_t scheduler<S, C, E, P>::poll_once() {
+  std::size_t handled = 0;
+  // In deterministic mode there is no watchdog thread: do its work first.
+  if constexpr (is_manual_clock<C>) check_leases();
+  while (phase_ != phase::idle && phase_ != phase::stopped) {
+    handled += take_inbox();
+    if (phase_ == phase::stopped) break;
+    std::optional<detail::timer> t = pop_due();
+    if (!t) {
+      if (inbox_->posted.load()) continue;  // an inline executor finished a task meanwhile
+      break;
+    }
+    try {
+      fire(*t);
+    } catch (const std::exception& e) {
+      // A store must report failures as lease::store_error (Store law L6);
+      // anything else is a bug in it, but must not kill the instance.
+      emit(event_kind::store_error, {t->job < jobs_.size() ? jobs_[t->job].name : std::string{}, t->slot}, 0, 0,
+           std::string("unexpected exception from the store (not a store_error): ") + e.what() +
+               " (stores must throw lease::store_error); this step is skipped");
+    }
+    ++handled;
+  }
+  if constexpr (NoticeStore<S>)
+    for (std::string& n : store_.take_notices()) emit(event_kind::store_notice, {}, 0, 0, std::move(n));
+  return handled;
+}
+
+/// Takes a stop request and the finished handlers, if any were posted.
+template <Store S, Clock C, Executor E, OverlapPolicy P>
+std::size_t scheduler<S, C, E, P>::take_inbox() {
+  if (!inbox_->posted.load()) return 0;
+  std::vector<detail::completion> done;
+  std::optional<duration> stop_request;
+  {
+    std::scoped_lock lock(inbox_->mutex);
+    inbox_->posted.store(false);
+    done.swap(inbox_->done);
+    stop_request = std::exchange(inbox_->stop_request, std::nullopt);
+  }
+  if (stop_request && phase_ == phase::running) begin_stop(*stop_request);
+  for (auto& c : done) on_completion(c);
+  return done.size();
+}
+
+/// The next due timer: interval timers first, then slots. The clocks are
+/// read every time: a store call may take a while (in a simulation, a slow
+/// call moves the clock).
+template <Store S, Clock C, Executor E, OverlapPolicy P>
+std::optional<detail::timer> scheduler<S, C, E, P>::pop_due() {
+  if (!timers_.empty() && timers_.top().at <= steady()) return timers_.pop();
+  if (!slot_timers_.empty() && slot_timers_.top().at <= wall()) {
+    const detail::slot_timer s = slot_timers_.pop();
+    return detail::timer{{}, 0, s.kind, s.job, s.slot, s.id};
+  }
+  return std::nullopt;
+}
+
+template <Store S, Clock C, Executor E, OverlapPolicy P>
+void scheduler<S, C, E, P>::fire(const detail::timer& t) {
+  using detail::timer_kind;
+  const bool claiming = phase_ == phase::running;  // nothing new once stopping
+  switch (t.kind) {
+    case timer_kind::slot: if (claiming) on_slot(t.job, t.slot); break;
+    case timer_kind::claim: if (claiming) send_pending(t.id); break;
+    case timer_kind::backup: if (claiming) on_backup(t.job, t.slot, t.id); break;
+    case timer_kind::recover: if (claiming) on_recover(t.job); break;
+    case timer_kind::heartbeat: on_heartbeat(); break;
+    case timer_kind::lease_check: on_lease_check(t.id); break;
+    case timer_kind::finish_retry: on_finish_retry(t.id); break;
+    case timer_kind::stop_deadline: on_stop_deadline(); break;
+  }
+}
+
+// ---- helpers ---------------------------------------------------------------
+
+template <Store S, Clock C, Executor E, OverlapPolicy P>
+duration scheduler<S, C, E, P>::jitter(duration max) {
+  if (max <= duration::zero()) return duration::zero();
+  return duration{std::uniform_int_distribution<duration::rep>{0, max.count()}(rng_)};
+}
+
+/// Retry delay after `tries` failures: 100 ms doubling, capped at one
+/// heartbeat, plus up to 50% jitter so instances don't retry in step.
+template <Store S, Clock C, Executor E, OverlapPolicy P>
+duration scheduler<S, C, E, P>::backoff(std::uint32_t tries) {
+  duration d{100};
+  for (std::uint32_t i = 0; i < tries && d < hb_; ++i) d *= 2;
+  d = std::min(d, hb_);
+  return d + jitter(d / 2);
+}
+
+/// A store call failed: one event when a fault starts, then a summary every
+/// few seconds while it lasts (store_faults.hpp).
+template <Store S, Clock C, Executor E, OverlapPolicy P>
+void scheduler<S, C, E, P>::store_failed(std::string_view op, const run_key& run, const store_error& e) {
+  if (std::optional<std::string> text = faults_.failed(op, e, steady()))
+    emit(event_kind::store_error, run, 0, 0, std::move(*text));
+}
+
+template <Store S, Clock C, Executor E, OverlapPolicy P>
+void scheduler<S, C, E, P>::store_answered() {
+  if (!faults_.ongoing()) return;
+  if (std::optional<std::string> text = faults_.succeeded(steady()))
+    emit(event_kind::store_error, {}, 0, 0, std::move(*text));
+}
+
+template <Store S, Clock C, Executor E, OverlapPolicy P>
+void scheduler<S, C, E, P>::emit(event_kind k, run_key run, std::uint32_t attempt_no, std::uint64_t fence,
+                                 std::string message) {
+  if (sinks_.empty()) return;
+  const event ev{k, std::move(run), attempt_no, fence, opts_.instance, wall(), std::move(message)};
+  for (auto& [kind, fn] : sinks_) {
+    if (kind && *kind != k) continue;
+    try {
+      fn(ev);
+    } catch (...) {
+      // A sink's failure must not stop the instance (see on()).
+    }
+  }
+}
+
+}  // namespace lease
