@@ -163,6 +163,15 @@ inline claim_result claim(run_table& t, const claim_request& req, time_point now
     }
   }
   if (quarantine) return quarantined();
+  // A slot that could have had state before the loss (claims are answered
+  // early until store-now reaches slot − early_tolerance) may have run
+  // already: it is never started as a new run. Skipped with an event, not
+  // perhaps run twice.
+  if (t.lost_at && req.run.slot <= *t.lost_at + early_tolerance) {
+    res.outcome = claim_outcome::quarantined;
+    res.record.lease_end = time_point::max();
+    return res;
+  }
   if (j == t.jobs.end()) j = t.jobs.emplace(req.run.job, job_state{}).first;
   job_state& js = j->second;
   // Every older running run is interrupted by the new one: expired ones

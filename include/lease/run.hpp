@@ -98,7 +98,9 @@ enum class claim_outcome : std::uint8_t {
   /// to a lagging replica, a replaced file) and refuses to start any attempt
   /// until one lease has passed since it noticed, so that every runner of a
   /// forgotten run has stopped first. `record.lease_end` is when the
-  /// quarantine ends (store clock). Nothing was created.
+  /// quarantine ends (store clock); time_point::max() for a new run of a slot
+  /// that could have had state before the loss (slot ≤ loss + early
+  /// tolerance): it may have run already, so it never starts. Nothing was created.
   quarantined,
 };
 

@@ -254,7 +254,7 @@ class scheduler {
   void send_pending(std::uint64_t id);
   std::optional<claim_result> try_claim(const claim_request& req);
   void on_claim(std::uint32_t j, const claim_request& req, const claim_result& res, steady_point sent);
-  void not_yet(std::uint32_t j, const claim_request& req, const claim_result& res, steady_point sent);
+  void not_yet(std::uint32_t j, const claim_request& req, const claim_result& res);
   std::string interrupted_why(const run_record& rec) const;
 
   // backups.hpp

@@ -340,7 +340,7 @@ TEST_CASE("fences never repeat or go back, even after the store lost all its sta
   lease::rules::run_table wiped;  // what a store restarted without persistence holds
   wiped.lost_at = c.clock.now();
   c.clock.advance(30s);  // after the quarantine
-  lease::claim_request req = c.request(t0 + 30s, "api-2");
+  lease::claim_request req = c.request(t0 + 30s, "api-2");  // a slot after the loss
   const auto after = lease::rules::claim(wiped, req, c.clock.now());
   REQUIRE(after.outcome == claim_outcome::won);
   CHECK(after.record.fence > before.record.fence);
@@ -360,7 +360,12 @@ TEST_CASE("after a loss of state, no attempt is won until one lease has passed s
   c.clock.set(noticed + 30s - 1ms);
   CHECK(c.claim(t0, "api-2").outcome == claim_outcome::quarantined);
   c.clock.set(noticed + 30s);  // api-1 has aborted by now: none of its heartbeats was acknowledged since
-  CHECK(c.claim(t0, "api-2").outcome == claim_outcome::won);
+  // …but t0 itself may have run before the loss: it never starts again.
+  const auto never = c.claim(t0, "api-2");
+  CHECK(never.outcome == claim_outcome::quarantined);
+  CHECK(never.record.lease_end == lease::time_point::max());
+  const lease::time_point after = noticed + lease::early_tolerance + 1ms;  // could not have had state
+  CHECK(c.claim(after, "api-2").outcome == claim_outcome::won);
 }
 
 TEST_CASE("a claim for a slot still more than early_tolerance in the store's future is answered early") {

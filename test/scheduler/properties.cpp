@@ -1,7 +1,10 @@
 // Property tests over lease::sim histories: random clusters (3–5 instances,
 // skewed clocks), random job settings and handler scripts, random faults
-// (crash, restart, freeze, stop, delayed and failing store calls); every history must
-// satisfy the invariants of DESIGN.md §5.
+// (crash, restart, freeze, stop, slow store calls that block the caller,
+// failing store calls and lost replies, wall-clock steps, a store that loses
+// its state); every history must satisfy the invariants of DESIGN.md §5,
+// including I9 (no two handlers of one run execute at once) and "no healthy
+// runner is taken over".
 //
 // At least 1,000 histories per run. RapidCheck prints the seed it uses;
 // replay a failure with RC_PARAMS="seed=<that seed>".
@@ -46,7 +49,7 @@ T one_of(T first, Ts... rest) {
 /// shows that the interesting paths (takeovers, lost, hand-overs) happen.
 struct coverage_counts {
   std::size_t histories = 0, with_takeover = 0, handlers = 0, store_calls = 0, timed_takeovers = 0;
-  std::array<std::size_t, 14> kinds{};
+  std::array<std::size_t, 16> kinds{};
   void print() const {
     std::cout << "  coverage: " << histories << " histories, " << with_takeover << " with a takeover, "
               << handlers << " handler runs, " << store_calls << " store calls, " << timed_takeovers
@@ -122,15 +125,21 @@ void random_history(coverage_counts& coverage, bool long_jobs) {
   const int steps = pick(3, 12);
   for (int s = 0; s < steps; ++s) {
     const auto who = static_cast<std::size_t>(pick(0, n));
-    switch (pick(0, 10)) {
+    switch (pick(0, 14)) {
       case 0: case 1: case 2: sim.run_for(ms(pick(100, long_jobs ? 20000 : 8000))); break;
       case 3: sim.crash(who); break;
       case 4: sim.restart(who); break;
       case 5: sim.freeze(who, ms(pick(500, 2 * lease_ms))); break;
       case 6: sim.stop(who, ms(pick(0, 2000))); break;
-      case 7: sim.delay_store(who, ms(pick(100, lease_ms)), pick(1, 4)); break;
+      case 7: sim.delay_store(who, ms(pick(100, 2 * lease_ms)), pick(1, 4)); break;
       case 8: sim.fail_store(who, lease::errc::unavailable, pick(1, 6)); break;
       case 9: sim.fail_store(who, lease::errc::outcome_unknown, pick(1, 3), pick(0, 2) == 1); break;
+      // A hung call whose reply comes after the lease could have ended.
+      case 10: sim.slow_store(who, ms(pick(100, 2 * lease_ms)), pick(1, 3), true); break;
+      // NTP or an operator steps one instance's wall clock, either way.
+      case 11: sim.step_clock(who, ms(one_of(-60000, -2 * lease_ms, -500, 500, 2 * lease_ms, 17000))); break;
+      case 12: sim.lose_store_state(); break;
+      case 13: sim.fail_store(who, lease::errc::unavailable, pick(1, 3), true); break;  // applied, reply lost
     }
   }
   sim.run_for(3 * o.lease);

@@ -23,6 +23,18 @@ template <Store S, Clock C, Executor E, OverlapPolicy P>
 void scheduler<S, C, E, P>::begin_attempt(std::uint32_t j, const claim_request& req, const run_record& rec,
                                           steady_point sent) {
   unwatch(rec.key());
+  if (steady() >= sent + opts_.lease - margin_) {
+    // The answer came so late (a hung call, a stalled reply) that the lease
+    // it started may already have ended, and another instance may be
+    // running the next attempt: the handler is not started. The attempt's
+    // lease runs out in the store and a backup takes the run over.
+    emit(event_kind::lost, rec.key(), rec.attempt, rec.fence,
+         std::string(to_string(req.reason)) + " claim won attempt " + std::to_string(rec.attempt) +
+             ", but its answer arrived " + detail::fmt(steady() - sent) + " after the claim was sent, past lease − "
+             "safety margin (" + detail::fmt(opts_.lease - margin_) + "): the lease may have ended already, so the "
+             "handler is not started; a backup takes the run over when the lease runs out");
+    return;
+  }
   const std::uint64_t id = next_id_++;
   attempt& a = attempts_[id];
   a.job = j;

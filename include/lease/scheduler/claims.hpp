@@ -222,7 +222,7 @@ void scheduler<S, C, E, P>::on_claim(std::uint32_t j, const claim_request& req, 
       break;
     case claim_outcome::early:
     case claim_outcome::quarantined:
-      not_yet(j, req, res, sent);
+      not_yet(j, req, res);
       break;
   }
 }
@@ -231,8 +231,7 @@ void scheduler<S, C, E, P>::on_claim(std::uint32_t j, const claim_request& req, 
 /// when the store's clock says it may win (a takeover: the backup's next
 /// check does).
 template <Store S, Clock C, Executor E, OverlapPolicy P>
-void scheduler<S, C, E, P>::not_yet(std::uint32_t j, const claim_request& req, const claim_result& res,
-                                    steady_point sent) {
+void scheduler<S, C, E, P>::not_yet(std::uint32_t j, const claim_request& req, const claim_result& res) {
   const bool early = res.outcome == claim_outcome::early;
   const time_point from = early ? req.run.slot : res.record.lease_end;  // store clock
   const duration wait = std::max(from - res.store_now, duration{1}) + jitter(opts_.claim_jitter);
@@ -242,6 +241,12 @@ void scheduler<S, C, E, P>::not_yet(std::uint32_t j, const claim_request& req, c
              detail::fmt(res.store_now) + ", before the slot; this instance's wall clock runs ahead of the store's by "
              "about " + detail::fmt(wall() - res.store_now) + " (check its time sync); claimed again in " +
              detail::fmt(wait));
+  } else if (res.record.lease_end == time_point::max()) {
+    emit(event_kind::late, req.run, 0, 0,
+         std::string(to_string(req.reason)) + " claim refused: the store lost its state after this slot could "
+             "have started, so whether it ran is unknown; it is not started (a slot skipped with this event, "
+             "rather than perhaps run twice)");
+    return;
   } else if (quarantine_told_ != res.record.lease_end) {
     quarantine_told_ = res.record.lease_end;
     emit(event_kind::store_notice, req.run, 0, 0,
@@ -257,8 +262,9 @@ void scheduler<S, C, E, P>::not_yet(std::uint32_t j, const claim_request& req, c
              detail::fmt(from) + ", after its deadline " + detail::fmt(req.deadline) + " + 10 s");
     return;
   }
+  // Nothing was created: the lease of this token starts at a later send.
   const std::uint64_t id = next_id_++;
-  pending_[id] = pending_claim{j, req, 0, sent};
+  pending_[id] = pending_claim{j, req, 0, std::nullopt};
   push_after(wait, {{}, 0, detail::timer_kind::claim, j, req.run.slot, id});
 }
 

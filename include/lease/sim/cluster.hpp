@@ -5,8 +5,13 @@
 // handler is a script (how long it runs, how it ends, whether and how fast it
 // honours its stop token). Faults: crash (no release), freeze for a duration
 // (GC pause, stalled VM: neither the loop nor the handlers move), stop() with
-// any handler behaviour, delayed store calls, and failing store calls. Everything is recorded in a
-// lease::sim::history, and the invariants of DESIGN.md §5 are checked on it.
+// any handler behaviour, delayed store calls, failing store calls (before or
+// after applying: a lost reply), slow store calls that block the calling
+// instance's loop while the rest of the world goes on (its handlers and its
+// watchdog too), wall-clock steps of one instance, and a store that loses its
+// state. Everything is recorded in a lease::sim::history, and the invariants
+// of DESIGN.md §5 are checked on it, including I9: no two handlers of one run
+// execute at overlapping times on the simulation's global clock.
 //
 // The same seed and the same calls give the same history, so a failing
 // property test replays exactly. Users can run their own job settings
@@ -56,7 +61,12 @@ class cluster {
       : seed_(seed),
         opts_(opts.validated()),
         world_(std::make_shared<world>(fake_clock{start}, opts_, P{}.mode() == overlap_mode::skip ||
-                                                                     P{}.mode() == overlap_mode::buffer_one)) {}
+                                                                     P{}.mode() == overlap_mode::buffer_one)) {
+    world_->block = [this](const std::string& who, time_point until) { run_blocked(who, until); };
+  }
+  cluster(const cluster&) = delete;  // the world calls back into this object
+  cluster& operator=(const cluster&) = delete;
+  ~cluster() { world_->block = nullptr; }
 
   /// Adds a job to every instance (before their start()).
   template <Schedule S>
@@ -75,7 +85,7 @@ class cluster {
     instances_.push_back(std::make_unique<instance>());
     instance& in = *instances_.back();
     in.name = std::move(name);
-    in.skew = skew;
+    in.clock = std::make_unique<clock_type>(world_->clock, skew);
     build(in);
     return instances_.size() - 1;
   }
@@ -116,8 +126,30 @@ class cluster {
     if (in.crashed || in.frozen_until) return;
     fault(i, "freeze " + std::to_string(d.count()) + " ms");
     in.frozen_until = now() + d;
-    for (auto& r : in.running) r.natural_end += d;
+    for (auto& r : in.running) {
+      r.natural_end += d;
+      observe(r, in);  // executing until now; nothing while frozen
+    }
   }
+  /// Instance `i`'s wall clock is stepped by `d` (forwards or back, as NTP or
+  /// an operator would); its monotonic clock and everyone else's are unchanged.
+  void step_clock(std::size_t i, duration d) {
+    instance& in = *instances_.at(i);
+    fault(i, "step clock " + std::to_string(d.count()) + " ms");
+    in.clock->step(d);
+  }
+  /// Instance `i`'s next `calls` store calls block its loop for `d` each,
+  /// while the other instances, its handlers and its watchdog go on. The call
+  /// reaches the store at the end (`applied_first` false: a slow network on
+  /// the way there) or is applied at once and its reply is late (a stalled
+  /// reply, a long GC in the client library).
+  void slow_store(std::size_t i, duration d, int calls, bool applied_first = false) {
+    fault(i, "slow " + std::to_string(calls) + " store calls by " + std::to_string(d.count()) + " ms");
+    world_->slow[instances_.at(i)->name] = {d, calls, applied_first};
+  }
+  /// The store loses every run and fence (a restart without persistence)
+  /// and notices it: claims are quarantined for a lease (rules::lose_state).
+  void lose_store_state() { world_->lose_state(); }
   /// stop(timeout) on instance `i`; the simulation carries it out.
   void stop(std::size_t i, duration timeout) {
     instance& in = *instances_.at(i);
@@ -125,11 +157,9 @@ class cluster {
     fault(i, "stop " + std::to_string(timeout.count()) + " ms");
     in.sched->stop(timeout);
   }
-  /// Instance `i`'s next `calls` store calls reach the store `d` late.
-  void delay_store(std::size_t i, duration d, int calls) {
-    fault(i, "delay " + std::to_string(calls) + " store calls by " + std::to_string(d.count()) + " ms");
-    world_->delays[instances_.at(i)->name] = {d, calls};
-  }
+  /// Instance `i`'s next `calls` store calls reach the store `d` late: its
+  /// loop waits in each call meanwhile, the rest of the world goes on.
+  void delay_store(std::size_t i, duration d, int calls) { slow_store(i, d, calls, false); }
 
   /// Instance `i`'s next `calls` store calls fail with `code`: before being
   /// applied, or (`applied`) after, as when a reply is lost.
@@ -142,20 +172,7 @@ class cluster {
   void run_until(time_point t) {
     for (;;) {
       settle();
-      std::optional<time_point> next;
-      auto consider = [&](time_point x) {
-        if (!next || x < *next) next = x;
-      };
-      for (auto& p : instances_) {
-        instance& in = *p;
-        if (in.crashed) continue;
-        if (in.frozen_until) {
-          consider(*in.frozen_until);
-          continue;
-        }
-        if (auto w = in.sched->next_wakeup()) consider(*w - in.skew);
-        for (auto& r : in.running) consider(end_of(r));
-      }
+      std::optional<time_point> next = next_event();
       if (!next || *next > t) break;
       if (*next > now()) world_->clock.set(*next);
     }
@@ -182,6 +199,8 @@ class cluster {
       if (!seen.insert({h.run, h.attempt}).second)
         out.push_back("I5: " + to_text(h.run) + " attempt " + std::to_string(h.attempt) + " started twice");
     check_takeover_time(out);
+    check_no_overlap(out);
+    check_healthy_kept(out);
     return out;
   }
 
@@ -193,6 +212,12 @@ class cluster {
     std::vector<std::pair<time_point, std::string>> lines;
     const history& h = world_->hist;
     for (const auto& [at, what] : h.faults) lines.push_back({at, "FAULT " + what});
+    static constexpr const char* op_names[] = {"claim", "heartbeat", "finish", "release", "unfinished", "get"};
+    for (const auto& op : h.ops)
+      lines.push_back({op.at, "store " + op.instance + " " + op_names[static_cast<int>(op.op)] + " " + to_text(op.run) +
+                                  " token " + op.token.substr(0, 6) +
+                                  (op.op == store_op::kind::claim ? " → " + std::string(to_string(op.outcome))
+                                                                  : (op.accepted ? " → accepted" : " → refused"))});
     for (const auto& e : h.events)
       lines.push_back({e.at, "event " + std::string(to_string(e.kind)) + " " + e.instance + " " + to_text(e.run) +
                                  " #" + std::to_string(e.attempt) + ": " + e.message});
@@ -231,7 +256,8 @@ class cluster {
   };
   struct instance {
     std::string name;
-    duration skew{};
+    std::unique_ptr<clock_type> clock;  // its skewed wall clock; copies share the offset
+    int blocked = 0;                    // depth of slow store calls it waits in
     std::uint32_t generation = 0;
     std::unique_ptr<scheduler_type> sched;
     executor exec;
@@ -246,11 +272,10 @@ class cluster {
     o.instance = in.name;
     o.seed = seed_ * 1'000'003ULL + in.generation * 104'729ULL + 1;  // the scheduler mixes in the name
     in.exec = executor{};
-    in.sched = std::make_unique<scheduler_type>(store(world_, in.name), clock_type(world_->clock, in.skew), in.exec,
-                                                P{}, o);
-    in.sched->on_event([w = world_.get(), skew = in.skew](const event& e) {
+    in.sched = std::make_unique<scheduler_type>(store(world_, in.name), *in.clock, in.exec, P{}, o);
+    in.sched->on_event([w = world_.get(), c = *in.clock](const event& e) {
       event copy = e;
-      copy.at = e.at - skew;  // history times are on the store's clock
+      copy.at = e.at - c.offset();  // history times are on the store's clock
       w->hist.events.push_back(std::move(copy));
     });
     for (const auto& j : jobs_)
@@ -265,6 +290,44 @@ class cluster {
     return end;
   }
 
+  /// The next moment something is due anywhere: an instance's wakeup, a
+  /// handler's end, a self-abort deadline, the end of a freeze.
+  [[nodiscard]] std::optional<time_point> next_event() const {
+    std::optional<time_point> next;
+    auto consider = [&](time_point x) {
+      if (!next || x < *next) next = x;
+    };
+    const steady_point steady = world_->clock.steady();
+    for (const auto& p : instances_) {
+      const instance& in = *p;
+      if (in.crashed) continue;
+      if (in.frozen_until) {
+        consider(*in.frozen_until);
+        continue;
+      }
+      if (in.blocked == 0)
+        if (auto w = in.sched->next_wakeup()) consider(*w - in.clock->offset());
+      for (const auto& r : in.running) {
+        consider(end_of(r));
+        if (const auto& l = r.t.context().lease_state; l && !r.stop_seen)
+          consider(now() + std::max(l->deadline() - steady, duration::zero()));
+      }
+    }
+    return next;
+  }
+
+  /// Instance `who` waits in a store call until `until`: the world goes on
+  /// without polling it (its handlers run, its watchdog checks their leases).
+  void run_blocked(const std::string& who, time_point until) {
+    instance* in = nullptr;
+    for (auto& p : instances_)
+      if (p->name == who) in = p.get();
+    if (in == nullptr) return;
+    ++in->blocked;
+    run_until(until);
+    --in->blocked;
+  }
+
   /// Polls and completes everything due now, until nothing is.
   void settle() {
     for (bool progressed = true; progressed;) {
@@ -276,15 +339,18 @@ class cluster {
           if (*in.frozen_until > now()) continue;
           in.frozen_until.reset();
         }
-        if (auto w = in.sched->next_wakeup(); w && *w - in.skew <= now()) {
+        if (in.blocked > 0) {
+          in.sched->check_leases();  // the watchdog thread is not blocked
+        } else if (auto w = in.sched->next_wakeup(); w && *w - in.clock->offset() <= now()) {
           in.sched->poll();
           progressed = true;
+          if (in.crashed) continue;
         }
         take_dispatched(in);
-        check_fenced(in);
+        if (in.blocked == 0) check_fenced(in);  // a blocked loop has not had the refusal yet
         for (std::size_t k = 0; k < in.running.size();) {
           running_handler& r = in.running[k];
-          if (!r.stop_seen && r.t.context().stop.stop_requested()) r.stop_seen = now();
+          observe(r, in);
           if (end_of(r) > now()) {
             ++k;
             continue;
@@ -302,6 +368,22 @@ class cluster {
     }
   }
 
+  /// A running handler looks at its stop token and its lease before each
+  /// side effect (run_context::lease_held()): until it sees either, it is
+  /// executing (I9). Called only while its instance is not frozen.
+  void observe(running_handler& r, const instance& in) {
+    (void)in;
+    handler_run& h = world_->hist.handlers.at(r.record);
+    if (h.observed_stop) return;
+    const run_context& c = r.t.context();
+    if (c.stop.stop_requested() || !c.lease_held()) {
+      h.observed_stop = true;
+      if (!r.stop_seen) r.stop_seen = now();
+      return;
+    }
+    h.active_until = now();
+  }
+
   void take_dispatched(instance& in) {
     for (task& t : *in.exec.dispatched) {
       const run_context& c = t.context();
@@ -310,6 +392,7 @@ class cluster {
       if (!rec || rec->token != c.token)
         world_->violation("I5: " + in.name + " started " + to_text(c.run()) + " without holding its current attempt");
       handler_run h{in.name, c.run(), c.attempt, c.token, c.fence, now(), std::nullopt, {}};
+      h.active_until = now();
       world_->hist.handlers.push_back(h);
       running_handler r{std::move(t), script{}, now(), std::nullopt, world_->hist.handlers.size() - 1};
       for (const auto& j : jobs_)
@@ -370,6 +453,62 @@ class cluster {
     }
   }
 
+  /// I9: no two handlers of one run execute at overlapping times — each is
+  /// executing from its start until it sees its stop or the loss of its
+  /// lease (handler_run::active_until), on the simulation's global clock.
+  void check_no_overlap(std::vector<std::string>& out) const {
+    const auto& hs = world_->hist.handlers;
+    std::map<run_key, std::vector<const handler_run*>> by_run;
+    for (const handler_run& h : hs) by_run[h.run].push_back(&h);
+    for (const auto& [run, list] : by_run)
+      for (std::size_t a = 0; a < list.size(); ++a)
+        for (std::size_t b = a + 1; b < list.size(); ++b) {
+          const handler_run& x = *list[a];
+          const handler_run& y = *list[b];
+          if (x.start < y.active_until && y.start < x.active_until)
+            out.push_back("I9: " + to_text(run) + " attempt " + std::to_string(x.attempt) + " on " + x.instance +
+                          " (executing " + std::to_string(x.start.time_since_epoch().count()) + "–" +
+                          std::to_string(x.active_until.time_since_epoch().count()) + ") and attempt " +
+                          std::to_string(y.attempt) + " on " + y.instance + " (" +
+                          std::to_string(y.start.time_since_epoch().count()) + "–" +
+                          std::to_string(y.active_until.time_since_epoch().count()) + ") executed at once");
+        }
+  }
+
+  /// A runner with no fault (no crash, freeze, stop, restart, slow, delayed
+  /// or failed store call, no loss of the store's state) from its win to a
+  /// takeover of its run was healthy: its heartbeats were acknowledged in
+  /// time, so it must never be taken over. A wall-clock step is no excuse.
+  void check_healthy_kept(std::vector<std::string>& out) const {
+    const history& h = world_->hist;
+    std::map<std::pair<run_key, std::uint32_t>, const store_op*> won;
+    for (const store_op& op : h.ops) {
+      if (op.op != store_op::kind::claim || op.outcome != claim_outcome::won || !op.after) continue;
+      won[{op.run, op.after->attempt}] = &op;
+      if (op.reason != claim_reason::takeover) continue;
+      auto prev = won.find({op.run, op.after->attempt - 1});
+      if (prev == won.end()) continue;
+      const store_op& first = *prev->second;
+      if (op.after->handovers > first.after->handovers) continue;  // released: a hand-over, not a takeover
+      bool excused = false;
+      // From a little before the win: a slow claim's fault is recorded when
+      // the call started waiting, up to two leases before the store applied it.
+      for (const auto& [at, what] : h.faults) {
+        if (at < first.at - 2 * opts_.lease || at > op.at) continue;
+        const bool about = what.size() > first.instance.size() &&
+                           what.compare(what.size() - first.instance.size() - 1, std::string::npos,
+                                        " " + first.instance) == 0;
+        const bool step = what.rfind("step clock", 0) == 0;
+        if ((about && !step) || what == "store lost its state") excused = true;
+      }
+      if (!excused)
+        out.push_back("healthy runner taken over: " + to_text(op.run) + " attempt " +
+                      std::to_string(first.after->attempt) + " on " + first.instance + " (won at " +
+                      std::to_string(first.at.time_since_epoch().count()) + ") had no fault, yet " + op.instance +
+                      " took it over at " + std::to_string(op.at.time_since_epoch().count()));
+    }
+  }
+
   [[nodiscard]] bool has_clean_backup(const run_key& run, const std::string& runner, time_point end,
                                       time_point deadline) const {
     const history& h = world_->hist;
@@ -384,7 +523,8 @@ class cluster {
         if (at < e.at || at > deadline) continue;
         const bool about_it = what.size() > e.instance.size() &&
                               what.compare(what.size() - e.instance.size() - 1, std::string::npos, " " + e.instance) == 0;
-        if (about_it || what.rfind("delayed call", 0) == 0) clean = false;
+        if (about_it || what == "store lost its state")
+          clean = false;
       }
       if (clean) return true;
     }

@@ -39,6 +39,11 @@ struct handler_run {
   time_point start{};
   std::optional<time_point> end;
   std::string ended;  ///< "returned", "threw", "crashed", or empty while running
+  /// The last moment it was executing (I9): before it saw its stop requested
+  /// or its lease not held, ended, crashed or froze (a frozen handler does
+  /// nothing; on waking it checks run_context::lease_held() first).
+  time_point active_until{};
+  bool observed_stop = false;  ///< it saw its stop requested or its lease gone
 };
 
 /// Everything one simulation recorded.

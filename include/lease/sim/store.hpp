@@ -4,6 +4,7 @@
 // DESIGN.md §5 after every call.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -33,13 +34,23 @@ struct world {
   options opts;
   bool skip_mode;
   history hist;
-  std::map<std::string, std::pair<duration, int>> delays;  ///< instance → (delay, calls left)
   struct failure {
     errc code = errc::unavailable;
     int calls = 0;         ///< calls left to fail
     bool applied = false;  ///< fail after applying (a lost reply), else before
   };
   std::map<std::string, failure> failures;  ///< instance → injected store errors
+  /// A slow call: the calling instance is blocked for `d` while the rest of
+  /// the world goes on (other instances, its own handlers and watchdog).
+  struct slowness {
+    duration d{};
+    int calls = 0;
+    bool applied_first = false;  ///< applied at once, the reply comes late; else it arrives late
+  };
+  std::map<std::string, slowness> slow;  ///< instance → slow calls left
+  /// Set by the cluster: runs the world until the given store time while
+  /// the named instance waits in a store call.
+  std::function<void(const std::string&, time_point)> block;
   rules::run_table last;                                    ///< the table after the previous call
   std::map<run_key, std::string> won_token;                 ///< latest won attempt's token per run
   std::set<std::pair<run_key, std::uint32_t>> winners;      ///< (run, attempt) won so far
@@ -47,6 +58,13 @@ struct world {
   std::set<std::string> refused;                            ///< tokens whose heartbeat was refused
 
   void violation(std::string what) { hist.violations.push_back(std::move(what)); }
+
+  /// The store loses every run and fence and notices at once (rules::lose_state).
+  void lose_state() {
+    mem.lose_state();
+    hist.faults.push_back({clock.now(), "store lost its state"});
+    last = mem.snapshot();  // deleted on purpose: not an I7 breach
+  }
 };
 
 /// An instance's handle on the world's store. Models lease::Store and
@@ -89,6 +107,7 @@ class store {
     const bool ok = w_->mem.heartbeat(run, token, lease);
     renewal(run, token, ok);
     depart();
+    if (!ok) w_->refused.insert(std::string(token));  // I2 applies once the refusal reached the instance
     return ok;
   }
   std::vector<bool> heartbeat_many(std::span<const heartbeat_request> batch) {
@@ -96,6 +115,8 @@ class store {
     std::vector<bool> out = w_->mem.heartbeat_many(batch);
     for (std::size_t i = 0; i < batch.size(); ++i) renewal(batch[i].run, batch[i].token, out[i]);
     depart();
+    for (std::size_t i = 0; i < batch.size(); ++i)
+      if (!out[i]) w_->refused.insert(batch[i].token);
     return out;
   }
   bool finish(const run_key& run, std::string_view token, run_status status) {
@@ -128,13 +149,13 @@ class store {
   [[nodiscard]] time_point now() const { return w_->mem.now(); }
 
  private:
-  /// A delayed call reaches the store late: the world's clock moves first.
+  /// A slow call blocks the caller while the world goes on (cluster::run_blocked).
   /// An injected failure "before" throws here, having changed nothing.
   void arrive() {
-    if (auto it = w_->delays.find(instance_); it != w_->delays.end() && it->second.second > 0) {
-      w_->hist.faults.push_back({w_->clock.now(), "delayed call " + instance_});
-      w_->clock.advance(it->second.first);
-      --it->second.second;
+    if (auto it = w_->slow.find(instance_); it != w_->slow.end() && it->second.calls > 0 && !it->second.applied_first) {
+      --it->second.calls;
+      w_->hist.faults.push_back({w_->clock.now(), "slow call " + instance_});
+      if (w_->block) w_->block(instance_, w_->clock.now() + it->second.d);
     }
     if (auto it = w_->failures.find(instance_); it != w_->failures.end() && it->second.calls > 0 && !it->second.applied) {
       --it->second.calls;
@@ -144,6 +165,11 @@ class store {
   }
   /// An injected failure "after" throws once the call was applied: the reply was lost.
   void depart() {
+    if (auto it = w_->slow.find(instance_); it != w_->slow.end() && it->second.calls > 0 && it->second.applied_first) {
+      --it->second.calls;
+      w_->hist.faults.push_back({w_->clock.now(), "slow reply " + instance_});
+      if (w_->block) w_->block(instance_, w_->clock.now() + it->second.d);
+    }
     if (auto it = w_->failures.find(instance_); it != w_->failures.end() && it->second.calls > 0 && it->second.applied) {
       --it->second.calls;
       w_->hist.faults.push_back({w_->clock.now(), "failed call " + instance_});
@@ -161,7 +187,6 @@ class store {
     return op;
   }
   void renewal(const run_key& run, std::string_view token, bool ok) {
-    if (!ok) w_->refused.insert(std::string(token));
     fenced_write(store_op::kind::heartbeat, run, token, ok);
   }
   /// I2: after attempt n+1 is won, nothing with attempt n's token is accepted.
