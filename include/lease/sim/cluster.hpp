@@ -145,7 +145,14 @@ class cluster {
   /// reply, a long GC in the client library).
   void slow_store(std::size_t i, duration d, int calls, bool applied_first = false) {
     fault(i, "slow " + std::to_string(calls) + " store calls by " + std::to_string(d.count()) + " ms");
-    world_->slow[instances_.at(i)->name] = {d, calls, applied_first};
+    world_->slow[instances_.at(i)->name].push_back({d, calls, applied_first, false});
+  }
+  /// Instance `i`'s next `calls` store calls hang for `d` each and then fail
+  /// as unavailable, never applied: a black-holed connection with a timeout.
+  /// Queued after any slow calls already set for it.
+  void hang_store(std::size_t i, duration d, int calls) {
+    fault(i, "hang " + std::to_string(calls) + " store calls for " + std::to_string(d.count()) + " ms");
+    world_->slow[instances_.at(i)->name].push_back({d, calls, false, true});
   }
   /// The store loses every run and fence (a restart without persistence)
   /// and notices it: claims are quarantined for a lease (rules::lose_state).

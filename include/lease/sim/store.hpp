@@ -4,6 +4,7 @@
 // DESIGN.md §5 after every call.
 #pragma once
 
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -46,8 +47,9 @@ struct world {
     duration d{};
     int calls = 0;
     bool applied_first = false;  ///< applied at once, the reply comes late; else it arrives late
+    bool then_fail = false;      ///< never arrives: fails as unavailable after `d` (a black-holed connection)
   };
-  std::map<std::string, slowness> slow;  ///< instance → slow calls left
+  std::map<std::string, std::deque<slowness>> slow;  ///< instance → slow calls, in the order they come
   /// Set by the cluster: runs the world until the given store time while
   /// the named instance waits in a store call.
   std::function<void(const std::string&, time_point)> block;
@@ -152,10 +154,13 @@ class store {
   /// A slow call blocks the caller while the world goes on (cluster::run_blocked).
   /// An injected failure "before" throws here, having changed nothing.
   void arrive() {
-    if (auto it = w_->slow.find(instance_); it != w_->slow.end() && it->second.calls > 0 && !it->second.applied_first) {
-      --it->second.calls;
-      w_->hist.faults.push_back({w_->clock.now(), "slow call " + instance_});
-      if (w_->block) w_->block(instance_, w_->clock.now() + it->second.d);
+    if (world::slowness* sl = next_slow(false)) {
+      const world::slowness now = *sl;
+      consume_slow();
+      w_->hist.faults.push_back({w_->clock.now(), std::string(now.then_fail ? "hung call " : "slow call ") + instance_});
+      if (w_->block) w_->block(instance_, w_->clock.now() + now.d);
+      if (now.then_fail)
+        throw store_error(make_error_code(errc::unavailable), "simulated hung call: no answer before the timeout");
     }
     if (auto it = w_->failures.find(instance_); it != w_->failures.end() && it->second.calls > 0 && !it->second.applied) {
       --it->second.calls;
@@ -165,16 +170,29 @@ class store {
   }
   /// An injected failure "after" throws once the call was applied: the reply was lost.
   void depart() {
-    if (auto it = w_->slow.find(instance_); it != w_->slow.end() && it->second.calls > 0 && it->second.applied_first) {
-      --it->second.calls;
+    if (world::slowness* sl = next_slow(true)) {
+      const duration d = sl->d;
+      consume_slow();
       w_->hist.faults.push_back({w_->clock.now(), "slow reply " + instance_});
-      if (w_->block) w_->block(instance_, w_->clock.now() + it->second.d);
+      if (w_->block) w_->block(instance_, w_->clock.now() + d);
     }
     if (auto it = w_->failures.find(instance_); it != w_->failures.end() && it->second.calls > 0 && it->second.applied) {
       --it->second.calls;
       w_->hist.faults.push_back({w_->clock.now(), "failed call " + instance_});
       throw store_error(make_error_code(it->second.code), "simulated lost reply");
     }
+  }
+  /// The slow-call fault that applies to this call at this point (before
+  /// or after applying), if any.
+  world::slowness* next_slow(bool after) {
+    auto it = w_->slow.find(instance_);
+    if (it == w_->slow.end() || it->second.empty()) return nullptr;
+    world::slowness& s = it->second.front();
+    return s.applied_first == after ? &s : nullptr;
+  }
+  void consume_slow() {
+    auto& q = w_->slow[instance_];
+    if (--q.front().calls <= 0) q.pop_front();
   }
   store_op record(store_op::kind k, const run_key& run, std::string_view token) {
     store_op op;

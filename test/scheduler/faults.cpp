@@ -1,0 +1,296 @@
+// Scenario tests for the faults a real process meets — a wall clock stepped
+// either way, store calls that hang or answer late, lost replies — and for
+// the scheduler branches that guard against them. Each test fails when its
+// branch is removed (scripts/mutation-check.py breaks each one).
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+#include "harness.hpp"
+#include "lease/schedule/every.hpp"
+#include "lease/sim.hpp"
+
+using namespace test;
+using lease::claim_outcome;
+using lease::event_kind;
+using lease::run_status;
+using op = faulty_store::op;
+
+namespace {
+
+lease::options sim_options() {
+  lease::options o;
+  o.lease = 3s;        // heartbeat 500 ms, safety margin 300 ms
+  o.catch_up = 0ms;    // start with no missed slot
+  o.claim_jitter = 0ms;
+  o.max_attempts = 3;
+  return o;
+}
+
+/// A simulation of three instances running one job every minute whose
+/// handler runs `runs_for` and honours its stop at once.
+struct three {
+  lease::sim::cluster<> sim;
+  explicit three(std::uint64_t seed, duration runs_for = 20s, lease::options o = sim_options()) : sim(seed, o) {
+    sim.add_job("report", lease::every(60s), [runs_for](const lease::run_context&) {
+      return lease::sim::script{.runs_for = runs_for, .honours_stop = 0ms};
+    });
+    for (const char* n : {"a", "b", "c"}) sim.add_instance(n);
+    sim.start_all();
+  }
+  /// The index of the instance running the first handler.
+  std::size_t runner() {
+    const std::string name = sim.recorded().handlers.at(0).instance;
+    for (std::size_t i = 0; i < sim.size(); ++i)
+      if (sim.instance_at(i).instance() == name) return i;
+    FAIL("no runner");
+    return 0;
+  }
+  std::vector<lease::event> events(event_kind k, const std::string& who = {}) const {
+    std::vector<lease::event> out;
+    for (const auto& e : sim.recorded().events)
+      if (e.kind == k && (who.empty() || e.instance == who)) out.push_back(e);
+    return out;
+  }
+};
+
+}  // namespace
+
+// ---- two kinds of time -----------------------------------------------------
+
+TEST_CASE("a runner whose wall clock is stepped back 60 s keeps renewing, and no backup takes its run over") {
+  three t(1);
+  t.sim.run_for(60s + 100ms);  // slot 1 h + 60 s is running
+  REQUIRE(t.sim.recorded().handlers.size() == 1);
+  const std::size_t r = t.runner();
+  t.sim.step_clock(r, -60s);  // NTP, an operator, a VM resumed
+  t.sim.run_for(25s);
+  INFO(t.sim.describe());
+  CHECK(t.sim.recorded().handlers.size() == 1);  // nobody else started it
+  CHECK(t.events(event_kind::takeover).empty());
+  CHECK(t.events(event_kind::lost).empty());
+  CHECK(t.events(event_kind::success).size() == 1);
+  CHECK(t.sim.violations().empty());
+}
+
+TEST_CASE("a wall clock stepped forward past slots claims only the latest, with one late event naming what it skipped") {
+  lease::options o = sim_options();
+  o.max_late = 600s;  // an old slot would still be claimable: only the rule keeps it out
+  lease::sim::cluster<> sim(3, o);
+  sim.add_job("report", lease::every(60s), [](const lease::run_context&) { return lease::sim::script{.runs_for = 1s}; });
+  sim.add_instance("a", -190s);  // 190 s behind the store…
+  sim.start_all();
+  sim.run_for(1s);
+  sim.step_clock(0, 190s);  // …until NTP steps it: slots 1 h − 180 s, − 120 s, − 60 s and 1 h are due at once
+  sim.run_for(1s);
+  INFO(sim.describe());
+  const auto& h = sim.recorded();
+  REQUIRE(h.handlers.size() == 1);
+  CHECK(h.handlers[0].run.slot == lease::time_point{} + 1h);
+  const auto late = std::count_if(h.events.begin(), h.events.end(), [](const auto& e) { return e.kind == event_kind::late; });
+  CHECK(late == 1);
+  for (const auto& e : h.events)
+    if (e.kind == event_kind::late) CHECK(e.message.find("3 slot(s) not claimed") != std::string::npos);
+}
+
+TEST_CASE("a claim from an instance whose clock runs ahead is answered early and claimed again at the store's time") {
+  lease::options o = sim_options();
+  lease::sim::cluster<> sim(5, o);
+  sim.add_job("report", lease::every(60s), [](const lease::run_context&) { return lease::sim::script{.runs_for = 1s}; });
+  sim.add_instance("fast", 17s);  // 17 s ahead of the store
+  sim.start_all();
+  sim.run_for(60s);
+  INFO(sim.describe());
+  const auto& h = sim.recorded();
+  REQUIRE(h.handlers.size() == 1);
+  CHECK(h.handlers[0].start >= lease::time_point{} + 1h + 60s - lease::early_tolerance);  // never early by the store
+  CHECK(std::any_of(h.events.begin(), h.events.end(), [](const auto& e) { return e.kind == event_kind::early; }));
+}
+
+// ---- the self-abort is on time, whatever the I/O does ----------------------
+
+TEST_CASE("a runner whose store calls hang stops its handler before a backup can take the run over") {
+  three t(2);
+  t.sim.run_for(60s + 100ms);
+  const std::size_t r = t.runner();
+  t.sim.hang_store(r, 5s, 20);  // a black-holed connection: every call hangs 5 s, then fails
+  t.sim.run_for(15s);
+  INFO(t.sim.describe());
+  const auto& h = t.sim.recorded().handlers;
+  REQUIRE(h.size() == 2);  // a backup took over…
+  CHECK(h[1].attempt == 2);
+  CHECK(h[0].observed_stop);
+  CHECK(h[0].active_until < h[1].start);  // …after the runner had stopped (I9)
+  CHECK(t.sim.violations().empty());
+}
+
+TEST_CASE("the self-abort counts from the send of the last acknowledged heartbeat, not from its late reply") {
+  three t(4);
+  t.sim.run_for(60s + 100ms);
+  const std::size_t r = t.runner();
+  t.sim.slow_store(r, 1500ms, 1, true);  // the next heartbeat is applied at once, its reply comes 1.5 s later…
+  t.sim.hang_store(r, 5s, 20);           // …and after it the connection is black-holed
+  t.sim.run_for(15s);
+  INFO(t.sim.describe());
+  const auto& h = t.sim.recorded().handlers;
+  REQUIRE(h.size() == 2);
+  CHECK(h[0].active_until < h[1].start);
+  CHECK(t.sim.violations().empty());
+}
+
+TEST_CASE("a claim answered past lease − margin starts no handler: its lease may be gone already") {
+  three t(6, 20s);
+  t.sim.run_for(59s);
+  for (std::size_t i = 0; i < 3; ++i) t.sim.slow_store(i, 2800ms, 1, true);  // every claim's reply comes 2.8 s late
+  t.sim.run_for(20s);
+  INFO(t.sim.describe());
+  CHECK(t.sim.violations().empty());
+  CHECK_FALSE(t.events(event_kind::lost).empty());
+  for (const auto& e : t.events(event_kind::lost)) CHECK(e.message.find("handler is not started") != std::string::npos);
+}
+
+// ---- claims: the same token, latest only -----------------------------------
+
+TEST_CASE("a claim applied but whose reply was lost is resent with the same token and run as attempt 1") {
+  cluster c{at(1s)};
+  auto& a = c.add(spec_options("A", 1));
+  a.s->start();
+  c.store.fail_next(op::claim, lease::errc::unavailable, /*applied=*/true);
+  c.run_until(at(61s));
+  REQUIRE(a.started.size() == 1);
+  CHECK(a.started[0].attempt == 1);
+  CHECK(a.count(event_kind::backup) == 0);  // never a backup of its own phantom
+  CHECK(c.record(at(60s))->attempt == 1);
+}
+
+TEST_CASE("a takeover applied but whose reply was lost is resent with the same token and run, never left a phantom") {
+  three t(8);
+  t.sim.run_for(60s + 100ms);
+  const std::size_t r = t.runner();
+  t.sim.crash(r);
+  for (std::size_t i = 0; i < 3; ++i)
+    if (i != r) t.sim.fail_store(i, lease::errc::unavailable, 1, /*applied=*/true);
+  t.sim.run_for(10s);
+  INFO(t.sim.describe());
+  const auto& h = t.sim.recorded().handlers;
+  REQUIRE(h.size() == 2);
+  CHECK(h[1].attempt == 2);
+  CHECK(t.events(event_kind::interrupted).empty());
+  CHECK(t.sim.backing_store().get(h[0].run)->attempt == 2);  // no attempt nobody ran
+  CHECK(t.sim.violations().empty());
+}
+
+TEST_CASE("a loop that wakes up after several slots claims only the latest one") {
+  cluster c{at(1s)};
+  auto o = spec_options("A", 1);
+  o.max_late = 600s;  // older slots would still be accepted by the store
+  auto& a = c.add(o);
+  a.s->start();
+  c.run_until(at(59s));
+  a.down = true;  // frozen across 60 s, 120 s and 180 s
+  c.run_until(at(181s));
+  a.down = false;
+  c.poll_all();
+  REQUIRE(a.started.size() == 1);
+  CHECK(a.started[0].slot == at(180s));
+  CHECK_FALSE(c.record(at(60s)).has_value());
+  REQUIRE(a.count(event_kind::late) == 1);
+  CHECK(a.of(event_kind::late)[0].message.find("2 slot(s) not claimed") != std::string::npos);
+}
+
+TEST_CASE("a claim still being retried when a newer slot is due is dropped with an event") {
+  cluster c{at(1s)};
+  auto o = spec_options("A", 1);
+  o.max_late = 600s;
+  auto& a = c.add(o, "report", 10s);
+  a.s->start();
+  c.run_until(at(9s));
+  for (int i = 0; i < 30; ++i) c.store.fail_next(op::claim, lease::errc::unavailable);
+  c.run_until(at(25s));  // 10 s and 20 s were tried and failed; the store answers again from now on
+  c.run_until(at(31s));
+  for (const auto& ctx : a.started) CHECK(ctx.slot >= at(20s));
+  CHECK_FALSE(c.record(at(10s)).has_value());  // never started after a newer slot was due
+  bool dropped = false;
+  for (const auto& e : a.of(event_kind::late))
+    dropped = dropped || (e.run.slot == at(10s) && e.message.find("newer slot") != std::string::npos);
+  CHECK(dropped);
+}
+
+// ---- backups -----------------------------------------------------------------
+
+TEST_CASE("a backup whose check comes due with a newer slot lets the newer slot's claim go first") {
+  cluster c{at(1s)};
+  auto& a = c.add(spec_options("A", 1));
+  auto& b = c.add(spec_options("B", 2));
+  a.s->start();
+  b.s->start();
+  c.run_until(at(60s));  // A runs 60 s; B is its backup
+  REQUIRE(b.s->watching() == 1);
+  a.down = true;          // A dies; its lease ends at 90 s
+  c.run_until(at(85s));
+  b.down = true;          // B stalls across the lease end and the next slot…
+  c.run_until(at(121s));
+  b.down = false;         // …and wakes with both its backup check and slot 120 s due
+  c.poll_all();
+  CHECK(b.count(event_kind::takeover) == 0);  // the dead run is not started after a newer one is due
+  CHECK(b.has(event_kind::won, at(120s)));
+  CHECK(c.record(at(60s))->status == run_status::interrupted);
+}
+
+TEST_CASE("a backup re-checks a watched run every [1, 2] × heartbeat") {
+  three t(9, 50s);
+  t.sim.run_for(60s + 40s);
+  const auto& ops = t.sim.recorded().ops;
+  std::map<std::string, std::vector<lease::time_point>> checks;
+  for (const auto& op : ops)
+    if (op.op == lease::sim::store_op::kind::claim && op.reason == lease::claim_reason::takeover)
+      checks[op.instance].push_back(op.at);
+  REQUIRE(checks.size() == 2);
+  for (const auto& [who, times] : checks) {
+    REQUIRE(times.size() >= 20);
+    for (std::size_t i = 1; i < times.size(); ++i) {
+      CHECK(times[i] - times[i - 1] >= 500ms);
+      CHECK(times[i] - times[i - 1] <= 1000ms);
+    }
+  }
+}
+
+// ---- a throw is a failure or a hand-over by the handler's own stop token ----
+
+TEST_CASE("a handler that threw on its own is recorded failed, even when the loop sees it after stop()") {
+  cluster c{at(1s)};
+  auto& a = c.add(spec_options("A", 1));
+  auto& b = c.add(spec_options("B", 2));
+  a.s->start();
+  b.s->start();
+  c.run_until(at(60s));
+  REQUIRE(a.started.size() == 1);
+  a.behaviour = ends::throws;
+  a.exec.run_all();  // it throws before any stop request…
+  a.s->stop(5s);     // …and the loop picks the completion up after stop()
+  c.run_for(5s);
+  CHECK(a.count(event_kind::failed) == 1);
+  CHECK(a.count(event_kind::handed_over) == 0);
+  CHECK(c.record(at(60s))->status == run_status::failed);
+  CHECK(b.count(event_kind::takeover) == 0);  // a failed run is never run again
+}
+
+// ---- a store that lost its state ---------------------------------------------
+
+TEST_CASE("after the store loses its state, no instance starts a run a runner may still hold, and fences keep growing") {
+  three t(10, 20s);
+  t.sim.run_for(60s + 100ms);
+  const auto before = t.sim.recorded().handlers.at(0);
+  t.sim.run_for(59s);
+  t.sim.lose_store_state();  // just before slot 120 s: its claims come during the quarantine
+  t.sim.run_for(90s);
+  INFO(t.sim.describe());
+  CHECK(t.sim.violations().empty());
+  const auto& h = t.sim.recorded().handlers;
+  for (std::size_t i = 1; i < h.size(); ++i) {
+    CHECK(h[i].run != before.run);  // the forgotten run is never started again
+    CHECK(h[i].fence > before.fence);
+  }
+  CHECK(h.size() >= 2);  // later slots run
+  CHECK_FALSE(t.events(event_kind::store_notice).empty());
+}
