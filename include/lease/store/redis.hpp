@@ -80,8 +80,10 @@ struct redis_options {
 /// reconnects (with backoff after failed connects). Errors are
 /// lease::store_error with a lease::redis_errc code that compares equal to a
 /// lease::errc: unavailable (connection refused or lost, timeout, LOADING,
-/// READONLY, OOM, ...), corrupt (WRONGTYPE, a foreign record),
-/// invalid_argument (bad URL or prefix, refused credentials) and
+/// READONLY, OOM, ..., a claim not acknowledged by `replicas`), corrupt
+/// (WRONGTYPE, a foreign record), invalid_argument (bad URL or prefix,
+/// refused or needless credentials, a database the server lacks: each with
+/// a sentence saying what to fix; URLs in messages never show credentials) and
 /// outcome_unknown only when a claim, finish or release was sent, its reply
 /// lost, and reading the run back failed too. A lost reply is otherwise
 /// resolved: the run is read back and the token compared (DESIGN.md §2); a

@@ -115,7 +115,7 @@ class connection {
   void open() { ensure(); }
 
   /// "host:port", never credentials: for messages.
-  [[nodiscard]] std::string where() const { return s_.where.host + ":" + std::to_string(s_.where.port); }
+  [[nodiscard]] std::string where() const { return printable(s_.where.host, 100) + ":" + std::to_string(s_.where.port); }
 
   /// Drops the connection; the next call reconnects at once.
   void disconnect() noexcept {
