@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <benchmark/benchmark.h>
@@ -25,9 +26,10 @@ namespace {
 
 using namespace std::chrono_literals;
 
+std::unique_ptr<lease::testing::redis_server> own;  // null with LEASE_BENCH_REDIS_URL
+
 /// The server every benchmark uses: LEASE_BENCH_REDIS_URL, or one of our own.
 const std::string& server_url() {
-  static std::unique_ptr<lease::testing::redis_server> own;
   static const std::string url = [] {
     if (const char* u = std::getenv("LEASE_BENCH_REDIS_URL"); u != nullptr && *u != '\0') return std::string(u);
     own = std::make_unique<lease::testing::redis_server>();
@@ -88,8 +90,8 @@ class floor_probe {
 
 /// Times `op` per iteration (manual time) and a floor round trip right after
 /// it, so both see the same machine load; `vs_floor` = floor / op.
-template <class Op>
-void paired(benchmark::State& state, Op op) {
+template <class Op, class Also = void (*)()>
+double paired(benchmark::State& state, Op op, Also also = [] {}) {
   floor_probe floor;
   double op_total = 0, floor_total = 0;
   for (auto _ : state) {
@@ -99,10 +101,12 @@ void paired(benchmark::State& state, Op op) {
     state.SetIterationTime(s);
     op_total += s;
     floor_total += floor.once();
+    also();  // untimed here: e.g. a comparison op timing itself
   }
   state.counters["floor_us"] = 1e6 * floor_total / static_cast<double>(state.iterations());
   state.counters["vs_floor"] = floor_total / op_total;
   state.SetItemsProcessed(state.iterations());
+  return op_total;
 }
 
 void BM_floor_trivial_evalsha(benchmark::State& state) {
@@ -124,6 +128,53 @@ void BM_claim(benchmark::State& state) {
     if (store.claim(claim_for(job, slot, token)).outcome != lease::claim_outcome::won)
       state.SkipWithError("claim did not win");
   });
+}
+
+/// A won claim that waits for one replica's acknowledgement (redis_options::
+/// replicas = 1, WAIT 1) vs the same claim without waiting, each iteration
+/// both, plus the floor: `vs_floor` = floor / waiting claim, `wait_cost` =
+/// waiting claim / plain claim. Starts a replica of our own server (with
+/// LEASE_BENCH_REDIS_URL it is skipped: we cannot attach one to yours).
+void BM_claim_wait_1_replica(benchmark::State& state) {
+  if (server_url().empty() || !own) {
+    state.SkipWithError("needs the benchmark's own server (unset LEASE_BENCH_REDIS_URL)");
+    return;
+  }
+  lease::testing::redis_server replica{
+      {.append_only = false, .extra_args = {"--replicaof", "127.0.0.1", std::to_string(own->port())}}};
+  for (int i = 0;; ++i) {
+    auto info = replica.command({"INFO", "replication"});
+    if (lease::detail::redis::info_field(info.get(), "master_link_status") == "up") break;
+    if (i == 1000) {
+      state.SkipWithError("the replica did not sync within 10 s");
+      return;
+    }
+    std::this_thread::sleep_for(10ms);
+  }
+  auto plain = make_store(unique_prefix("plain"));
+  lease::redis_options o;
+  o.url = server_url();
+  o.prefix = unique_prefix("wait");
+  o.replicas = 1;
+  o.replica_timeout = 1000ms;
+  lease::redis_store waiting{o};
+  const lease::time_point slot = plain.now();
+  std::int64_t i = 0;
+  double plain_total = 0;
+  std::string job, token;
+  const double wait_total = paired(state, [&] {
+    job = "job-" + std::to_string(i);
+    token = "tok-" + std::to_string(i++);
+    if (waiting.claim(claim_for(job, slot, token)).outcome != lease::claim_outcome::won)
+      state.SkipWithError("claim did not win");
+  }, [&] {
+    const auto t = clock_type::now();
+    if (plain.claim(claim_for(job, slot, token)).outcome != lease::claim_outcome::won)
+      state.SkipWithError("claim did not win");
+    plain_total += seconds_since(t);
+  });
+  state.counters["plain_us"] = 1e6 * plain_total / static_cast<double>(state.iterations());
+  state.counters["wait_cost"] = wait_total / plain_total;
 }
 
 void BM_heartbeat(benchmark::State& state) {
@@ -202,6 +253,7 @@ void BM_heartbeat_1000_batched_vs_single(benchmark::State& state) {
 // Registration order is run order.
 BENCHMARK(BM_floor_trivial_evalsha)->UseManualTime();
 BENCHMARK(BM_claim)->UseManualTime();
+BENCHMARK(BM_claim_wait_1_replica)->UseManualTime();
 BENCHMARK(BM_heartbeat)->UseManualTime();
 BENCHMARK(BM_finish)->UseManualTime();
 BENCHMARK(BM_heartbeat_1000_batched_vs_single)->UseManualTime()->Unit(benchmark::kMillisecond);

@@ -2,6 +2,7 @@
 // client, LOADING, READONLY, OOM, NOSCRIPT, timeouts, a lost reply, bad
 // credentials and foreign data. Every failure is a store_error whose code
 // says what to do; nothing crashes; no run is lost or won twice.
+#include <algorithm>
 #include <csignal>
 #include <thread>
 
@@ -95,13 +96,13 @@ TEST_CASE("a redis-server killed and restarted mid-heartbeats gives unavailable 
   // The rules still hold after the restart: the fence counter continued, the
   // run is still ours and no one else can win it.
   CHECK(store.claim(request("job", run.slot, "t2", claim_reason::takeover)).outcome == claim_outcome::running);
-  auto next = store.claim(request("job", at(1'060'000), "t3"));
+  auto next = store.claim(request("job", at(1'000'500), "t3"));  // a next slot, not ahead of the store
   CHECK(next.outcome == claim_outcome::overlap);
   CHECK(store.finish(run, "t1", run_status::success));
   clock.advance(60s);
-  next = store.claim(request("job", at(1'060'000), "t3"));
+  next = store.claim(request("job", at(1'000'500), "t3"));
   REQUIRE(next.outcome == claim_outcome::won);
-  CHECK(next.record.fence == 2);
+  CHECK(next.record.fence == 1'060'000);  // the counter continued: max(1'000'000 + 1, store-now)
 }
 
 TEST_CASE("a store whose server is not there yet fails fast with unavailable") {
@@ -285,11 +286,30 @@ TEST_CASE("a claim whose reply is lost and cannot be read back is outcome_unknow
   auto err = error_of([&] { (void)store.claim(request("j", at(7'000'000), "t1")); });
   sleeper.join();
   CHECK(err == lease::errc::outcome_unknown);
+  // One prefix, however many errors the message quotes.
+  try {
+    (void)store.get({"j", at(7'000'000)});
+  } catch (const lease::store_error&) {
+  }
+  {
+    std::thread again([&] { srv.command({"DEBUG", "SLEEP", "0.5"}); });
+    std::this_thread::sleep_for(100ms);
+    std::string what;
+    try {
+      (void)store.claim(request("j", at(7'000'001), "t2"));
+    } catch (const lease::store_error& e) {
+      what = e.what();
+    }
+    again.join();
+    CAPTURE(what);
+    CHECK(what.find("lease::redis_store:") == 0);
+    CHECK(what.find("lease::redis_store:", 1) == std::string::npos);
+  }
   // It was applied once the server woke: reading back shows our token.
   auto rec = until_available([&] { return store.get({"j", at(7'000'000)}); });
   REQUIRE(rec);
   CHECK(rec->token == "t1");
-  CHECK(rec->fence == 1);
+  CHECK(rec->fence == 7'000'000);
 }
 
 TEST_CASE("a claim that timed out on a stalled server is resolved as won whichever copy ran first") {
@@ -309,7 +329,7 @@ TEST_CASE("a claim that timed out on a stalled server is resolved as won whichev
   CHECK(res.outcome == claim_outcome::won);
   CHECK(res.record.token == "t1");
   CHECK(res.record.attempt == 1);
-  CHECK(res.record.fence == 1);
+  CHECK(res.record.fence == 7'500'000);
 }
 
 TEST_CASE("a claim whose reply was lost is resolved by reading the run back, not by winning twice") {
@@ -326,7 +346,7 @@ TEST_CASE("a claim whose reply was lost is resolved by reading the run back, not
   REQUIRE(res.outcome == claim_outcome::won);
   CHECK(res.record.token == "t1");
   CHECK(res.record.attempt == 1);
-  CHECK(res.record.fence == 1);  // applied once: the fence moved once
+  CHECK(res.record.fence == 8'000'000);  // applied once: the fence moved once
   CHECK(res.store_now == at(8'000'000));
 
   proxy.lose_next_reply();  // a lost finish is resolved the same way
@@ -355,14 +375,14 @@ TEST_CASE("a claim held up in the network and delivered after it was resolved ch
   // so the store sends it again, and wins.
   auto res = store.claim(request("j", run.slot, "t1"));
   REQUIRE(res.outcome == claim_outcome::won);
-  CHECK(res.record.fence == 1);
+  CHECK(res.record.fence == 8'500'000);
   std::this_thread::sleep_for(500ms);  // the held copy arrives now
   REQUIRE(proxy.cuts() == 1);
   auto rec = store.get(run);
   REQUIRE(rec);
   CHECK(rec->token == "t1");
   CHECK(rec->attempt == 1);
-  CHECK(rec->fence == 1);  // the late copy found the run live: nothing moved
+  CHECK(rec->fence == 8'500'000);  // the late copy found the run live: nothing moved
 }
 
 TEST_CASE("ACL users and passwords and a database number in the url are used") {
@@ -379,6 +399,76 @@ TEST_CASE("ACL users and passwords and a database number in the url are used") {
 
   lease::redis_store wrong{options_for("redis://alice:nope@127.0.0.1:" + std::to_string(srv.port()), clock)};
   CHECK(error_of([&] { (void)wrong.get({"j", at(0)}); }) == lease::errc::invalid_argument);
+}
+
+TEST_CASE("a malformed url never shows its password in the error") {
+  for (std::string url : {"redis://alice:hunter2@h:99999", "redis://alice:hunter2@h:0", "redis://alice:hunter2@h:1/x",
+                          "redis://alice:hunter2%zz@h", "redis://alice:hun%2ter2@h", "redis://alice:hun/ter2@h:port",
+                          "redis://alice:hun@ter2@[::1", "http://alice:hunter2@h", "redis://hunter2@:6379",
+                          "redis://alice:hunter2@h:1/99999999"}) {
+    CAPTURE(url);
+    std::string what;
+    try {
+      lease::redis_store s{options_for(url)};
+    } catch (const lease::store_error& e) {
+      CHECK(e.code() == lease::errc::invalid_argument);
+      what = e.what();
+    }
+    CAPTURE(what);
+    REQUIRE_FALSE(what.empty());
+    CHECK(what.find("hunter2") == std::string::npos);
+    CHECK(what.find("hun") == std::string::npos);
+    CHECK(what.find("ter2") == std::string::npos);
+    CHECK(what.find("***@") != std::string::npos);
+    CHECK(what.find("lease::redis_store:", 1) == std::string::npos);
+  }
+  CHECK(lease::detail::redis::redact_url("redis://u:p@ss/w@host:1/2") == "redis://***@host:1/2");
+  CHECK(lease::detail::redis::redact_url("redis://h\n\x01:1") == "redis://h\\n\\x01:1");
+}
+
+TEST_CASE("a raw slash or at sign in a password is read as the user meant") {
+  lease::testing::redis_server srv;
+  srv.command({"ACL", "SETUSER", "bob", "on", ">pa/ss@word", "~*", "+@all"});
+  lease::redis_store bob{options_for("redis://bob:pa/ss@word@127.0.0.1:" + std::to_string(srv.port()) + "/2",
+                                     lease::fake_clock{at(9'500'000)})};
+  CHECK(bob.claim(request("j", at(9'500'000), "t1")).outcome == claim_outcome::won);
+  CHECK(srv.command({"DBSIZE"})->integer == 0);  // in db 2
+}
+
+TEST_CASE("a wrong database number or refused credentials are invalid_argument with a sentence, never corrupt") {
+  lease::testing::redis_server srv;
+  lease::fake_clock clock{at(9'600'000)};
+  auto what_of = [](lease::redis_store& s) {
+    try {
+      (void)s.get({"j", at(0)});
+    } catch (const lease::store_error& e) {
+      CHECK(e.code() == lease::errc::invalid_argument);
+      return std::string(e.what());
+    }
+    FAIL("expected a store_error");
+    return std::string();
+  };
+  const std::string port = std::to_string(srv.port());
+  lease::redis_store no_db{options_for("redis://127.0.0.1:" + port + "/99", clock)};
+  std::string what = what_of(no_db);
+  CHECK(what.find("refused SELECT 99: use a database number below the server's `databases` setting") !=
+        std::string::npos);
+  CHECK(error_of([&] { (void)no_db.get({"j", at(0)}); }) == lease::redis_errc::backing_off);  // not hammered
+
+  lease::redis_store needless{options_for("redis://:topsecret@127.0.0.1:" + port, clock)};
+  what = what_of(needless);
+  CHECK(what.find("has no password set, but the url gives one") != std::string::npos);
+  CHECK(what.find("topsecret") == std::string::npos);
+
+  srv.command({"ACL", "SETUSER", "carol", "on", ">right", "~*", "+@all"});
+  lease::redis_store wrong{options_for("redis://carol:topsecret@127.0.0.1:" + port, clock)};
+  what = what_of(wrong);
+  CHECK(what.find("refused the url's user or password") != std::string::npos);
+  CHECK(what.find("topsecret") == std::string::npos);
+
+  srv.command({"CONFIG", "SET", "requirepass", "needed"});
+  lease::redis_store none{options_for("redis://127.0.0.1:" + port, clock)};
+  CHECK(what_of(none).find("needs credentials: put them in the url") != std::string::npos);
 }
 
 TEST_CASE("bad urls and prefixes are invalid_argument at construction") {
@@ -400,6 +490,20 @@ TEST_CASE("foreign data under the store's keys is corrupt, not a crash or a win"
   srv.command({"SET", keys.runs, "not a hash"});
   CHECK(error_of([&] { (void)store.claim(request("j", at(10'000'000), "t1")); }) == lease::errc::corrupt);
   srv.command({"DEL", keys.runs});
+  {  // the server's message quotes the key, job name bytes and all: printable in what()
+    auto odd = lease::detail::redis::keys_for(o.prefix, std::string("j\n\x01\xff", 4));
+    srv.command({"HSET", odd.runs, "10000000", "garbage"});
+    std::string what;
+    try {
+      (void)store.get({std::string("j\n\x01\xff", 4), at(10'000'000)});
+    } catch (const lease::store_error& e) {
+      CHECK(e.code() == lease::errc::corrupt);
+      what = e.what();
+    }
+    CAPTURE(what);
+    CHECK(what.find(":4:j \\x01\\xff}") != std::string::npos);  // redis turns the newline into a space
+    CHECK(std::none_of(what.begin(), what.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20; }));
+  }
   srv.command({"HSET", keys.runs, "10000000", "garbage"});
   CHECK(error_of([&] { (void)store.get({"j", at(10'000'000)}); }) == lease::errc::corrupt);
   CHECK(error_of([&] { (void)store.heartbeat({"j", at(10'000'000)}, "t1", 1s); }) == lease::errc::corrupt);

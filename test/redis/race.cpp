@@ -24,7 +24,8 @@ TEST_CASE("four processes racing for the same runs get exactly one winner per at
   lease::redis_options o;
   o.url = srv.url();
   o.prefix = lease::testing::fresh_prefix("race");
-  const lease::time_point base = lease::redis_store{o}.now();
+  // Slots in the past (a slot ahead of the store's clock is answered early).
+  const lease::time_point base = lease::redis_store{o}.now() - lease::duration{1000 * slots};
 
   int go[2];
   REQUIRE(::pipe(go) == 0);
@@ -106,6 +107,6 @@ TEST_CASE("four processes racing for the same runs get exactly one winner per at
     CHECK(winners[{s, rec->attempt}].front() == rec->token);  // the last winner holds the run
   }
   CHECK(fences.size() == wins);  // every win took a fence value of its own...
-  CHECK(*fences.rbegin() == wins);  // ...and they are 1..wins, none skipped
+  CHECK(*fences.begin() >= static_cast<std::uint64_t>(base.time_since_epoch().count()));  // at least store-now in ms
   CHECK(wins > static_cast<std::size_t>(slots));  // takeovers did happen
 }

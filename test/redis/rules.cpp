@@ -52,7 +52,7 @@ TEST_CASE("a claim on a run with no state wins attempt 1 with the next fence and
   auto res = store.claim(request("report", at(1'000'000), "t1"));
   REQUIRE(res.outcome == claim_outcome::won);
   CHECK(res.record.attempt == 1);
-  CHECK(res.record.fence == 1);
+  CHECK(res.record.fence == 1'000'000);  // max(previous + 1, store-now in ms)
   CHECK(res.record.token == "t1");
   CHECK(res.record.runner == "runner-t1");
   CHECK(res.record.lease_end == at(1'030'000));
@@ -75,7 +75,7 @@ TEST_CASE("a frozen runner is fenced after a takeover: its heartbeat finish and 
   auto taken = b.claim(request("job", run.slot, "b7", claim_reason::takeover));
   REQUIRE(taken.outcome == claim_outcome::won);
   CHECK(taken.record.attempt == 2);
-  CHECK(taken.record.fence == 2);
+  CHECK(taken.record.fence == 5'031'000);  // max(5'000'000 + 1, store-now in ms)
   CHECK_FALSE(a.heartbeat(run, "a1", 30s));
   CHECK_FALSE(a.finish(run, "a1", run_status::success));
   CHECK_FALSE(a.release(run, "a1"));
@@ -179,6 +179,7 @@ TEST_CASE("pruning keeps history_size ended runs and the fence counter survives 
   lease::testing::redis_server srv;
   lease::fake_clock clock{at(0)};
   auto store = make_store(srv, clock);
+  std::uint64_t fence = 0;
   for (int i = 0; i < 30; ++i) {
     clock.set(at(i * 1'000'000));
     auto req = request("p", at(i * 1'000'000), "t" + std::to_string(i));
@@ -186,7 +187,8 @@ TEST_CASE("pruning keeps history_size ended runs and the fence counter survives 
     req.retain = 60s;
     auto res = store.claim(req);
     REQUIRE(res.outcome == claim_outcome::won);
-    CHECK(res.record.fence == static_cast<std::uint64_t>(i + 1));
+    fence = std::max<std::uint64_t>(fence + 1, static_cast<std::uint64_t>(i) * 1'000'000);
+    CHECK(res.record.fence == fence);
     REQUIRE(store.finish(req.run, req.token, run_status::success));
   }
   int kept = 0;
@@ -211,7 +213,7 @@ TEST_CASE("hostile job names round-trip and do not collide") {
     auto res = store.claim(request(job, at(7'000'000), "tok-" + std::to_string(n)));
     REQUIRE(res.outcome == claim_outcome::won);
     CHECK(res.record.job == job);
-    CHECK(res.record.fence == 1);  // its own fence counter: no two names share keys
+    CHECK(res.record.fence == 7'000'000);  // its own fence counter (else 7'000'001...): no two names share keys
     auto got = store.get({job, at(7'000'000)});
     REQUIRE(got);
     CHECK(got->job == job);

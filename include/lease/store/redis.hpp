@@ -9,6 +9,12 @@
 // heartbeat_many() renews a whole batch with pipelined EVALSHAs: one round
 // trip, each element still a separate atomic script (its own cluster slot).
 //
+// A loss of the server's state (restart without persistence, eviction,
+// FLUSHALL, failover to a lagging replica) is detected, not believed:
+// store/redis/watch.hpp says how, and why that way. Once detected, no attempt
+// is won for one lease (claim_outcome::quarantined) and take_notices() says
+// what happened.
+//
 // Link lease::redis (hiredis 0.14 or newer, found with pkg-config).
 #pragma once
 
@@ -22,6 +28,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "lease/error.hpp"
@@ -32,6 +39,7 @@
 #include "lease/store/redis/keys.hpp"
 #include "lease/store/redis/scripts.hpp"
 #include "lease/store/redis/url.hpp"
+#include "lease/store/redis/watch.hpp"
 #include "lease/time.hpp"
 
 namespace lease {
@@ -54,6 +62,16 @@ struct redis_options {
   /// After a failed connect, calls fail fast for a backoff that doubles from
   /// 25 ms up to this, so a down server is probed, not hammered.
   std::chrono::milliseconds max_backoff{1000};
+  /// Non-zero: a won claim returns won only once this many replicas have
+  /// acknowledged it (WAIT replicas replica_timeout), so a failover cannot
+  /// forget a run that has started. If fewer acknowledge in time the claim is
+  /// released at once (no handler starts on it; the handover is not counted
+  /// against max_attempts) and claim() throws store_error unavailable
+  /// (redis_errc::not_replicated): retry later. That keeps a slot from
+  /// running twice at the cost of not running it while replicas lag.
+  int replicas = 0;
+  /// How long a claim waits for the replicas (must be > 0: WAIT 0 blocks forever).
+  std::chrono::milliseconds replica_timeout{200};
 };
 
 /// The Store on one Redis or Valkey server (7.0+).
@@ -62,8 +80,10 @@ struct redis_options {
 /// reconnects (with backoff after failed connects). Errors are
 /// lease::store_error with a lease::redis_errc code that compares equal to a
 /// lease::errc: unavailable (connection refused or lost, timeout, LOADING,
-/// READONLY, OOM, ...), corrupt (WRONGTYPE, a foreign record),
-/// invalid_argument (bad URL or prefix, refused credentials) and
+/// READONLY, OOM, ..., a claim not acknowledged by `replicas`), corrupt
+/// (WRONGTYPE, a foreign record), invalid_argument (bad URL or prefix,
+/// refused or needless credentials, a database the server lacks: each with
+/// a sentence saying what to fix; URLs in messages never show credentials) and
 /// outcome_unknown only when a claim, finish or release was sent, its reply
 /// lost, and reading the run back failed too. A lost reply is otherwise
 /// resolved: the run is read back and the token compared (DESIGN.md §2); a
@@ -81,19 +101,40 @@ class redis_store {
       : opts_(std::move(opts)),
         conn_(std::make_unique<detail::redis::connection>(detail::redis::connection_settings{
             detail::redis::parse_url(opts_.url), opts_.connect_timeout, opts_.command_timeout,
-            std::chrono::milliseconds{25}, opts_.max_backoff})) {
+            std::chrono::milliseconds{25}, opts_.max_backoff})),
+        watch_(std::make_unique<detail::redis::watch>()) {
     detail::redis::check_prefix(opts_.prefix);
+    if (opts_.replicas < 0 || (opts_.replicas > 0 && opts_.replica_timeout.count() <= 0))
+      throw store_error(make_error_code(errc::invalid_argument),
+                        "lease::redis_store: replicas must be 0 or more, and replica_timeout above 0 when "
+                        "replicas is set (WAIT with timeout 0 would block forever)");
+    // Every connect checks the server before the call that connected sends
+    // anything (pointers to heap objects: stable when the store moves).
+    conn_->on_connect([c = conn_.get(), w = watch_.get(), prefix = opts_.prefix, clock = opts_.clock] {
+      detail::redis::verify_on_connect(*c, *w, prefix, clock ? ms(clock()) : std::string());
+    });
   }
 
   /// DESIGN.md §3 claim. A lost reply is resolved by reading the run back.
+  /// `quarantined` after a detected loss of state (watch.hpp); with
+  /// options().replicas, a won claim not acknowledged by enough replicas is
+  /// released and thrown as unavailable (redis_errc::not_replicated).
   claim_result claim(const claim_request& req) {
+    claim_result res;
     try {
-      return send_claim(req);
+      res = send_claim(req);
     } catch (const detail::redis::transport_error& e) {
       if (!e.maybe_applied()) throw;
-      return resolve_claim(req, e);
+      res = resolve_claim(req, e);
     }
+    if (res.outcome == claim_outcome::won && opts_.replicas > 0) wait_for_replicas(req);
+    return res;
   }
+
+  /// What this store learnt that an operator should read (NoticeStore): its
+  /// durability settings at the first connect (and after a restart), and
+  /// each loss of state it detected or learnt of. Each sentence once.
+  std::vector<std::string> take_notices() { return std::exchange(watch_->notices, {}); }
 
   /// Extends the lease to store-now + `lease` if `token` is current.
   /// A lost reply is an unavailable error: a heartbeat is safe to repeat.
@@ -110,19 +151,29 @@ class redis_store {
     std::vector<std::string> nums;  // slot and lease of each element
     keys.reserve(batch.size());
     nums.reserve(batch.size() * 2);
+    conn_->open();  // connect (and check the server) before reading what this handle knows
     for (const auto& h : batch) {
       keys.push_back(keys_of(h.run.job));
       nums.push_back(ms(h.run.slot));
       nums.push_back(std::to_string(h.lease.count()));
+      nums.push_back(std::to_string(watch_->fence_of(h.run.job)));
     }
     auto replies = conn_->eval_many(detail::redis::script::heartbeat, batch.size(),
                                     [&](std::size_t i, detail::redis::argv_t& a) {
                                       push_keys(a, keys[i], detail::redis::script::heartbeat);
-                                      a.insert(a.end(), {now, nums[2 * i], batch[i].token, nums[2 * i + 1]});
+                                      a.insert(a.end(), {now, nums[3 * i], batch[i].token, nums[3 * i + 1], nums[3 * i + 2]});
                                     });
     std::vector<bool> out;
     out.reserve(batch.size());
-    for (auto& r : replies) out.push_back(as_int(r.get(), "heartbeat") == 1);
+    for (std::size_t i = 0; i < replies.size(); ++i) {
+      const std::int64_t v = as_int(replies[i].get(), "heartbeat");
+      if (v == 2)
+        record_loss(batch[i].run.job, "a heartbeat of job '" + detail::redis::printable(batch[i].run.job, 80) +
+                                          "' found its fence counter below fence " + nums[3 * i + 2] +
+                                          " seen before: its keys were flushed, evicted or lost in a failover",
+                    std::nullopt);
+      out.push_back(v == 1);
+    }
     return out;
   }
 
@@ -168,8 +219,10 @@ class redis_store {
     const redisReply* r = reply.get();
     if (r->type != REDIS_REPLY_ARRAY || r->elements % detail::redis::record_width != 0) bad_reply("unfinished");
     std::vector<run_record> out;
-    for (std::size_t i = 0; i < r->elements; i += detail::redis::record_width)
+    for (std::size_t i = 0; i < r->elements; i += detail::redis::record_width) {
       out.push_back(parse_record(r->element + i, job, "unfinished"));
+      watch_->saw_fence(job, out.back().fence);
+    }
     return out;
   }
 
@@ -179,7 +232,9 @@ class redis_store {
     const redisReply* r = reply.get();
     if (r->type == REDIS_REPLY_NIL) return std::nullopt;
     if (r->type != REDIS_REPLY_ARRAY || r->elements != detail::redis::record_width) bad_reply("get");
-    return parse_record(r->element, run.job, "get");
+    run_record rec = parse_record(r->element, run.job, "get");
+    watch_->saw_fence(run.job, rec.fence);
+    return rec;
   }
 
   /// The store's clock: the caller's clock if one was given, else Redis TIME.
@@ -230,32 +285,144 @@ class redis_store {
     });
   }
 
+  /// One round trip: the store's marker and quarantine (HMGET), then the
+  /// claim script with what this handle knew when sending. The HMGET runs
+  /// first on the server, so if it shows a loss the claim ran after it too.
   claim_result send_claim(const claim_request& req) {
+    conn_->open();  // connect (and check the server) before reading what this handle knows
     auto keys = keys_of(req.run.job);
+    const std::optional<std::int64_t> sent_lost = watch_->lost_at;
+    const std::string store_key = detail::redis::store_key(opts_.prefix);
     const std::string now = now_arg(), slot = ms(req.run.slot), reason = std::to_string(static_cast<int>(req.reason)),
                       lease = std::to_string(req.lease.count()), max_attempts = std::to_string(req.max_attempts),
                       deadline = ms(req.deadline), overlap = std::to_string(static_cast<int>(req.overlap)),
-                      history = std::to_string(req.history_size), retain = std::to_string(req.retain.count());
-    auto reply = conn_->eval(detail::redis::script::claim, [&](argv_t& a) {
+                      history = std::to_string(req.history_size), retain = std::to_string(req.retain.count()),
+                      known = std::to_string(watch_->fence_of(req.run.job)),
+                      lost = sent_lost ? std::to_string(*sent_lost) : std::string();
+    auto args = [&](argv_t& a) {
       push_keys(a, keys, detail::redis::script::claim);
       a.insert(a.end(), {now, slot, req.runner, req.token, reason, lease, max_attempts, deadline, overlap, history,
-                         retain});
-    });
+                         retain, known, lost});
+    };
+    std::vector<argv_t> cmds{{"HMGET", store_key, "id", "lost"},
+                             {"EVALSHA", conn_->sha(detail::redis::script::claim)}};
+    args(cmds[1]);
+    auto replies = conn_->exchange(cmds);
+    detail::redis::reply_ptr reply = std::move(replies[1]);
+    if (detail::redis::connection::error_code_of(reply.get()) == redis_errc::noscript)
+      reply = conn_->eval(detail::redis::script::claim, args);  // reloads the scripts; it did not run
+    detail::redis::connection::throw_if_error(reply.get(), "claim");
     const redisReply* r = reply.get();
-    if (r->type != REDIS_REPLY_ARRAY || (r->elements != 2 && r->elements != 2 + detail::redis::record_width))
+    if (r->type != REDIS_REPLY_ARRAY ||
+        (r->elements != 3 && r->elements != 4 && r->elements != 3 + detail::redis::record_width))
       bad_reply("claim");
     const std::int64_t outcome = as_int(r->element[0], "claim");
-    if (outcome < 0 || outcome > static_cast<int>(claim_outcome::none)) bad_reply("claim");
+    if (outcome < 0 || outcome > static_cast<int>(claim_outcome::quarantined)) bad_reply("claim");
     claim_result res;
     res.outcome = static_cast<claim_outcome>(outcome);
     res.store_now = time_point{duration{as_int(r->element[1], "claim")}};
-    if (r->elements == 2) {
-      res.record.job = req.run.job;
-      res.record.slot = req.run.slot;
-    } else {
-      res.record = parse_record(r->element + 2, req.run.job, "claim");
+    const bool detected = as_int(r->element[2], "claim") != 0;
+    res.record.job = req.run.job;
+    res.record.slot = req.run.slot;
+    if (r->elements == 4) {
+      if (res.outcome != claim_outcome::quarantined) bad_reply("claim");
+      res.record.lease_end = time_point{duration{as_int(r->element[3], "claim")}};
+    } else if (r->elements > 4) {
+      res.record = parse_record(r->element + 3, req.run.job, "claim");
+      watch_->saw_fence(req.run.job, res.record.fence);
+    }
+    if (detected)
+      record_loss(req.run.job, "a claim of job '" + detail::redis::printable(req.run.job, 80) +
+                                   "' found its fence counter below fence " + known +
+                                   " seen before: its keys were flushed, evicted or lost in a failover",
+                  req.lease);
+    check_marker(replies[0].get(), sent_lost);
+    // The marker showed a quarantine the script did not know of (a loss
+    // detected just now, or by another handle since this one last looked):
+    // a win inside it must not run. Hand it back and answer as the rules would.
+    if (res.outcome == claim_outcome::won && watch_->lost_at && watch_->lost_at != sent_lost &&
+        res.store_now < time_point{duration{*watch_->lost_at}} + req.lease) {
+      try {
+        (void)release(req.run, req.token);
+      } catch (const store_error&) {
+        // Unreleased, it expires after one lease, as the quarantine does.
+      }
+      claim_result q;
+      q.outcome = claim_outcome::quarantined;
+      q.record.job = req.run.job;
+      q.record.slot = req.run.slot;
+      q.record.lease_end = time_point{duration{*watch_->lost_at}} + req.lease;
+      q.store_now = res.store_now;
+      return q;
     }
     return res;
+  }
+
+  /// The marker as read before a claim: gone, replaced, or a quarantine this
+  /// handle did not know of, is checked with the marker script (watch.hpp).
+  void check_marker(const redisReply* m, std::optional<std::int64_t> sent_lost) {
+    if (m->type != REDIS_REPLY_ARRAY || m->elements != 2) return;  // an error reply: the claim's own check stands
+    const redisReply* id = m->element[0];
+    const redisReply* lost = m->element[1];
+    const bool same_id = id->type == REDIS_REPLY_STRING && std::string_view(id->str, id->len) == watch_->marker;
+    std::optional<std::int64_t> stored_lost;
+    if (lost->type == REDIS_REPLY_STRING) {
+      std::int64_t v = 0;
+      auto [p, ec] = std::from_chars(lost->str, lost->str + lost->len, v);
+      if (ec == std::errc{} && p == lost->str + lost->len) stored_lost = v;
+    }
+    if (same_id && stored_lost == sent_lost) return;
+    const std::string fresh = make_token(watch_->rng);
+    const std::string key = detail::redis::store_key(opts_.prefix), now = now_arg();
+    const argv_t cmd = detail::redis::marker_command(*conn_, key, now, *watch_, fresh, false);
+    auto replies = conn_->exchange(std::span(&cmd, 1));
+    const auto a = detail::redis::parse_marker(replies.front().get());
+    detail::redis::adopt(*watch_, a, conn_->where(),
+                         a.id == fresh ? "the marker key is gone: keys flushed (FLUSHALL, FLUSHDB) or evicted"
+                                       : "the marker key holds another store's id: the server was replaced");
+  }
+
+  /// Records a loss this handle proved for `job` store-wide, so every handle
+  /// obeys the quarantine (the job's own script already recorded it for the job).
+  void record_loss(std::string_view /*job*/, const std::string& why, std::optional<duration> lease) {
+    try {
+      const std::string fresh = make_token(watch_->rng);
+      const std::string key = detail::redis::store_key(opts_.prefix), now = now_arg();
+      const argv_t cmd = detail::redis::marker_command(*conn_, key, now, *watch_, fresh, true);
+      auto replies = conn_->exchange(std::span(&cmd, 1));
+      detail::redis::adopt(*watch_, detail::redis::parse_marker(replies.front().get()), conn_->where(), why, lease);
+    } catch (const store_error& e) {
+      watch_->notices.push_back("redis at " + conn_->where() + " lost its state (" + why +
+                                "); the job's own claims are quarantined, but recording the loss for every job "
+                                "failed: " + std::string(detail::redis::without_prefix(e.what())));
+    }
+  }
+
+  /// WAIT for opts_.replicas; short of them, release the claim and throw.
+  void wait_for_replicas(const claim_request& req) {
+    const std::string n = std::to_string(opts_.replicas), t = std::to_string(opts_.replica_timeout.count());
+    const argv_t cmd{"WAIT", n, t};
+    std::int64_t acked = -1;
+    try {
+      auto replies = conn_->exchange(std::span(&cmd, 1));
+      detail::redis::connection::throw_if_error(replies.front().get(), "WAIT");
+      acked = as_int(replies.front().get(), "WAIT");
+    } catch (const store_error&) {
+      acked = -1;  // unknown: as bad as too few
+    }
+    if (acked >= opts_.replicas) return;
+    try {
+      (void)release(req.run, req.token);
+    } catch (const store_error&) {
+      // Unreleased, the claim expires after its lease; no handler started on it.
+    }
+    detail::redis::raise(redis_errc::not_replicated,
+                         "redis at " + conn_->where() + ": the claim of job '" +
+                             detail::redis::printable(req.run.job, 80) + "' was acknowledged by " +
+                             (acked < 0 ? std::string("an unknown number of") : std::to_string(acked)) + " of " + n +
+                             " replicas within " + t + " ms, so a failover could forget it; it was released and "
+                             "no handler runs on it. Retry once the replicas catch up",
+                         "");
   }
 
   /// The claim's reply was lost. Our token in the run ⇒ it was applied: won
@@ -338,9 +505,11 @@ class redis_store {
 
   redis_options opts_;
   std::unique_ptr<detail::redis::connection> conn_;
+  std::unique_ptr<detail::redis::watch> watch_;
 };
 
 static_assert(Store<redis_store>);
 static_assert(BatchHeartbeatStore<redis_store>);
+static_assert(NoticeStore<redis_store>);
 
 }  // namespace lease

@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -102,6 +103,20 @@ class connection {
     return std::move(replies.front());
   }
 
+  /// Runs `hook` right after every successful connect, before the call that
+  /// connected sends anything: the store checks there that the server still
+  /// holds its state (redis.hpp). If the hook throws, the connect failed.
+  void on_connect(std::function<void()> hook) { on_connect_ = std::move(hook); }
+
+  /// The SHA1 of a loaded script (valid once connected).
+  [[nodiscard]] const std::string& sha(script which) const noexcept { return sha_[static_cast<unsigned>(which)]; }
+
+  /// Connects now if not connected (or fails fast while backing off).
+  void open() { ensure(); }
+
+  /// "host:port", never credentials: for messages.
+  [[nodiscard]] std::string where() const { return printable(s_.where.host, 100) + ":" + std::to_string(s_.where.port); }
+
   /// Drops the connection; the next call reconnects at once.
   void disconnect() noexcept {
     ctx_.reset();
@@ -128,8 +143,6 @@ class connection {
     return {static_cast<time_t>(d.count() / 1000), static_cast<suseconds_t>((d.count() % 1000) * 1000)};
   }
 
-  std::string where() const { return s_.where.host + ":" + std::to_string(s_.where.port); }
-
   [[noreturn]] void fail(int saved_errno, bool maybe_applied, std::string_view what) {
     const redis_errc code = classify_context_error(ctx_ ? ctx_->err : REDIS_ERR_OTHER, saved_errno);
     std::string msg = "lease::redis_store: " + std::string(what) + " " + where();
@@ -148,6 +161,13 @@ class connection {
                 " ms of backoff left");
     try {
       connect();
+      if (on_connect_) {
+        try {
+          on_connect_();
+        } catch (const transport_error& e) {  // nothing of the caller's was sent yet
+          throw transport_error(e.code(), e.what(), false);
+        }
+      }
       backoff_ = {};
     } catch (...) {
       ctx_.reset();
@@ -178,7 +198,29 @@ class connection {
     const std::size_t setup = cmds.size();
     for (auto text : scripts) cmds.push_back({"SCRIPT", "LOAD", text});
     auto replies = send_and_read(cmds, /*handshake=*/true);
-    for (std::size_t i = 0; i < replies.size(); ++i) throw_if_error(replies[i].get(), "setting up " + where());
+    // What the caller must fix, in a sentence: a refused AUTH or SELECT is
+    // not a server failure (retrying won't help), and is never "corrupt".
+    for (std::size_t i = 0; i < replies.size(); ++i) {
+      const redisReply* r = replies[i].get();
+      auto code = error_code_of(r);
+      if (!code) continue;
+      const std::string_view text(r->str, r->len);
+      const bool is_auth = s_.where.password && i == 0, is_select = s_.where.db != 0 && i + 1 == setup;
+      if (is_auth && text.find("without any password configured") != std::string_view::npos)
+        raise(redis_errc::auth, "redis at " + where() + " has no password set, but the url gives one: "
+                                "remove it from the url, or configure one on the server (requirepass or ACL)", text);
+      if (is_auth)
+        raise(redis_errc::auth, "redis at " + where() + " refused the url's user or password: fix the "
+                                "credentials in the url (escape '%', '/' and '@' as %25, %2F and %40)", text);
+      if (is_select)
+        raise(redis_errc::bad_db, "redis at " + where() + " refused SELECT " + db + ": use a database "
+                                  "number below the server's `databases` setting (16 by default; "
+                                  "cluster nodes have only database 0)", text);
+      if (*code == redis_errc::auth)
+        raise(redis_errc::auth, "redis at " + where() + " needs credentials: put them in the url "
+                                "(redis://user:password@host)", text);
+      throw_if_error(r, "setting up " + where());
+    }
     store_shas(std::span(replies).subspan(setup));
   }
 
@@ -226,6 +268,7 @@ class connection {
   }
 
   connection_settings s_;
+  std::function<void()> on_connect_;
   context_ptr ctx_;
   std::array<std::string, script_count> sha_{};
   std::chrono::steady_clock::time_point retry_at_{};

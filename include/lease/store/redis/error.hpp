@@ -15,6 +15,7 @@
 #include <hiredis/hiredis.h>
 
 #include "lease/error.hpp"
+#include "lease/store/redis/printable.hpp"
 
 namespace lease {
 
@@ -41,6 +42,8 @@ enum class redis_errc {
   bad_record,                   ///< a stored run record is not what this library wrote
   bad_reply,                    ///< a reply of unexpected shape
   error_reply,                  ///< any other error reply
+  bad_db,                       ///< SELECT refused: the url's database number does not exist on the server
+  not_replicated,               ///< a won claim was not acknowledged by enough replicas in time (released)
 };
 
 namespace detail::redis {
@@ -71,6 +74,8 @@ class category_impl final : public std::error_category {
       case redis_errc::bad_record: return "a stored run record is not what lease wrote";
       case redis_errc::bad_reply: return "unexpected reply from redis";
       case redis_errc::error_reply: return "redis error reply";
+      case redis_errc::bad_db: return "redis has no such database (the url's /db)";
+      case redis_errc::not_replicated: return "a won claim was not acknowledged by enough replicas; it was released";
     }
     return "unknown redis error";
   }
@@ -78,6 +83,7 @@ class category_impl final : public std::error_category {
     switch (static_cast<redis_errc>(c)) {
       case redis_errc::reply_lost: return errc::outcome_unknown;
       case redis_errc::auth:
+      case redis_errc::bad_db:
       case redis_errc::redirect: return errc::invalid_argument;
       case redis_errc::wrongtype:
       case redis_errc::bad_record:
@@ -132,12 +138,22 @@ namespace lease::detail::redis {
   return redis_errc::other;
 }
 
+/// The prefix of every message this store raises (once: see without_prefix).
+inline constexpr std::string_view message_prefix = "lease::redis_store: ";
+
+/// `msg` without a leading message_prefix, to quote one error inside another.
+[[nodiscard]] inline std::string_view without_prefix(std::string_view msg) noexcept {
+  if (msg.substr(0, message_prefix.size()) == message_prefix) msg.remove_prefix(message_prefix.size());
+  return msg;
+}
+
 /// Throws the store_error for `code`, with `what` (which operation, which
-/// server) and `detail` (hiredis's errstr or the server's message) in its text.
+/// server; our own text) and `detail` (hiredis's errstr or the server's
+/// message, which may quote keys with any bytes: made printable) in its text.
 [[noreturn]] inline void raise(redis_errc code, std::string_view what, std::string_view detail) {
-  std::string msg{"lease::redis_store: "};
-  msg.append(what);
-  if (!detail.empty()) msg.append(": ").append(detail);
+  std::string msg{message_prefix};
+  msg.append(without_prefix(what));
+  if (!detail.empty()) msg.append(": ").append(printable(without_prefix(detail), 300));
   throw store_error(make_error_code(code), msg);
 }
 

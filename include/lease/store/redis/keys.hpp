@@ -15,6 +15,7 @@
 #include <string_view>
 
 #include "lease/error.hpp"
+#include "lease/store/redis/printable.hpp"
 
 namespace lease::detail::redis {
 
@@ -28,7 +29,7 @@ inline void check_prefix(std::string_view prefix) {
   if (prefix.find_first_of("{}") != std::string_view::npos)
     throw store_error(make_error_code(errc::invalid_argument),
                       "lease::redis_store: the key prefix must not contain '{' or '}' (it is inside the "
-                      "cluster hash tag): '" + std::string(prefix) + "'");
+                      "cluster hash tag): '" + printable(prefix, 100) + "'");
 }
 
 [[nodiscard]] inline job_keys keys_for(std::string_view prefix, std::string_view job) {
@@ -36,6 +37,14 @@ inline void check_prefix(std::string_view prefix) {
   tag.reserve(prefix.size() + job.size() + 24);
   tag.append("{").append(prefix).append(":").append(std::to_string(job.size())).append(":").append(job).append("}:");
   return {tag + "runs", tag + "ended"};
+}
+
+/// The store's own key: its marker (an id written at first use) and the
+/// quarantine after a detected loss (scripts.hpp, marker script). Its own
+/// hash tag, apart from every job's: only the marker script and a plain
+/// HMGET touch it, never a job's script.
+[[nodiscard]] inline std::string store_key(std::string_view prefix) {
+  return "{" + std::string(prefix) + "}:store";
 }
 
 }  // namespace lease::detail::redis

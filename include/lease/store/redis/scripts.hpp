@@ -8,7 +8,11 @@
 //                        fence, runner, status, lease_end, released, handovers}
 //                        "i" -> cmsgpack {fence, newest slot or false,
 //                        running slots oldest first, number of ended runs}
+//                        "q" -> the job's quarantine start (ms), set when a
+//                        loss of its state was detected (see redis.hpp)
 //   KEYS[2] ended  zset  the ended runs' slots (score = slot), for pruning
+// and one key of the store's own, `{<prefix>}:store` (marker script only):
+//   hash  "id" -> the marker written at first use, "lost" -> quarantine start
 // The job index "i" answers "is there a newer run?", "which runs are
 // running?" and the fence counter (never pruned) in the same HMGET that
 // reads the run, so a claim costs a few commands whatever the job's history
@@ -35,8 +39,8 @@
 namespace lease::detail::redis {
 
 /// The scripts, by index into `scripts`.
-enum class script : unsigned { claim, heartbeat, finish, release, get, unfinished };
-inline constexpr std::size_t script_count = 6;
+enum class script : unsigned { claim, heartbeat, finish, release, get, unfinished, marker };
+inline constexpr std::size_t script_count = 7;
 
 // Helpers shared by the scripts. Each script pastes only the ones it uses:
 // a script's whole text runs on every call, and on the heartbeat path (a
@@ -92,22 +96,18 @@ inline constexpr std::size_t script_count = 6;
   "end\n"
 
 /// claim: KEYS runs, ended; ARGV now, slot, runner, token, reason, lease,
-/// max_attempts, deadline, overlap, history_size, retain.
-/// Reply {outcome, now[, record]}.
+/// max_attempts, deadline, overlap, history_size, retain, known fence (the
+/// highest fence of the job this handle has seen, "0" if none), lost_at (the
+/// store-wide quarantine start this handle knows, "" if none).
+/// Reply {outcome, now, detected[, record | quarantine end]}: detected is 1
+/// when the known fence proves that the job's state was lost (it is then
+/// recorded in the job's 'q' field, and the fence counter raised back).
 inline constexpr std::string_view claim_lua =
     "#!lua\n"
     "local slot = ARGV[2]\n"
-    "local got = redis.call('HMGET', KEYS[1], slot, 'i')\n"
+    "local got = redis.call('HMGET', KEYS[1], slot, 'i', 'q')\n"
     "local r = got[1]\n" LEASE_REDIS_LUA_INLINE_REC LEASE_REDIS_LUA_INLINE_NOW
-    // Answers that change nothing: finished, running (live), none, late.
-    "if r then\n"
-    "  if r[5] ~= 0 then return {5, now, slot, r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8]} end\n"
-    "  if now < r[6] then return {1, now, slot, r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8]} end\n"
-    "else\n"
-    "  if ARGV[5] == '2' then return {6, now} end\n"
-    "  if now > tonumber(ARGV[8]) + 10000 then return {3, now} end\n"
-    "end\n"
-    // The job index, and the answer for a run superseded by a newer one.
+    // The job index: fence counter, newest slot, running slots, ended count.
     "local idx = got[2]\n"
     "if idx then\n"
     "  local ok\n"
@@ -118,11 +118,37 @@ inline constexpr std::string_view claim_lua =
     "else\n"
     "  idx = {0, false, {}, 0}\n"
     "end\n"
+    // Loss of state: a fence counter below one this handle saw can only mean
+    // the job's keys were lost (fences never go back). The quarantine start
+    // is the latest of the job's own ('q'), the store's (ARGV) and now if
+    // the loss is detected by this very claim.
+    "local lost = tonumber(got[3])\n"
+    "local g = tonumber(ARGV[13])\n"
+    "if g and (not lost or g > lost) then lost = g end\n"
+    "local detected = 0\n"
+    "local known = tonumber(ARGV[12])\n"
+    "if known > idx[1] then\n"
+    "  detected = 1\n"
+    "  if not lost or now > lost then lost = now end\n"
+    "  idx[1] = known\n"
+    "  redis.call('HSET', KEYS[1], 'q', lost, 'i', cmsgpack.pack(idx))\n"
+    "end\n"
+    "local lease = tonumber(ARGV[6])\n"
+    "local quarantine = lost and now < lost + lease\n"
+    // Answers that change nothing: finished, running (live), none, late, early.
+    "if r then\n"
+    "  if r[5] ~= 0 then return {5, now, detected, slot, r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8]} end\n"
+    "  if now < r[6] then return {1, now, detected, slot, r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8]} end\n"
+    "else\n"
+    "  if ARGV[5] == '2' then return {6, now, detected} end\n"
+    "  if now > tonumber(ARGV[8]) + 10000 then return {3, now, detected} end\n"
+    "  if tonumber(slot) > now + 1000 then return {7, now, detected} end\n"
+    "end\n"
     "local newer = idx[2] and tonumber(idx[2]) > tonumber(slot)\n"
-    "if not r and newer then return {4, now} end\n"
+    "if not r and newer then return {4, now, detected} end\n"
     // From here the claim writes. Changes are collected in `writes` (one
     // HSET at the end) and `ended` (one ZADD).
-    "local runner, token, lease = ARGV[3], ARGV[4], tonumber(ARGV[6])\n"
+    "local runner, token = ARGV[3], ARGV[4]\n"
     "local writes, ended = {}, {}\n"
     "local function end_run(s, x, status)\n"
     "  x[5] = status\n"
@@ -132,26 +158,31 @@ inline constexpr std::string_view claim_lua =
     "  idx[4] = idx[4] + 1\n"
     "  ended[#ended + 1] = s; ended[#ended + 1] = s\n"
     "end\n"
-    // A running run whose lease ran out: the next attempt, or interrupted.
+    // A won attempt's fence: above the last, and at least the store's clock
+    // in ms, so fences keep growing even across a loss nobody detected.
+    "local function next_fence() idx[1] = math.max(idx[1] + 1, now); return idx[1] end\n"
+    // A running run whose lease ran out: the next attempt, or interrupted,
+    // or (after a loss) not yet.
     "if r then\n"
     "  local outcome = 5\n"
     "  if newer or r[1] - r[8] >= tonumber(ARGV[7]) then\n"
     "    end_run(slot, r, 3)\n"
+    "  elseif quarantine then\n"
+    "    return {8, now, detected, lost + lease}\n"
     "  else\n"
     "    outcome = 0\n"
-    "    idx[1] = idx[1] + 1\n"
-    "    r[1] = r[1] + 1; r[2] = token; r[3] = idx[1]; r[4] = runner; r[5] = 0; r[6] = now + lease; r[7] = 0\n"
+    "    r[1] = r[1] + 1; r[2] = token; r[3] = next_fence(); r[4] = runner; r[5] = 0; r[6] = now + lease; r[7] = 0\n"
     "    writes[#writes + 1] = slot; writes[#writes + 1] = cmsgpack.pack(r)\n"
     "  end\n"
     "  if #ended > 0 then redis.call('ZADD', KEYS[2], unpack(ended)) end\n"
     "  redis.call('HSET', KEYS[1], 'i', cmsgpack.pack(idx), unpack(writes))\n"
-    "  return {outcome, now, slot, r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8]}\n"
+    "  return {outcome, now, detected, slot, r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8]}\n"
     "end\n"
-    // No state: overlap, or a new run.
+    // No state: overlap, quarantine, or a new run.
     "local overlap, history, retain = tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11])\n"
     "local others = {unpack(idx[3])}\n"
+    "local recs = {}\n"
     "if #others > 0 then\n"
-    "  local recs = {}\n"
     "  local vals = redis.call('HMGET', KEYS[1], unpack(others))\n"
     "  for i, s in ipairs(others) do\n"
     "    local v = vals[i]\n"
@@ -167,19 +198,19 @@ inline constexpr std::string_view claim_lua =
     "    for i = #others, 1, -1 do\n"
     "      local o = recs[i]\n"
     "      if o and o[5] == 0 and now < o[6] then\n"
-    "        return {2, now, others[i], o[1], o[2], o[3], o[4], o[5], o[6], o[7], o[8]}\n"
+    "        return {2, now, detected, others[i], o[1], o[2], o[3], o[4], o[5], o[6], o[7], o[8]}\n"
     "      end\n"
     "    end\n"
     "  end\n"
-    "  for i, s in ipairs(others) do\n"
-    "    local o = recs[i]\n"
-    "    if o and o[5] == 0 and (not (now < o[6]) or overlap == 3) then end_run(s, o, 3) end\n"
-    "  end\n"
     "end\n"
-    "idx[1] = idx[1] + 1\n"
+    "if quarantine then return {8, now, detected, lost + lease} end\n"
+    "for i, s in ipairs(others) do\n"
+    "  local o = recs[i]\n"
+    "  if o and o[5] == 0 and (not (now < o[6]) or overlap == 3) then end_run(s, o, 3) end\n"
+    "end\n"
     "idx[2] = slot\n"
     "idx[3][#idx[3] + 1] = slot\n"
-    "local n = {1, token, idx[1], runner, 0, now + lease, 0, 0}\n"
+    "local n = {1, token, next_fence(), runner, 0, now + lease, 0, 0}\n"
     "writes[#writes + 1] = slot; writes[#writes + 1] = cmsgpack.pack(n)\n"
     "if #ended > 0 then redis.call('ZADD', KEYS[2], unpack(ended)) end\n"
     // Prune: the oldest ended runs beyond the newest `history`, but only those
@@ -204,15 +235,36 @@ inline constexpr std::string_view claim_lua =
     "  end\n"
     "end\n"
     "redis.call('HSET', KEYS[1], 'i', cmsgpack.pack(idx), unpack(writes))\n"
-    "return {0, now, slot, n[1], n[2], n[3], n[4], n[5], n[6], n[7], n[8]}\n";
+    "return {0, now, detected, slot, n[1], n[2], n[3], n[4], n[5], n[6], n[7], n[8]}\n";
 
-/// heartbeat: KEYS runs; ARGV now, slot, token, lease. Reply 1 or 0. The hot
-/// path (every attempt, every few seconds): no closures, TIME only once renewing.
+/// heartbeat: KEYS runs; ARGV now, slot, token, lease, known fence. Reply 1
+/// (renewed), 0 (refused) or 2 (refused, and the job's fence counter is
+/// below the known fence: its state was lost; recorded as for a claim). The
+/// hot path (every attempt, every few seconds): no closures, TIME only once
+/// renewing, the index read only when refusing.
 inline constexpr std::string_view heartbeat_lua =
     "#!lua\n"
     "local slot = ARGV[2]\n"
     "local r = redis.call('HGET', KEYS[1], slot)\n" LEASE_REDIS_LUA_INLINE_REC
-    "if not r or r[5] ~= 0 or r[7] ~= 0 or r[2] ~= ARGV[3] then return 0 end\n" LEASE_REDIS_LUA_INLINE_NOW
+    "if not r or r[5] ~= 0 or r[7] ~= 0 or r[2] ~= ARGV[3] then\n"
+    "  local known = tonumber(ARGV[5])\n"
+    "  if known == 0 then return 0 end\n"
+    "  local got = redis.call('HMGET', KEYS[1], 'i', 'q')\n"
+    "  local idx = {0, false, {}, 0}\n"
+    "  if got[1] then\n"
+    "    local ok\n"
+    "    ok, idx = pcall(cmsgpack.unpack, got[1])\n"
+    "    if not ok or type(idx) ~= 'table' or #idx ~= 4 or type(idx[3]) ~= 'table' then\n"
+    "      error({err = 'LEASECORRUPT the job index in ' .. KEYS[1] .. ' is not lease data'})\n"
+    "    end\n"
+    "  end\n"
+    "  if known <= idx[1] then return 0 end\n" LEASE_REDIS_LUA_INLINE_NOW
+    "  local lost = tonumber(got[2])\n"
+    "  if not lost or now > lost then lost = now end\n"
+    "  idx[1] = known\n"
+    "  redis.call('HSET', KEYS[1], 'q', lost, 'i', cmsgpack.pack(idx))\n"
+    "  return 2\n"
+    "end\n" LEASE_REDIS_LUA_INLINE_NOW
     "r[6] = now + tonumber(ARGV[4])\n"
     "redis.call('HSET', KEYS[1], slot, cmsgpack.pack(r))\n"
     "return 1\n";
@@ -263,6 +315,38 @@ inline constexpr std::string_view unfinished_lua =
     "end\n"
     "return out\n";
 
+/// marker: KEYS the store key (keys.hpp store_key); ARGV now, the marker id
+/// this handle remembers ("" if none yet), a fresh id, evidence ("1": the
+/// caller has its own proof of a loss, e.g. a job's fence went back).
+/// Reply {id, lost_at or false, detected, now}.
+///   marker there, remembered (or none remembered)  -> adopt it (no loss)
+///   marker gone, one remembered                    -> loss: new marker, lost_at = now
+///   marker gone, none remembered                   -> a fresh store: write it
+///   another marker, with a lost_at                 -> another handle recorded a loss: adopt
+///   another marker, no lost_at                     -> the store was replaced: loss
+///   evidence                                       -> loss: lost_at = max(lost_at, now)
+/// A marker is rewritten only when it is gone, so handles adopting each
+/// other's markers never ping-pong.
+inline constexpr std::string_view marker_lua =
+    "#!lua\n" LEASE_REDIS_LUA_NOW
+    "local now = store_now()\n"
+    "local cur = redis.call('HMGET', KEYS[1], 'id', 'lost')\n"
+    "local id, lost = cur[1], tonumber(cur[2])\n"
+    "local mine, fresh, evidence = ARGV[2], ARGV[3], ARGV[4] == '1'\n"
+    "local detected = evidence\n"
+    "if not id then\n"
+    "  detected = detected or mine ~= ''\n"
+    "  id = fresh\n"
+    "  redis.call('HSET', KEYS[1], 'id', id)\n"
+    "elseif id ~= mine and mine ~= '' and not lost then\n"
+    "  detected = true\n"
+    "end\n"
+    "if detected then\n"
+    "  if not lost or now > lost then lost = now end\n"
+    "  redis.call('HSET', KEYS[1], 'lost', lost)\n"
+    "end\n"
+    "return {id, lost or false, detected and 1 or 0, now}\n";
+
 #undef LEASE_REDIS_LUA_NOW
 #undef LEASE_REDIS_LUA_INLINE_NOW
 #undef LEASE_REDIS_LUA_INLINE_REC
@@ -273,12 +357,12 @@ inline constexpr std::string_view unfinished_lua =
 
 /// Every script, indexed by `script`.
 inline constexpr std::array<std::string_view, script_count> scripts{
-    claim_lua, heartbeat_lua, finish_lua, release_lua, get_lua, unfinished_lua};
+    claim_lua, heartbeat_lua, finish_lua, release_lua, get_lua, unfinished_lua, marker_lua};
 
 /// How many of the job's keys (runs, ended — in that order) each script
 /// declares: only those it touches, as Redis Cluster requires, and no more
-/// bytes per call than it needs.
-inline constexpr std::array<unsigned, script_count> key_counts{2, 1, 2, 1, 1, 1};
+/// bytes per call than it needs. The marker script takes the store key instead.
+inline constexpr std::array<unsigned, script_count> key_counts{2, 1, 2, 1, 1, 1, 1};
 
 /// Fields of a record in a reply: slot, then the 8 stored fields.
 inline constexpr std::size_t record_width = 9;

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "lease/error.hpp"
+#include "lease/store/redis/printable.hpp"
 
 namespace lease::detail::redis {
 
@@ -19,10 +20,30 @@ struct endpoint {
   int db = 0;                           ///< non-zero: SELECT db
 };
 
+/// The URL with its credentials (everything before the last '@') replaced by
+/// "***", printable: safe for messages, logs and notices whatever the URL holds,
+/// even when it is malformed.
+[[nodiscard]] inline std::string redact_url(std::string_view url) {
+  std::string out;
+  std::string_view rest = url;
+  if (auto scheme = url.find("://"); scheme != std::string_view::npos) {
+    out.assign(url.substr(0, scheme + 3));
+    rest = url.substr(scheme + 3);
+  }
+  if (auto at = rest.rfind('@'); at != std::string_view::npos) {
+    out.append("***@");
+    rest = rest.substr(at + 1);
+  }
+  out.append(rest);
+  return printable(out, 200);
+}
+
+/// Throws invalid_argument naming what is wrong, with the URL redacted.
 [[noreturn]] inline void bad_url(std::string_view url, std::string_view why) {
   throw store_error(make_error_code(errc::invalid_argument),
-                    "lease::redis_store: bad url '" + std::string(url) + "': " + std::string(why) +
-                        " (expected redis://[user:password@]host[:port][/db])");
+                    "lease::redis_store: bad url '" + redact_url(url) + "': " + std::string(why) +
+                        " (expected redis://[user:password@]host[:port][/db]; escape '%', '/' and '@' "
+                        "in the user and password as %25, %2F and %40)");
 }
 
 /// Decodes %XX escapes (user names and passwords may hold any byte).
@@ -56,11 +77,8 @@ struct endpoint {
   if (url.substr(0, scheme.size()) != scheme) bad_url(url, "scheme must be redis:// (no TLS with hiredis 0.14)");
   std::string_view rest = url.substr(scheme.size());
   endpoint ep;
-  if (auto slash = rest.find('/'); slash != std::string_view::npos) {
-    std::string_view db = rest.substr(slash + 1);
-    if (!db.empty()) ep.db = parse_int(db, url, "db must be a number", 0, 1 << 20);
-    rest = rest.substr(0, slash);
-  }
+  // Credentials end at the last '@', before looking for the db: a raw '/' or
+  // '@' in a password then parses as the user meant.
   if (auto at = rest.rfind('@'); at != std::string_view::npos) {
     std::string_view cred = rest.substr(0, at);
     rest = rest.substr(at + 1);
@@ -70,6 +88,11 @@ struct endpoint {
     } else {
       ep.password = percent_decode(cred, url);  // redis://password@host, as redis-cli reads it
     }
+  }
+  if (auto slash = rest.find('/'); slash != std::string_view::npos) {
+    std::string_view db = rest.substr(slash + 1);
+    if (!db.empty()) ep.db = parse_int(db, url, "db must be a number", 0, 1 << 20);
+    rest = rest.substr(0, slash);
   }
   std::string_view host = rest;
   std::string_view port;

@@ -1,0 +1,325 @@
+// A redis that lost its state is detected, not believed (issue #9): after a
+// restart without persistence, a FLUSHALL or eviction, no instance wins a run
+// that could still be running elsewhere (claim_outcome::quarantined for one
+// lease), fences keep growing, and take_notices() says what happened. Also:
+// the notice on the server's durability settings, and WAIT for replicas.
+#include <algorithm>
+#include <thread>
+
+#include <catch2/catch.hpp>
+
+#include "lease/clock/fake.hpp"
+#include "lease/store/redis.hpp"
+#include "redis/server.hpp"
+
+using namespace std::chrono_literals;
+using lease::claim_outcome;
+using lease::claim_reason;
+using lease::claim_request;
+using lease::run_key;
+using lease::time_point;
+
+namespace {
+
+time_point at(std::int64_t ms) { return time_point{lease::duration{ms}}; }
+
+lease::redis_store store_on(const std::string& url, const std::string& prefix,
+                            std::optional<lease::fake_clock> clock = std::nullopt) {
+  lease::redis_options o;
+  o.url = url;
+  o.prefix = prefix;
+  if (clock) o.clock = [c = *clock] { return c.now(); };
+  return lease::redis_store{std::move(o)};
+}
+
+claim_request request(std::string job, time_point slot, std::string token,
+                      claim_reason reason = claim_reason::scheduled) {
+  claim_request r;
+  r.run = {std::move(job), slot};
+  r.runner = "runner-" + token;
+  r.token = std::move(token);
+  r.reason = reason;
+  r.lease = 30s;
+  r.deadline = slot + 1h;
+  return r;
+}
+
+/// Calls `op` until it stops throwing an unavailable store_error (bounded).
+template <class Op>
+auto until_available(Op op) {
+  const auto end = std::chrono::steady_clock::now() + 10s;
+  for (;;) {
+    try {
+      return op();
+    } catch (const lease::store_error& e) {
+      REQUIRE(e.code() == lease::errc::unavailable);
+      REQUIRE(std::chrono::steady_clock::now() < end);
+      std::this_thread::sleep_for(20ms);
+    }
+  }
+}
+
+std::string all(const std::vector<std::string>& notices) {
+  std::string s;
+  for (const auto& n : notices) s += n + "\n";
+  return s;
+}
+
+bool has(const std::vector<std::string>& notices, std::string_view text) {
+  return std::any_of(notices.begin(), notices.end(),
+                     [&](const std::string& n) { return n.find(text) != std::string::npos; });
+}
+
+}  // namespace
+
+TEST_CASE("after a restart without persistence between two instances' claims the second claim is quarantined") {
+  lease::testing::redis_server srv;  // --save '' --appendonly no
+  lease::fake_clock clock{at(1'700'000'000'000)};
+  const std::string prefix = lease::testing::fresh_prefix("restart");
+  auto a = store_on(srv.url(), prefix, clock);
+  auto b = store_on(srv.url(), prefix, clock);
+  const run_key run{"report", clock.now()};
+  auto won = a.claim(request("report", run.slot, "a1"));
+  REQUIRE(won.outcome == claim_outcome::won);
+  REQUIRE_FALSE(b.get(run) == std::nullopt);  // b has connected and seen the store
+  (void)a.take_notices();
+  (void)b.take_notices();
+
+  srv.restart();  // everything is gone; a is still running its run
+  clock.advance(2s);
+  auto second = until_available([&] { return b.claim(request("report", run.slot, "b1")); });
+  CHECK(second.outcome == claim_outcome::quarantined);
+  CHECK(second.record.lease_end == clock.now() + 30s);  // one lease after the loss was noticed
+  const auto notices = b.take_notices();
+  CAPTURE(all(notices));
+  CHECK(has(notices, "lost its state (the server restarted without persistence: run_id changed, marker key gone)"));
+  CHECK(has(notices, "no run starts until one lease (of each claim) after 2023-11-14T22:13:22.000Z (store clock)"));
+  // Every instance obeys it, whatever it remembers; a's run is gone, so a stops.
+  CHECK_FALSE(until_available([&] { return a.heartbeat(run, "a1", 30s); }));
+  CHECK(a.claim(request("report", run.slot, "a2")).outcome == claim_outcome::quarantined);
+  CHECK(a.claim(request("other", run.slot, "a3")).outcome == claim_outcome::quarantined);
+  CHECK_FALSE(a.get(run));  // nothing was created
+
+  clock.advance(30s);  // a's runner has stopped by now: the run may start again
+  auto again = b.claim(request("report", run.slot, "b2"));
+  REQUIRE(again.outcome == claim_outcome::won);
+  CHECK(again.record.fence > won.record.fence);  // fences never repeat
+}
+
+TEST_CASE("after FLUSHALL an instance that never saw the job is quarantined too, and fences keep growing") {
+  lease::testing::redis_server srv;
+  lease::fake_clock clock{at(1'700'000'000'000)};
+  const std::string prefix = lease::testing::fresh_prefix("flush");
+  auto a = store_on(srv.url(), prefix, clock);
+  auto b = store_on(srv.url(), prefix, clock);
+  const run_key run{"report", clock.now()};
+  auto first = a.claim(request("report", run.slot, "a1"));
+  REQUIRE(first.outcome == claim_outcome::won);
+  REQUIRE_FALSE(b.get({"elsewhere", run.slot}));  // b connected; it never saw "report"
+
+  srv.command({"FLUSHALL"});  // the connections stay up: only the marker check can tell b
+  auto second = b.claim(request("report", run.slot, "b1"));
+  CHECK(second.outcome == claim_outcome::quarantined);
+  CHECK(second.record.lease_end == clock.now() + 30s);
+  auto rec = b.get(run);  // the win the script gave before the marker said "lost" was handed back
+  CHECK((!rec || rec->released));
+  const auto notices = b.take_notices();
+  CAPTURE(all(notices));
+  CHECK(has(notices, "the marker key is gone"));
+  CHECK(a.claim(request("report", run.slot, "a2", claim_reason::takeover)).outcome == claim_outcome::quarantined);
+
+  clock.advance(30s);
+  auto later = a.claim(request("report", run.slot, "a3", claim_reason::takeover));
+  REQUIRE(later.outcome == claim_outcome::won);
+  CHECK(later.record.fence > first.record.fence);
+}
+
+TEST_CASE("a job whose keys alone vanished is detected by the fence an instance saw, and the quarantine is shared") {
+  lease::testing::redis_server srv;
+  lease::fake_clock clock{at(1'700'000'000'000)};
+  const std::string prefix = lease::testing::fresh_prefix("evict1");
+  auto a = store_on(srv.url(), prefix, clock);
+  auto b = store_on(srv.url(), prefix, clock);
+  const run_key run{"report", clock.now()};
+  auto first = a.claim(request("report", run.slot, "a1"));
+  REQUIRE(first.outcome == claim_outcome::won);
+  REQUIRE(b.claim(request("other", run.slot, "b0")).outcome == claim_outcome::won);
+  // As an eviction of this job's keys would: the marker is still there.
+  auto keys = lease::detail::redis::keys_for(prefix, "report");
+  REQUIRE(srv.command({"DEL", keys.runs, keys.ended})->integer >= 1);
+
+  // a's heartbeat is refused and proves the loss (its fence is above the job's counter).
+  CHECK_FALSE(a.heartbeat(run, "a1", 30s));
+  CAPTURE(all(a.take_notices()));
+  // b never saw "report": the job's own quarantine stops it in the script...
+  auto taken = b.claim(request("report", run.slot, "b1"));
+  CHECK(taken.outcome == claim_outcome::quarantined);
+  CHECK(taken.record.lease_end == clock.now() + 30s);
+  // ...and the store-wide one every other job.
+  CHECK(b.claim(request("third", run.slot, "b2")).outcome == claim_outcome::quarantined);
+  CHECK(has(b.take_notices(), "another instance noticed it"));
+
+  clock.advance(30s);
+  auto later = b.claim(request("report", run.slot, "b3"));
+  REQUIRE(later.outcome == claim_outcome::won);
+  CHECK(later.record.fence > first.record.fence);
+}
+
+TEST_CASE("a claim of an instance that saw the job detects its lost state by itself") {
+  lease::testing::redis_server srv;
+  lease::fake_clock clock{at(1'700'000'000'000)};
+  const std::string prefix = lease::testing::fresh_prefix("evict2");
+  auto a = store_on(srv.url(), prefix, clock);
+  const run_key run{"report", clock.now()};
+  auto first = a.claim(request("report", run.slot, "a1"));
+  REQUIRE(first.outcome == claim_outcome::won);
+  auto keys = lease::detail::redis::keys_for(prefix, "report");
+  srv.command({"DEL", keys.runs, keys.ended});
+  clock.advance(1s);
+  auto res = a.claim(request("report", run.slot + 1s, "a2"));
+  CHECK(res.outcome == claim_outcome::quarantined);
+  CHECK(res.record.lease_end == clock.now() + 30s);
+  CHECK(has(a.take_notices(), "found its fence counter below fence 1700000000000 seen before"));
+}
+
+TEST_CASE("keys evicted under allkeys-lru are detected as a loss") {
+  lease::testing::redis_server srv;
+  lease::fake_clock clock{at(1'700'000'000'000)};
+  const std::string prefix = lease::testing::fresh_prefix("lru");
+  auto a = store_on(srv.url(), prefix, clock);
+  const run_key run{"report", clock.now()};
+  REQUIRE(a.claim(request("report", run.slot, "a1")).outcome == claim_outcome::won);
+  srv.command({"DEBUG", "POPULATE", "2000", "filler", "100"});
+  srv.command({"CONFIG", "SET", "maxmemory-policy", "allkeys-lru"});
+  srv.command({"CONFIG", "SET", "maxmemory", "1"});
+  (void)srv.command({"SET", "one-more", "x"});  // evicts every key it can, then answers OOM
+  srv.command({"CONFIG", "SET", "maxmemory", "0"});
+  auto stats = srv.command({"INFO", "stats"});
+  REQUIRE(lease::detail::redis::info_field(stats.get(), "evicted_keys") != "0");
+  REQUIRE(srv.command({"DBSIZE"})->integer == 0);
+
+  CHECK(a.claim(request("report", run.slot, "a2")).outcome == claim_outcome::quarantined);
+  CHECK(has(a.take_notices(), "lost its state"));
+}
+
+TEST_CASE("a fresh empty store is not quarantined, nor a restart that kept the state") {
+  lease::testing::redis_server srv{{.append_only = true, .extra_args = {}}};
+  lease::fake_clock clock{at(1'700'000'000'000)};
+  const std::string prefix = lease::testing::fresh_prefix("fresh");
+  auto a = store_on(srv.url(), prefix, clock);
+  auto b = store_on(srv.url(), prefix, clock);
+  REQUIRE(a.claim(request("report", clock.now(), "a1")).outcome == claim_outcome::won);
+  REQUIRE(b.claim(request("other", clock.now(), "b1")).outcome == claim_outcome::won);
+  srv.restart();  // the append-only file brings everything back
+  CHECK(until_available([&] { return a.heartbeat({"report", clock.now()}, "a1", 30s); }));
+  clock.advance(1s);
+  CHECK(b.claim(request("third", clock.now(), "b2")).outcome == claim_outcome::won);
+  CHECK_FALSE(has(a.take_notices(), "lost its state"));
+  CHECK_FALSE(has(b.take_notices(), "lost its state"));
+}
+
+TEST_CASE("fences keep growing across a wipe on the server's own clock") {
+  lease::testing::redis_server srv;
+  const std::string prefix = lease::testing::fresh_prefix("realfence");
+  auto a = store_on(srv.url(), prefix);
+  auto req = request("report", a.now(), "a1");
+  req.lease = 200ms;
+  auto first = a.claim(req);
+  REQUIRE(first.outcome == claim_outcome::won);
+  CHECK(first.record.fence >= static_cast<std::uint64_t>(req.run.slot.time_since_epoch().count()));
+
+  auto win_again = [&](std::string token) {
+    req.token = std::move(token);
+    req.reason = claim_reason::takeover;
+    const auto end = std::chrono::steady_clock::now() + 5s;
+    for (;;) {  // quarantined for one 200 ms lease after the loss was noticed
+      auto res = until_available([&] { return a.claim(req); });
+      if (res.outcome != claim_outcome::quarantined && res.outcome != claim_outcome::none) return res;
+      REQUIRE(std::chrono::steady_clock::now() < end);
+      req.reason = claim_reason::scheduled;  // the run is gone: claim it anew
+      std::this_thread::sleep_for(20ms);
+    }
+  };
+  srv.command({"FLUSHALL"});
+  auto second = win_again("a2");
+  REQUIRE(second.outcome == claim_outcome::won);
+  CHECK(second.record.fence > first.record.fence);
+  srv.restart();
+  auto third = win_again("a3");
+  REQUIRE(third.outcome == claim_outcome::won);
+  CHECK(third.record.fence > second.record.fence);
+}
+
+TEST_CASE("the first connect tells what the server's persistence and eviction mean for exactly-once") {
+  SECTION("no persistence") {
+    lease::testing::redis_server srv;
+    auto a = store_on(srv.url(), lease::testing::fresh_prefix("n"));
+    CHECK(a.take_notices().empty());  // nothing before the first connect
+    (void)a.get({"j", at(0)});
+    auto notices = a.take_notices();
+    REQUIRE(notices.size() == 1);
+    CHECK(notices.front().find("redis at 127.0.0.1:" + std::to_string(srv.port()) +
+                               ": no persistence (appendonly no, save ''): a restart forgets every run; "
+                               "maxmemory-policy noeviction never evicts lease keys.") == 0);
+    (void)a.get({"j", at(0)});
+    CHECK(a.take_notices().empty());  // once
+  }
+  SECTION("append-only file and allkeys-lru") {
+    lease::testing::redis_server srv{{.append_only = true, .extra_args = {"--maxmemory-policy", "allkeys-lru"}}};
+    auto a = store_on(srv.url(), lease::testing::fresh_prefix("a"));
+    (void)a.get({"j", at(0)});
+    const std::string n = all(a.take_notices());
+    CHECK(n.find("append-only file with fsync on every write: a restart keeps every run") != std::string::npos);
+    CHECK(n.find("maxmemory-policy allkeys-lru may evict run state") != std::string::npos);
+  }
+  SECTION("CONFIG renamed away") {
+    lease::testing::redis_server srv{{.append_only = false, .extra_args = {"--rename-command", "CONFIG", ""}}};
+    auto a = store_on(srv.url(), lease::testing::fresh_prefix("c"));
+    (void)a.get({"j", at(0)});
+    const std::string n = all(a.take_notices());
+    CHECK(n.find("persistence unknown (CONFIG is renamed or forbidden here") != std::string::npos);
+  }
+}
+
+TEST_CASE("with replicas set a won claim waits for them and is released when they fall short") {
+  lease::testing::redis_server master;
+  lease::fake_clock clock{at(1'700'000'000'000)};
+  lease::redis_options o;
+  o.url = master.url();
+  o.prefix = lease::testing::fresh_prefix("wait");
+  o.clock = [clock] { return clock.now(); };
+  o.replicas = 1;
+  o.replica_timeout = 50ms;
+  lease::redis_store store{o};
+  const run_key run{"report", clock.now()};
+  std::error_code err;
+  std::string what;
+  try {
+    (void)store.claim(request("report", run.slot, "t1"));
+  } catch (const lease::store_error& e) {
+    err = e.code();
+    what = e.what();
+  }
+  CHECK(err == lease::errc::unavailable);
+  CHECK(err == lease::redis_errc::not_replicated);
+  CHECK(what.find("acknowledged by 0 of 1 replicas within 50 ms") != std::string::npos);
+  auto rec = store.get(run);
+  REQUIRE(rec);
+  CHECK(rec->released);  // handed back: no handler runs on an unreplicated claim
+
+  lease::testing::redis_server replica{{.append_only = false,
+                                        .extra_args = {"--replicaof", "127.0.0.1", std::to_string(master.port())}}};
+  for (int i = 0;; ++i) {  // bounded: the first sync takes well under a second
+    auto info = replica.command({"INFO", "replication"});
+    if (lease::detail::redis::info_field(info.get(), "master_link_status") == "up") break;
+    REQUIRE(i < 500);
+    std::this_thread::sleep_for(10ms);
+  }
+  o.replica_timeout = 2000ms;
+  lease::redis_store waiting{o};
+  auto res = waiting.claim(request("report", run.slot, "t2"));
+  CHECK(res.outcome == claim_outcome::won);
+  CHECK(res.record.attempt == 2);
+  CHECK(res.record.handovers == 1);  // the release was a handover, not a dead runner
+  CHECK(replica.command({"EXISTS", lease::detail::redis::keys_for(o.prefix, "report").runs})->integer == 1);
+}
