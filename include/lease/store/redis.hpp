@@ -326,7 +326,8 @@ class redis_store {
     res.record.slot = req.run.slot;
     if (r->elements == 4) {
       if (res.outcome != claim_outcome::quarantined) bad_reply("claim");
-      res.record.lease_end = time_point{duration{as_int(r->element[3], "claim")}};
+      const std::int64_t end = as_int(r->element[3], "claim");
+      res.record.lease_end = end < 0 ? time_point::max() : time_point{duration{end}};
     } else if (r->elements > 4) {
       res.record = parse_record(r->element + 3, req.run.job, "claim");
       watch_->saw_fence(req.run.job, res.record.fence);
@@ -340,8 +341,10 @@ class redis_store {
     // The marker showed a quarantine the script did not know of (a loss
     // detected just now, or by another handle since this one last looked):
     // a win inside it must not run. Hand it back and answer as the rules would.
+    const time_point lost_at{duration{watch_->lost_at.value_or(0)}};
+    const bool forgotten_slot = res.record.attempt == 1 && req.run.slot <= lost_at + early_tolerance;
     if (res.outcome == claim_outcome::won && watch_->lost_at && watch_->lost_at != sent_lost &&
-        res.store_now < time_point{duration{*watch_->lost_at}} + req.lease) {
+        (res.store_now < lost_at + req.lease || forgotten_slot)) {
       try {
         (void)release(req.run, req.token);
       } catch (const store_error&) {
@@ -351,7 +354,7 @@ class redis_store {
       q.outcome = claim_outcome::quarantined;
       q.record.job = req.run.job;
       q.record.slot = req.run.slot;
-      q.record.lease_end = time_point{duration{*watch_->lost_at}} + req.lease;
+      q.record.lease_end = res.store_now < lost_at + req.lease ? lost_at + req.lease : time_point::max();
       q.store_now = res.store_now;
       return q;
     }

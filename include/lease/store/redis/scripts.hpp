@@ -204,6 +204,9 @@ inline constexpr std::string_view claim_lua =
     "  end\n"
     "end\n"
     "if quarantine then return {8, now, detected, lost + lease} end\n"
+    // A slot that could have had state before the loss may have run: never
+    // started as a new run (rules::claim; -1 stands for time_point::max()).
+    "if lost and tonumber(slot) <= lost + 1000 then return {8, now, detected, -1} end\n"
     "for i, s in ipairs(others) do\n"
     "  local o = recs[i]\n"
     "  if o and o[5] == 0 and (not (now < o[6]) or overlap == 3) then end_run(s, o, 3) end\n"
