@@ -62,7 +62,8 @@ TEST_CASE("A job name that is not valid UTF-8 is rejected with the offending byt
 
 TEST_CASE("A long job name is quoted cut between characters, never inside one") {
   const std::string name(101 * 2, 'x');  // over the limit
-  CHECK_THAT(error_for(name), Contains("\"" + std::string(40, 'x') + "…\" is invalid: it is 202 bytes long; the limit is 200"));
+  CHECK_THAT(error_for(name),
+             Contains("\"" + std::string(40, 'x') + "…\" is invalid: it is 202 bytes long; the limit is 200"));
   std::string accents;
   for (int i = 0; i < 101; ++i) accents += "é";  // 202 bytes, 2 per character
   CHECK_THAT(error_for(accents), Contains("job name \"éééééééééééééééééééé…\" is invalid"));

@@ -162,7 +162,8 @@ TEST_CASE("printable turns any bytes into one line of valid UTF-8 that shows the
              const std::string p = printable(text, max);
              RC_ASSERT(is_printable_utf8(p));
              RC_ASSERT(p.find('\0') == std::string::npos);
-             const bool cut = p.size() >= 3 && p.compare(p.size() - 3, 3, "…") == 0 && printable(text, 1'000'000) != p;
+             const bool cut =
+                 p.size() >= 3 && p.compare(p.size() - 3, 3, "…") == 0 && printable(text, 1'000'000) != p;
              const std::string_view shown = cut ? std::string_view(p).substr(0, p.size() - 3) : std::string_view(p);
              RC_ASSERT(shown.size() <= max);
              const auto back = unescape(shown);
