@@ -1,6 +1,8 @@
 // lease/options.hpp — an instance's timing and limits, validated at construction.
 #pragma once
 
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
@@ -16,6 +18,25 @@ namespace lease {
 /// `heartbeat` left unset means min(5 s, lease / 6). Call `validated()` (the
 /// scheduler does) to fill in defaults and reject impossible settings with a
 /// `std::invalid_argument` that names the option and the rule.
+///
+/// Limits (all durations are also checked not negative; lease and heartbeat
+/// positive):
+///
+///   lease                                ≤ 1 day       (lease_limit)
+///   heartbeat                            < lease / 2   (so ≤ 12 h)
+///   catch_up, max_late                   ≤ 366 days    (window_limit)
+///   claim_jitter, catch_up_jitter,
+///   stop_timeout                         ≤ 1 day       (delay_limit)
+///
+/// They are far above any sensible setting (a yearly job can still catch up
+/// or be late by a year) and far below overflow: every sum the scheduler, the
+/// rules and the stores form from options — now + lease, slot + max_late +
+/// late_tolerance, slot + catch_up + late_tolerance, retain = max(max_late,
+/// catch_up) + late_tolerance added to a slot, heartbeat × 2, now + backoff,
+/// now + stop_timeout, slot + jitter — stays under about 2.6 × 10^14 ms for
+/// any time in the years 1970–9999, where int64 milliseconds overflow only at
+/// 9.2 × 10^18. (Without them, `lease = duration::max()` made the lease end
+/// negative and a huge max_late made every claim late.)
 struct options {
   duration lease{30'000};                ///< how long a runner is presumed alive after a heartbeat
   std::optional<duration> heartbeat{};   ///< renewal interval; must be < lease / 2
@@ -29,6 +50,13 @@ struct options {
   std::string instance{};                ///< this instance's id; empty means hostname:pid
   std::uint64_t seed = 0;                ///< random seed for jitter and tokens; 0 means random
 
+  /// Largest lease validated() accepts: 1 day.
+  static constexpr duration lease_limit{86'400'000};
+  /// Largest catch_up and max_late validated() accepts: 366 days.
+  static constexpr duration window_limit{366 * 86'400'000LL};
+  /// Largest claim_jitter, catch_up_jitter and stop_timeout validated() accepts: 1 day.
+  static constexpr duration delay_limit{86'400'000};
+
   /// The heartbeat interval in force: the one set, or min(5 s, lease / 6).
   [[nodiscard]] duration heartbeat_interval() const {
     if (heartbeat) return *heartbeat;
@@ -36,28 +64,47 @@ struct options {
   }
 
   /// A copy with defaults filled in; throws std::invalid_argument naming the
-  /// option and the rule it breaks.
+  /// option, the rule it breaks and the limit (see the limits above).
   [[nodiscard]] options validated() const {
     auto ms = [](duration d) { return std::to_string(d.count()) + " ms"; };
     auto fail = [](const std::string& what) { throw std::invalid_argument("lease::options: " + what); };
+    // One range check per duration, before anything is computed from it.
+    auto in_range = [&](const char* name, duration d, duration limit, const char* limit_text, const char* why) {
+      if (d < duration::zero()) fail(std::string(name) + " must not be negative (it is " + ms(d) + ")");
+      if (d > limit)
+        fail(std::string(name) + " must be at most " + limit_text + " (" + ms(limit) + "; it is " + ms(d) +
+             "): " + why);
+    };
     if (lease <= duration::zero())
       fail("lease must be positive (it is " + ms(lease) + "): a zero lease expires at once");
+    in_range("lease", lease, lease_limit, "1 day",
+             "a runner that stops heartbeating would block its job that long; keep it a few heartbeats long");
     options o = *this;
     o.heartbeat = heartbeat_interval();
     if (*o.heartbeat <= duration::zero())
-      fail("heartbeat must be positive (it is " + ms(*o.heartbeat) + "; lease " + ms(lease) +
-           " is too short for the default lease / 6)");
-    if (*o.heartbeat * 2 >= lease)
+      fail("heartbeat must be positive (it is " + ms(*o.heartbeat) +
+           (heartbeat ? std::string(")") : "; lease " + ms(lease) + " is too short for the default lease / 6)"));
+    // heartbeat * 2 >= lease, without forming heartbeat * 2 (both are positive).
+    if (*o.heartbeat >= lease - *o.heartbeat)
       fail("heartbeat (" + ms(*o.heartbeat) + ") must be under half of lease (" + ms(lease) +
            "), so a runner can miss a heartbeat without losing its run");
     if (max_attempts < 1) fail("max_attempts must be at least 1 (it is 0): no run could ever start");
-    if (catch_up < duration::zero()) fail("catch_up must not be negative (it is " + ms(catch_up) + ")");
-    if (max_late < duration::zero()) fail("max_late must not be negative (it is " + ms(max_late) + ")");
-    if (claim_jitter < duration::zero() || catch_up_jitter < duration::zero())
-      fail("claim_jitter and catch_up_jitter must not be negative");
-    if (stop_timeout < duration::zero()) fail("stop_timeout must not be negative (it is " + ms(stop_timeout) + ")");
+    const char* retained = "stores keep every ended run for max(catch_up, max_late) after its slot";
+    in_range("catch_up", catch_up, window_limit, "366 days", retained);
+    in_range("max_late", max_late, window_limit, "366 days", retained);
+    in_range("claim_jitter", claim_jitter, delay_limit, "1 day", "it delays every claim by up to that much");
+    in_range("catch_up_jitter", catch_up_jitter, delay_limit, "1 day",
+             "it delays every catch-up claim by up to that much");
+    in_range("stop_timeout", stop_timeout, delay_limit, "1 day", "stop() may block that long");
     return o;
   }
 };
+
+// The limits keep every sum listed above far from overflow: the first
+// millisecond after 9999, plus twice each limit, is still under half of the range.
+static_assert(time_point{std::chrono::sys_days{std::chrono::year{10000} / 1 / 1}}.time_since_epoch() +
+                      2 * (options::lease_limit + options::window_limit + options::delay_limit) <
+                  duration::max() / 2,
+              "the options' limits leave room for any time up to the year 9999");
 
 }  // namespace lease

@@ -232,6 +232,16 @@ TEST_CASE("latest agrees with next across DST transitions") {
   CHECK(both.latest(utc("2026-10-25 01:45:00")) == utc("2026-10-25 01:30:00"));
 }
 
+TEST_CASE("From less than a second before a gap's end, next finds the slot at its end") {
+  const lease::cron daily("30 2 * * *", "Europe/Berlin");  // 2026-03-29: 03:00 CEST = 01:00Z
+  for (const char* t : {"2026-03-29 00:59:59.000", "2026-03-29 00:59:59.001", "2026-03-29 00:59:59.999"})
+    CHECK(daily.next(utc(t)) == utc("2026-03-29 01:00:00"));
+  CHECK(daily.next(daily.latest(utc("2026-03-29 01:00:00")) - lease::duration{1}) == utc("2026-03-29 01:00:00"));
+  // A day skipped whole: Kwajalein went from -12 to +12 on 1993-08-20.
+  const lease::cron evening("59 59 23 * * *", "Pacific/Kwajalein");
+  CHECK(evening.next(utc("1993-08-21 11:59:59.999")) == utc("1993-08-21 12:00:00"));
+}
+
 TEST_CASE("A rare schedule in a zone is found across many DST transitions, in both directions") {
   const lease::cron leap_day("0 0 29 2 *", "Europe/Berlin");
   CHECK(leap_day.next(utc("2026-03-01 00:00:00")) == utc("2028-02-28 23:00:00"));

@@ -147,6 +147,13 @@ class cron {
   [[nodiscard]] time_point next_zoned(date::sys_seconds from) const {
     for (;;) {
       const date::sys_info span = zone_->get_info(from);
+      // At a transition that skipped local times, the transition itself is
+      // the run_after slot. This is checked on arriving at the span, not on
+      // leaving the one before, so that a search that *starts* at the
+      // transition (`after` in the last second before it) finds it too.
+      if (from == span.begin && dst_.gap == dst_gap::run_after && span.begin > first_instant() &&
+          gap_matches(zone_->get_info(span.begin - seconds{1}), span))
+        return span.begin;
       date::local_seconds lo = as_local(from) + span.offset;
       // (A repeat lasts at most hours: past two days into the span, skip the lookup.)
       if (dst_.repeat == dst_repeat::first_only && from - span.begin < margin)
@@ -155,16 +162,13 @@ class cron {
       if (const auto m = detail::next_match(fields_, lo, end_local)) return as_sys(*m - span.offset);
       if (span.end >= last_instant()) return time_point::max();
 
-      const date::sys_info after = zone_->get_info(span.end);
-      if (dst_.gap == dst_gap::run_after && after.offset > span.offset &&
-          detail::next_match(fields_, end_local, as_local(span.end) + after.offset))
-        return span.end;
-
-      // Nothing up to span.end. Skip the spans that cannot hold a slot either,
+      // Nothing before span.end. Skip the spans that cannot hold a slot either,
       // so a rare schedule (29 February) costs one search, not one per span:
       // a wall clock never runs back by two days, so every later slot's local
       // time is at least the first match from two days before `from`'s, and
-      // no UTC offset moves the slot two days before that.
+      // no UTC offset moves the slot two days before that. (So when the gap
+      // at span.end holds a match, `from` becomes exactly span.end, and the
+      // check above finds it.)
       const auto ahead = detail::next_match(fields_, as_local(from) + span.offset - margin, date::local_seconds::max());
       if (!ahead) return time_point::max();
       from = std::max(span.end, as_sys(*ahead) - margin);
@@ -179,10 +183,7 @@ class cron {
       if (const auto m = detail::prev_match(fields_, as_local(upto) + span.offset, lo)) return as_sys(*m - span.offset);
       if (span.begin <= first_instant()) return time_point::min();
 
-      const date::sys_info before = zone_->get_info(span.begin - seconds{1});
-      if (dst_.gap == dst_gap::run_after && before.offset < span.offset &&
-          detail::prev_match(fields_, as_local(span.begin) + span.offset - seconds{1},
-                             as_local(span.begin) + before.offset))
+      if (dst_.gap == dst_gap::run_after && gap_matches(zone_->get_info(span.begin - seconds{1}), span))
         return span.begin;
 
       // As in next_zoned, mirrored: jump to two days after the last match
@@ -192,6 +193,15 @@ class cron {
       if (!behind) return time_point::min();
       upto = std::min(span.begin - seconds{1}, as_sys(*behind) + margin);
     }
+  }
+
+  // Whether the transition from `before` to `after` (adjacent spans) skips
+  // local times and one of them matches: then the transition is a slot under
+  // run_after. One definition for next and latest, so that they agree.
+  [[nodiscard]] bool gap_matches(const date::sys_info& before, const date::sys_info& after) const noexcept {
+    const date::local_seconds gap_start = as_local(after.begin) + before.offset;
+    const date::local_seconds gap_end = as_local(after.begin) + after.offset;
+    return gap_start < gap_end && detail::next_match(fields_, gap_start, gap_end).has_value();
   }
 
   // Local times at the start of a span that follows a fall-back already
