@@ -47,10 +47,11 @@ struct harness_error : std::runtime_error {
 
 inline std::int64_t wall_ms() { return lease::system_clock{}.now().time_since_epoch().count(); }
 
-/// Rounds of each fault: 2 in CTest, more under `scripts/chaos --soak`.
-inline int rounds() {
-  const char* r = std::getenv("LEASE_CHAOS_ROUNDS");
-  return r != nullptr && std::atoi(r) > 0 ? std::atoi(r) : 2;
+/// Rounds of a fault whose CTest run does `ctest_rounds`: times
+/// LEASE_CHAOS_SOAK (scripts/chaos --soak sets it) when that is set.
+inline int rounds(int ctest_rounds) {
+  const char* f = std::getenv("LEASE_CHAOS_SOAK");
+  return f != nullptr && std::atoi(f) > 0 ? ctest_rounds * std::atoi(f) : ctest_rounds;
 }
 
 /// Where a store lives, as an instance process is told (one backend per store).
@@ -178,6 +179,12 @@ class cluster {
   }
   /// Reads the logs for `d` (letting the cluster run).
   void run_for(std::chrono::milliseconds d) { (void)wait_for([](const line&) { return false; }, d, mark()); }
+
+  /// "i2 (runner of job a slot 1796039796000 attempt 1, fence 2)"
+  static std::string describe_run(const line& s) {
+    return s.instance + " (runner of job " + s.job + " slot " + std::to_string(s.slot) + " attempt " +
+           std::to_string(s.attempt) + ", fence " + std::to_string(s.fence) + ")";
+  }
 
   static line need(std::optional<line> l, const std::string& what) {
     if (!l) throw harness_error("timed out waiting for " + what);
