@@ -29,7 +29,10 @@ struct job_spec {
   std::int64_t every_ms;  ///< lease::every(every_ms)
   int steps;              ///< handler steps of step_ms each
 };
-inline constexpr job_spec jobs[] = {{"a", 2000, 50}, {"b", 3000, 100}};
+// "b" runs 3.5 s, longer than a lease: the faults hit its runner, so a
+// backup takes over while the old handler would still be running unless the
+// scheduler stops it. "a" is short and frequent: the cluster's pulse.
+inline constexpr job_spec jobs[] = {{"a", 2000, 50}, {"b", 4000, 175}};
 inline constexpr int step_ms = 20;
 
 /// Timing shared by the instances (short, so a test takes seconds).

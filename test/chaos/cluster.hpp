@@ -191,8 +191,9 @@ class cluster {
     return *l;
   }
 
-  /// A scheduled handler (of instance `only`, if given) that has done `steps`
-  /// steps: the moment to hurt its runner. Returns its start line.
+  /// A scheduled handler of job "b" (the long one; on instance `only`, if
+  /// given) that has done `steps` steps: the moment to hurt its runner.
+  /// Returns its start line.
   line wait_running(std::chrono::milliseconds timeout, const std::string& only = {}, int steps = 5) {
     const std::size_t from = mark();
     const auto end = std::chrono::steady_clock::now() + timeout;
@@ -201,7 +202,7 @@ class cluster {
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now());
       const line s = need(wait_for(
                               [&](const line& l) {
-                                return l.type == "start" && l.kind == "scheduled" &&
+                                return l.type == "start" && l.kind == "scheduled" && l.job == "b" &&
                                        (only.empty() || l.instance == only) &&
                                        std::find(too_short.begin(), too_short.end(), l.token) == too_short.end();
                               },
