@@ -81,10 +81,15 @@ int run(Store store, const std::string& name, const audit_log& log, sigset_t& st
                     ctx.job, ms(ctx.slot), ctx.attempt, ctx.fence, ctx.token, {}};
       log.write(l);
       for (int i = 0; i < steps; ++i) {
-        if (ctx.stop.stop_requested()) {
+        // Before each side effect, what the library asks of a handler: its
+        // stop token, and whether its lease is certainly still held (read
+        // from the clock now: a thread resumed from SIGSTOP sees it at once).
+        const bool held = ctx.lease_held();
+        if (ctx.stop.stop_requested() || !held) {
           l.type = "end";
           l.kind = "stopped";
-          l.message = "stop token requested after " + std::to_string(i) + " of " + std::to_string(steps) + " steps";
+          l.message = std::string(held ? "stop token requested" : "lease no longer certainly held") + " after " +
+                      std::to_string(i) + " of " + std::to_string(steps) + " steps";
           log.write(l);
           throw std::runtime_error(l.message);
         }
