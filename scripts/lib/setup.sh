@@ -8,6 +8,7 @@ lease_packages=(
   libsqlite3-dev libhiredis-dev libpq-dev
   catch2 librapidcheck-dev libbenchmark-dev
   redis-server
+  faketime libfaketime  # test/chaos: a stepped wall clock in one instance process
 )
 
 lease_say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
