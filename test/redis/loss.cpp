@@ -100,10 +100,13 @@ TEST_CASE("after a restart without persistence between two instances' claims the
   CHECK(a.claim(request("other", run.slot, "a3")).outcome == claim_outcome::quarantined);
   CHECK_FALSE(a.get(run));  // nothing was created
 
-  clock.advance(30s);  // a's runner has stopped by now: the run may start again
+  clock.advance(30s);  // a's runner has stopped by now…
   auto again = b.claim(request("report", run.slot, "b2"));
-  REQUIRE(again.outcome == claim_outcome::won);
-  CHECK(again.record.fence > won.record.fence);  // fences never repeat
+  CHECK(again.outcome == claim_outcome::quarantined);  // …but this slot may have run: it never starts again
+  CHECK(again.record.lease_end == lease::time_point::max());
+  auto next = b.claim(request("report", clock.now(), "b3"));  // a slot after the loss runs
+  REQUIRE(next.outcome == claim_outcome::won);
+  CHECK(next.record.fence > won.record.fence);  // fences never repeat
 }
 
 TEST_CASE("after FLUSHALL an instance that never saw the job is quarantined too, and fences keep growing") {
@@ -160,7 +163,7 @@ TEST_CASE("a job whose keys alone vanished is detected by the fence an instance 
   CHECK(has(b.take_notices(), "another instance noticed it"));
 
   clock.advance(30s);
-  auto later = b.claim(request("report", run.slot, "b3"));
+  auto later = b.claim(request("report", clock.now(), "b3"));  // a slot after the loss
   REQUIRE(later.outcome == claim_outcome::won);
   CHECK(later.record.fence > first.record.fence);
 }
@@ -236,7 +239,9 @@ TEST_CASE("fences keep growing across a wipe on the server's own clock") {
       auto res = until_available([&] { return a.claim(req); });
       if (res.outcome != claim_outcome::quarantined && res.outcome != claim_outcome::none) return res;
       REQUIRE(std::chrono::steady_clock::now() < end);
-      req.reason = claim_reason::scheduled;  // the run is gone: claim it anew
+      req.reason = claim_reason::scheduled;  // the run is gone: claim a slot after the loss
+      req.run.slot = a.now();
+      req.deadline = req.run.slot + 30s;
       std::this_thread::sleep_for(20ms);
     }
   };
