@@ -31,3 +31,38 @@ TEST_CASE("system_clock reads real wall time in milliseconds") {
   REQUIRE(before <= t);
   REQUIRE(t <= after);
 }
+
+TEST_CASE("a fake_clock's monotonic time moves with time passing and never with a step of its wall clock") {
+  lease::fake_clock c{lease::time_point{10'000ms}};
+  const lease::steady_point s0 = c.steady();
+  c.advance(250ms);
+  CHECK(c.steady() - s0 == 250ms);
+  c.step(-60s);  // NTP steps the wall clock back…
+  CHECK(c.now() == lease::time_point{10'250ms - 60s});
+  CHECK(c.steady() - s0 == 250ms);  // …monotonic time does not move
+  c.set(lease::time_point{0ms});    // a set() into the past is a step too
+  CHECK(c.steady() - s0 == 250ms);
+  c.set(lease::time_point{1'000ms});  // into the future: time passes
+  CHECK(c.steady() - s0 == 1'250ms);
+  c.step(5s);
+  CHECK(c.steady() - s0 == 1'250ms);
+}
+
+TEST_CASE("copies of a skewed_clock share their offset, and a step leaves monotonic time alone") {
+  lease::fake_clock base{lease::time_point{5'000ms}};
+  lease::skewed_clock<lease::fake_clock> a{base, 1s};
+  auto b = a;
+  a.step(-30s);
+  CHECK(b.now() == lease::time_point{5'000ms + 1s - 30s});
+  CHECK(b.steady() == base.steady());
+}
+
+TEST_CASE("system_clock's monotonic time never goes back") {
+  const lease::system_clock c;
+  lease::steady_point last = c.steady();
+  for (int i = 0; i < 10'000; ++i) {
+    const lease::steady_point t = c.steady();
+    REQUIRE(t >= last);
+    last = t;
+  }
+}

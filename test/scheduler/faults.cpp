@@ -294,3 +294,21 @@ TEST_CASE("after the store loses its state, no instance starts a run a runner ma
   CHECK(h.size() >= 2);  // later slots run
   CHECK_FALSE(t.events(event_kind::store_notice).empty());
 }
+
+TEST_CASE("an instance restarted under the same id does not call itself the backup of its own run") {
+  cluster c{at(1s)};
+  auto& old = c.add(spec_options("api-3", 1));
+  old.s->start();
+  c.run_until(at(60s));
+  REQUIRE(old.started.size() == 1);
+  old.down = true;  // kill -9: the run's lease is still live
+  auto o = spec_options("api-3", 2);
+  o.catch_up = 300s;
+  auto& again = c.add(o);  // the same instance id, a new process
+  again.s->start();
+  c.run_until(at(61s));
+  REQUIRE(again.count(event_kind::backup) == 1);
+  const std::string msg = again.of(event_kind::backup)[0].message;
+  CHECK(msg.find("earlier process with this instance's id") != std::string::npos);
+  CHECK(msg.find("runs on api-3 with a live lease; this instance is its backup") == std::string::npos);
+}

@@ -60,15 +60,15 @@ struct coverage_counts {
   }
 };
 
-/// RapidCheck's default is 100 cases; this suite runs at least 1,000 unless
+/// RapidCheck's default is 100 cases; this suite runs at least `cases` (1,000) unless
 /// RC_PARAMS sets max_success itself.
 template <class Testable>
-void prop_1000(const std::string& description, Testable&& testable) {
+void prop_1000(const std::string& description, Testable&& testable, int cases = 1000) {
   using namespace rc::detail;
   TestParams params = configuration().testParams;
   const char* env = std::getenv("RC_PARAMS");
   if (env == nullptr || std::string(env).find("max_success") == std::string::npos)
-    params.maxSuccess = std::max(params.maxSuccess, 1000);
+    params.maxSuccess = std::max(params.maxSuccess, cases);
   TestMetadata meta;
   meta.id = description;
   meta.description = description;
@@ -216,4 +216,53 @@ TEST_CASE("the simulation's history shows a stop hand-over and the backup's take
   CHECK(h.handlers[1].attempt == 2);
   CHECK(sim.backing_store().get(h.handlers[1].run)->handovers == 1);
   CHECK(sim.violations().empty());
+}
+
+/// Histories built to put I6 to the test many times: one long run per job,
+/// its runner hit again and again (crash, freeze, stop, a hung store), with
+/// clean backups around it. Each hit ends a lease that a backup must take
+/// over within lease + 2 × heartbeat.
+TEST_CASE("dead, frozen, stopped and cut-off runners are taken over within lease + 2 heartbeats, 500+ times") {
+  std::size_t checked = 0, histories = 0;
+  prop_1000("the takeover bound holds", [&] {
+    const auto seed = *rc::gen::arbitrary<std::uint64_t>();
+    lease::options o;
+    o.lease = ms(one_of(2000, 3000));
+    o.max_attempts = 20;  // attempts never run out here: every lease end must be taken over
+    o.catch_up = 0ms;
+    o.claim_jitter = ms(one_of(0, 100));
+    o.stop_timeout = ms(one_of(0, 500));
+    lease::sim::cluster<> sim(seed, o);
+    sim.add_job("job", lease::every(120s), [](const lease::run_context&) {
+      return lease::sim::script{.runs_for = 100s, .honours_stop = 0ms, .on_stop = lease::sim::script::ending::throws};
+    });
+    const int n = pick(3, 6);
+    for (int i = 0; i < n; ++i) sim.add_instance("n" + std::to_string(i), ms(pick(-300, 301)));
+    sim.start_all();
+    sim.run_for(120s + 500ms);
+    const int hits = pick(3, 7);
+    for (int k = 0; k < hits; ++k) {
+      const auto& hs = sim.recorded().handlers;
+      if (hs.empty() || hs.back().end) break;
+      std::size_t runner = 0;
+      for (std::size_t i = 0; i < sim.size(); ++i)
+        if (sim.instance_at(i).instance() == hs.back().instance) runner = i;
+      switch (pick(0, 4)) {
+        case 0: sim.crash(runner); break;
+        case 1: sim.freeze(runner, 3 * o.lease); break;
+        case 2: sim.stop(runner, o.stop_timeout); break;
+        case 3: sim.hang_store(runner, 2 * o.lease, 10); break;
+      }
+      sim.run_for(o.lease + 3 * *o.validated().heartbeat + ms(pick(0, 2000)));
+      if (sim.instance_at(runner).stopped() || pick(0, 2) == 0) sim.restart(runner);  // back as a clean backup
+    }
+    sim.run_for(2 * o.lease);
+    const auto bad = sim.violations();
+    checked += sim.takeover_checks();
+    ++histories;
+    if (!bad.empty()) RC_FAIL(sim.describe());
+  }, 400);  // about 2 lease ends each: ~900 per run
+  std::cout << "  coverage: " << histories << " histories, " << checked
+            << " lease ends held to the takeover deadline (I6)" << std::endl;
+  CHECK(checked >= 500);
 }
