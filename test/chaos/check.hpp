@@ -11,6 +11,7 @@
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <map>
@@ -54,6 +55,30 @@ inline std::string describe(const execution& e, std::int64_t origin) {
          " steps, ended: " + e.ended;
 }
 
+/// Milliseconds since the epoch of "2026-11-30T12:00:00.000Z", or -1.
+inline std::int64_t parse_iso_ms(const std::string& text) {
+  int y = 0, mo = 0, d = 0, h = 0, mi = 0, sec = 0, ms = 0;
+  if (std::sscanf(text.c_str(), "%d-%d-%dT%d:%d:%d.%dZ", &y, &mo, &d, &h, &mi, &sec, &ms) != 7) return -1;
+  using namespace std::chrono;
+  const sys_days day{year{y} / month{static_cast<unsigned>(mo)} / static_cast<unsigned>(d)};
+  return duration_cast<milliseconds>(day.time_since_epoch()).count() + ((h * 60 + mi) * 60 + sec) * 1000 + ms;
+}
+
+/// A `late` event for a burst names every slot it skipped in one sentence:
+/// "N slot(s) not claimed, <first> to <last>: …" (scheduler/claims.hpp).
+/// Returns [first, last] when the message has that form.
+inline std::pair<std::int64_t, std::int64_t> burst_range(const std::string& message, std::int64_t slot) {
+  const std::string mark = "slot(s) not claimed, ";
+  const auto at = message.find(mark);
+  if (at == std::string::npos) return {slot, slot};
+  const std::string rest = message.substr(at + mark.size());
+  const std::int64_t first = parse_iso_ms(rest.substr(0, 24));
+  const auto to = rest.find(" to ");
+  const std::int64_t last = to == 24 ? parse_iso_ms(rest.substr(28, 24)) : first;
+  if (first < 0 || last < first) return {slot, slot};
+  return {first, last};
+}
+
 /// Checks `lines`; slots are counted for jobs[] with due time (wall ms, the
 /// driver's real clock) in [window_from, window_to].
 inline report check(const std::vector<line>& lines, std::int64_t window_from, std::int64_t window_to,
@@ -68,6 +93,13 @@ inline report check(const std::vector<line>& lines, std::int64_t window_from, st
     if (l.type == "event") {
       ++r.events[l.kind];
       if (explaining.count(l.kind) != 0) explained.insert({l.job, l.slot});
+      if (l.kind == "late") {  // a burst: every slot it names
+        const auto [first, last] = burst_range(l.message, l.slot);
+        for (const job_spec& j : jobs)
+          if (l.job == j.name)
+            for (std::int64_t s = first; s <= last && last - first < 3'600'000; s += j.every_ms)
+              explained.insert({l.job, s});
+      }
       continue;
     }
     if (l.type != "start" && l.type != "step" && l.type != "end") continue;
