@@ -21,9 +21,13 @@
 //   in the same loop turn, not after every due timer);
 // * start lag: slot → handler start (wall clock; includes claim_jitter,
 //   uniform in [0, 250 ms], by design);
-// * stop(): wall time of each instance's call, against its bound
-//   stop_timeout + one store round trip (round trips sampled meanwhile on a
-//   connection of their own; exit status 1 if over).
+//   The worst one is printed next to the slowest round trip a probe (its own
+//   connection, every 10 ms) saw meanwhile: both high means the server or
+//   the machine stalled every client, only the lag high means the loop did;
+// * stop(): wall time of each instance's call — made on all three at once,
+//   150 ms after a slot, mid-burst, with claims queued and handlers running —
+//   against its bound stop_timeout + one store round trip (the probe's
+//   slowest; exit status 1 if over).
 //
 // A program with a main, not a Google Benchmark: one fixed-length run of a
 // cluster is the measurement, there is nothing to iterate. Not a CTest test.
@@ -136,6 +140,7 @@ struct tally {
   std::vector<std::atomic<std::uint8_t>> who;      // bit i: instance i started it
   std::vector<std::atomic<std::int64_t>> end_ns;   // [instance][cell]: handler end, monotonic
   std::vector<std::uint32_t> seen;                 // [instance][cell]: bit k: event kind k emitted
+  std::atomic<int> in_flight{0};                   // handlers running now
 
   struct per_instance {
     std::mutex m;  // start_lag: written by pool threads
@@ -143,6 +148,8 @@ struct tally {
     std::array<std::atomic<std::uint64_t>, 3> reasons{};  // handler starts by claim_reason
     // Loop thread only:
     std::vector<std::pair<int, double>> finish_lag;  // (slot index, ms)
+    double worst_finish = 0;                         // the largest finish lag, and when it happened:
+    mono::time_point worst_end{}, worst_success{};   // handler end, success event
     std::array<std::uint64_t, kinds> events{};
     std::uint64_t finish_unpaired = 0;  // success with no handler end recorded (must stay 0)
     std::vector<std::string> samples;   // first message of each kind, for the report
@@ -167,8 +174,10 @@ auto make_handler(tally& t, int i) {
       std::scoped_lock lock(me.m);
       me.start_lag.emplace_back(k, lag);
     }
+    t.in_flight.fetch_add(1);
     const auto work = std::chrono::milliseconds(5 + (c ? (*c * 7 + 3) % 16 : 10));
     std::this_thread::sleep_for(work);
+    t.in_flight.fetch_sub(1);
     if (c)
       t.end_ns[static_cast<std::size_t>(i) * t.cells() + *c].store(mono::now().time_since_epoch().count());
   };
@@ -194,7 +203,13 @@ auto make_sink(tally& t, int i) {
         ++me.finish_unpaired;
       } else {
         const mono::time_point ended{mono::duration{end}};
-        me.finish_lag.emplace_back(tally::slot_of(*c), ms_between(ended, now));
+        const double lag = ms_between(ended, now);
+        me.finish_lag.emplace_back(tally::slot_of(*c), lag);
+        if (lag > me.worst_finish) {
+          me.worst_finish = lag;
+          me.worst_end = ended;
+          me.worst_success = now;
+        }
       }
     }
     // "N slot(s) not claimed, A to B: …" (claims.hpp, on_slot): one event
@@ -222,6 +237,8 @@ struct result {
   std::uint64_t unpaired = 0;
   std::array<double, instances> trips_per_s{};
   bool stop_over = false;
+  int in_flight_at_stop = 0;
+  double worst_finish = 0, probe_max_then = 0;  // the probe's slowest round trip during the worst finish lag
 };
 
 /// Runs the cluster once with `jobs` jobs over stores from `make_store`
@@ -239,7 +256,7 @@ result run_cluster(int jobs, MakeStore make_store, std::string backend) {
 
   // Store round trips while the cluster runs, on a connection of their own:
   // stop()'s bound is stop_timeout + one of them.
-  std::vector<double> trips;
+  std::vector<std::pair<mono::time_point, double>> trips;  // (sent, ms)
   std::jthread probe([&trips, s = make_store()](std::stop_token st) mutable {
     while (!st.stop_requested()) {
       const auto a = mono::now();
@@ -247,7 +264,7 @@ result run_cluster(int jobs, MakeStore make_store, std::string backend) {
         (void)s.now();
       } catch (const std::exception&) {
       }
-      trips.push_back(ms_between(a, mono::now()));
+      trips.emplace_back(a, ms_between(a, mono::now()));
       std::this_thread::sleep_for(10ms);
     }
   });
@@ -264,10 +281,15 @@ result run_cluster(int jobs, MakeStore make_store, std::string backend) {
   for (auto& s : cluster) s->start();
   const lease::time_point first = every.next(clock.now());
   const auto began = mono::now();
-  std::this_thread::sleep_for(run_for);
+  // Stop in the middle of a burst — 150 ms after a slot, while claims are
+  // queued on every loop and handlers run — where an unfair loop would make
+  // stop() wait behind the queue.
+  const auto run_slots = std::chrono::duration_cast<lease::duration>(run_for) / interval - 1;
+  std::this_thread::sleep_until(first + run_slots * interval + 150ms);
 
   // Stop all three at once, each call timed on its own thread.
   const lease::time_point stop_at = clock.now();
+  r.in_flight_at_stop = t.in_flight.load();
   {
     std::vector<std::jthread> stoppers;
     for (int i = 0; i < instances; ++i)
@@ -286,9 +308,23 @@ result run_cluster(int jobs, MakeStore make_store, std::string backend) {
   probe.join();
   cluster.clear();  // joins every pool: no handler writes to the tally any more
 
-  r.rt_p50 = pct(trips, 50);
-  r.rt_p99 = pct(trips, 99);
-  r.rt_max = trips.empty() ? 0 : *std::max_element(trips.begin(), trips.end());
+  std::vector<double> rt;
+  for (auto [at, ms] : trips) rt.push_back(ms);
+  r.rt_p50 = pct(rt, 50);
+  r.rt_p99 = pct(rt, 99);
+  r.rt_max = rt.empty() ? 0 : *std::max_element(rt.begin(), rt.end());
+  // Was the worst finish lag the loop's doing, or did every client of the
+  // server (the probe too) stall then? The probe's slowest round trip that
+  // overlapped it says which.
+  for (auto& in : t.inst)
+    if (in.worst_finish > r.worst_finish) {
+      r.worst_finish = in.worst_finish;
+      r.probe_max_then = 0;
+      for (auto [at, ms] : trips)
+        if (at <= in.worst_success && at + std::chrono::duration_cast<mono::duration>(
+                                                std::chrono::duration<double, std::milli>(ms)) >= in.worst_end)
+          r.probe_max_then = std::max(r.probe_max_then, ms);
+    }
   r.bound_ms = static_cast<double>(stop_timeout.count()) + r.rt_max;
   for (double s : r.stop_ms) r.stop_over = r.stop_over || s > r.bound_ms;
 
@@ -302,21 +338,23 @@ result run_cluster(int jobs, MakeStore make_store, std::string backend) {
   std::vector<std::string> doubles;
   for (std::size_t c = 0; c < t.cells(); ++c) {
     const int k = tally::slot_of(c);
+    const int n = t.runs[c].load();
+    if (n >= 2) {  // in the window or not (the catch-up slot, the last ones): never
+      ++r.twice;
+      if (doubles.size() < 20)
+        doubles.push_back(job_name(static_cast<int>(c / slots_kept)) + " slot +" + std::to_string(k - k0 + 1) +
+                          " s: " + std::to_string(n) + " runs, instances mask " + std::to_string(t.who[c].load()));
+    }
     if (!in_window(k)) continue;
     ++r.due;
-    const int n = t.runs[c].load();
     auto& row = per_second[k];
+    if (n >= 2) {
+      ++row[2];
+      continue;
+    }
     if (n == 1) {
       ++r.once;
       ++row[0];
-      continue;
-    }
-    if (n >= 2) {
-      ++r.twice;
-      ++row[2];
-      if (doubles.size() < 20)
-        doubles.push_back(job_name(static_cast<int>(c / slots_kept)) + " slot +" + std::to_string(k - k0) + " s: " +
-                          std::to_string(n) + " runs, instances mask " + std::to_string(t.who[c].load()));
       continue;
     }
     ++r.missed;
@@ -373,10 +411,11 @@ result run_cluster(int jobs, MakeStore make_store, std::string backend) {
   std::printf("\nhandler starts by reason: scheduled=%llu catch_up=%llu takeover=%llu\n",
               static_cast<unsigned long long>(r.reasons[0]), static_cast<unsigned long long>(r.reasons[1]),
               static_cast<unsigned long long>(r.reasons[2]));
+  std::map<std::string, std::string> sample;  // one message per kind, from any instance
   for (auto& in : t.inst)
-    for (auto& s : in.samples)
-      if (s.rfind("success", 0) != 0 && s.rfind("won", 0) != 0 && s.rfind("backup", 0) != 0)
-        std::printf("  e.g. %s\n", s.c_str());
+    for (auto& s : in.samples) sample.try_emplace(s.substr(0, s.find(':')), s);
+  for (auto& [kind, s] : sample)
+    if (kind != "success" && kind != "won" && kind != "store_notice") std::printf("  e.g. %s\n", s.c_str());
   std::fflush(stdout);
   return r;
 }
@@ -437,13 +476,15 @@ int main(int argc, char** argv) {
   row("started exactly once", [&](const result& r) {
     return std::to_string(r.once) + " (" + num(100.0 * static_cast<double>(r.once) / static_cast<double>(std::max(r.due, 1L)), "%.2f") + "%)";
   });
-  row("started twice or more (BUG if > 0)", [&](const result& r) { return std::to_string(r.twice); });
+  row("started twice+, any slot (BUG if > 0)", [&](const result& r) { return std::to_string(r.twice); });
   row("missed (no start)", [&](const result& r) { return std::to_string(r.missed); });
   row("finish lag p50 / p99 ms (end -> success)",
       [&](const result& r) { return num(pct(r.finish_lag, 50), "%.2f") + " / " + num(pct(r.finish_lag, 99), "%.2f"); });
   row("finish lag max ms", [&](const result& r) {
     return num(r.finish_lag.empty() ? 0 : *std::max_element(r.finish_lag.begin(), r.finish_lag.end()));
   });
+  row("worst finish lag: probe's max RT meanwhile",
+      [&](const result& r) { return num(r.worst_finish) + ": " + num(r.probe_max_then); });
   row("start lag p50 / p99 ms (slot -> start)",
       [&](const result& r) { return num(pct(r.start_lag, 50)) + " / " + num(pct(r.start_lag, 99)); });
   row("start lag max ms", [&](const result& r) {
@@ -453,6 +494,7 @@ int main(int argc, char** argv) {
     const std::string name = "stop() i" + std::to_string(i) + " ms";
     row(name.c_str(), [&](const result& r) { return num(r.stop_ms[static_cast<std::size_t>(i)]); });
   }
+  row("handlers running when stop() was called", [&](const result& r) { return std::to_string(r.in_flight_at_stop); });
   row("stop() bound ms (timeout + max round trip)", [&](const result& r) {
     return num(r.bound_ms) + (r.stop_over ? " OVER" : " ok");
   });
