@@ -319,7 +319,7 @@ result run_cluster(int jobs, MakeStore make_store, std::string backend) {
   for (auto& in : t.inst)
     if (in.worst_finish > r.worst_finish) {
       r.worst_finish = in.worst_finish;
-      r.probe_max_then = 0;
+      r.probe_max_then = -1;  // no probe sample overlapped it
       for (auto [at, ms] : trips)
         if (at <= in.worst_success && at + std::chrono::duration_cast<mono::duration>(
                                                 std::chrono::duration<double, std::milli>(ms)) >= in.worst_end)
@@ -484,7 +484,9 @@ int main(int argc, char** argv) {
     return num(r.finish_lag.empty() ? 0 : *std::max_element(r.finish_lag.begin(), r.finish_lag.end()));
   });
   row("worst finish lag: probe's max RT meanwhile",
-      [&](const result& r) { return num(r.worst_finish) + ": " + num(r.probe_max_then); });
+      [&](const result& r) {
+        return num(r.worst_finish) + ": " + (r.probe_max_then < 0 ? std::string("no sample") : num(r.probe_max_then));
+      });
   row("start lag p50 / p99 ms (slot -> start)",
       [&](const result& r) { return num(pct(r.start_lag, 50)) + " / " + num(pct(r.start_lag, 99)); });
   row("start lag max ms", [&](const result& r) {
