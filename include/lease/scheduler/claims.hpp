@@ -77,8 +77,10 @@ void scheduler<S, C, E, P>::drop_older_claims(std::uint32_t j, time_point slot) 
   for (auto it = pending_.begin(); it != pending_.end();) {
     if (it->second.job == j && it->second.req.run.slot < slot) {
       emit(event_kind::late, it->second.req.run, 0, 0,
-           std::string(to_string(it->second.req.reason)) + " claim dropped: it was still unanswered when a newer "
-               "slot, " + detail::fmt(slot) + ", became due; only the latest slot of a job is claimed");
+           std::string(to_string(it->second.req.reason)) + " claim dropped: it was still pending (" +
+               (it->second.first_sent ? "its answer had not come: retried, or waiting for the store's time"
+                                      : "not sent yet: waiting out its jitter") +
+               ") when a newer slot, " + detail::fmt(slot) + ", became due; only the latest slot of a job is claimed");
       it = pending_.erase(it);
     } else {
       ++it;
