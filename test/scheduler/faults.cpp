@@ -124,6 +124,28 @@ TEST_CASE("a runner whose store calls hang stops its handler before a backup can
   CHECK(t.sim.violations().empty());
 }
 
+TEST_CASE("the watchdog requests the stop of a handler that only watches its stop token while the loop hangs") {
+  lease::sim::cluster<> sim(12, sim_options());
+  sim.add_job("report", lease::every(60s), [](const lease::run_context&) {
+    return lease::sim::script{.runs_for = 20s, .honours_stop = 0ms, .checks_lease = false};
+  });
+  for (const char* n : {"a", "b", "c"}) sim.add_instance(n);
+  sim.start_all();
+  sim.run_for(60s + 100ms);
+  const auto& h = sim.recorded().handlers;
+  REQUIRE(h.size() == 1);
+  std::size_t r = 0;
+  for (std::size_t i = 0; i < sim.size(); ++i)
+    if (sim.instance_at(i).instance() == h[0].instance) r = i;
+  sim.hang_store(r, 5s, 20);
+  sim.run_for(15s);
+  INFO(sim.describe());
+  REQUIRE(h.size() == 2);
+  CHECK(h[0].observed_stop);
+  CHECK(h[0].active_until < h[1].start);
+  CHECK(sim.violations().empty());
+}
+
 TEST_CASE("the self-abort counts from the send of the last acknowledged heartbeat, not from its late reply") {
   three t(4);
   t.sim.run_for(60s + 100ms);

@@ -316,8 +316,8 @@ class cluster {
         if (auto w = in.sched->next_wakeup()) consider(*w - in.clock->offset());
       for (const auto& r : in.running) {
         consider(end_of(r));
-        if (const auto& l = r.t.context().lease_state; l && !r.stop_seen)
-          consider(now() + std::max(l->deadline() - steady, duration::zero()));
+        if (const auto& l = r.t.context().lease_state; l && !r.stop_seen && l->deadline() > steady)
+          consider(now() + (l->deadline() - steady));
       }
     }
     return next;
@@ -375,15 +375,15 @@ class cluster {
     }
   }
 
-  /// A running handler looks at its stop token and its lease before each
-  /// side effect (run_context::lease_held()): until it sees either, it is
+  /// A running handler looks at its stop token, and (script::checks_lease)
+  /// its lease, before each side effect: until it sees either, it is
   /// executing (I9). Called only while its instance is not frozen.
   void observe(running_handler& r, const instance& in) {
     (void)in;
     handler_run& h = world_->hist.handlers.at(r.record);
     if (h.observed_stop) return;
     const run_context& c = r.t.context();
-    if (c.stop.stop_requested() || !c.lease_held()) {
+    if (c.stop.stop_requested() || (r.sc.checks_lease && !c.lease_held())) {
       h.observed_stop = true;
       if (!r.stop_seen) r.stop_seen = now();
       return;

@@ -16,6 +16,9 @@ struct script {
   ending ends = ending::returns;            ///< how it ends then
   std::optional<duration> honours_stop{};   ///< ends this long after its stop is requested; nullopt: never
   ending on_stop = ending::throws;          ///< how it ends when it honours a stop (throw = hand over)
+  /// It calls run_context::lease_held() before each side effect; if not, it
+  /// learns of a lost lease only through its stop token (the watchdog's job).
+  bool checks_lease = true;
 };
 
 }  // namespace lease::sim
