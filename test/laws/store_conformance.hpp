@@ -245,7 +245,24 @@ void replay(S& store, fake_clock clock, const settings& cfg, const std::vector<o
         do_claim(o.job, o.slot, o.runner, o.reason, o.ms);
         break;
       case op_kind::boundary: {
-        const run_key k = key(o.job, o.slot);
+        run_key k = key(o.job, o.slot);
+        // Aim where the boundary matters: a lease end of a run that has one
+        // (this run, else a running run of the job); the horizon of a run
+        // that pruning may delete (an ended run past the newest history_size).
+        auto js = model.jobs.find(k.job);
+        if (js != model.jobs.end() && !js->second.runs.empty()) {
+          std::vector<time_point> pick;
+          if (o.at == edge::lease_end && !js->second.runs.count(k.slot))
+            for (const auto& [slot, run] : js->second.runs)
+              if (run.status == run_status::running) pick.push_back(slot);
+          if (o.at == edge::prune) {
+            std::uint32_t newer_ended = 0;
+            for (auto it = js->second.runs.rbegin(); it != js->second.runs.rend(); ++it)
+              if (it->second.status != run_status::running && newer_ended++ >= cfg.history_size) pick.push_back(it->first);
+          }
+          if (!pick.empty()) k.slot = pick[static_cast<std::size_t>(o.claim_slot + 1) % pick.size()];
+        }
+        const int ref_slot = static_cast<int>((k.slot - epoch).count() / 10'000);
         const auto r = rules::get(model, k);
         std::optional<time_point> target;
         const char* name = "";
@@ -261,15 +278,15 @@ void replay(S& store, fake_clock clock, const settings& cfg, const std::vector<o
           if (*target > now) clock.advance(*target - now);
         }
         log << "to " << name << (o.delta < 0 ? " - 1" : o.delta > 0 ? " + 1" : "") << " of job#" << o.job << " slot#"
-            << o.slot << ": t=" << (clock.now() - epoch).count() << "\n";
+            << ref_slot << ": t=" << (clock.now() - epoch).count() << "\n";
         log << "  [" << step << "] t=" << (clock.now() - epoch).count() << " ";
         // The prune horizon matters when a newer run of the job is won.
         // Lateness and earliness concern the run itself; the prune horizon a
         // newer run of the job (only a won new run prunes); lease end and
         // quarantine end either.
-        int slot = o.claim_slot < 0 ? o.slot : o.claim_slot;
-        if (o.at == edge::late || o.at == edge::early) slot = o.slot;
-        if (o.at == edge::prune && slot <= o.slot) slot = std::min(o.slot + 1, 4);
+        int slot = o.claim_slot < 0 ? ref_slot : o.claim_slot;
+        if (o.at == edge::late || o.at == edge::early) slot = ref_slot;
+        if (o.at == edge::prune && slot <= ref_slot) slot = std::min(ref_slot + 1, 4);
         do_claim(o.job, slot, o.runner, o.at == edge::lease_end ? o.reason : claim_reason::scheduled, o.ms);
         break;
       }
