@@ -60,7 +60,8 @@ sqlite={
  'fence ignores the clock': ('fence = std::max(fence + 1, ms(at));','fence = fence + 1 + 0 * ms(at);'),
  'lost_at moved earlier': ('if (!lost || *lost < at) {','if (true) {'),
  'replacement not detected': ('      if (static_cast<std::uint64_t>(st.st_ino) == ino_ && static_cast<std::uint64_t>(st.st_dev) == dev_) return;','      return;'),
- 'deletion not detected': ('    } else if (errno == ENOENT) {\n      file_replaced(ino_, "was deleted");','    } else if (errno == ENOENT) {\n      return;'),
+ 'deletion not detected': ('    } else if (errno == ENOENT) {\n      loss_ = loss{ino_, "was deleted"};\n      file_replaced();','    } else if (errno == ENOENT) {\n      return;'),
+ 'a failed recovery is not resumed': ('    if (loss_) return file_replaced();','    if ((false)) return file_replaced();'),
  'new file not quarantined': ('options_.quarantine_new_file ? std::optional<std::int64_t>(t) : std::nullopt','std::optional<std::int64_t>{}'),
 }
 

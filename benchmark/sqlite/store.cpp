@@ -16,12 +16,17 @@
 //              floor: UPDATE status by key (autocommit)
 //   heartbeat_many/16  sixteen renewals in one transaction
 //              floor: BEGIN IMMEDIATE; 16 x UPDATE lease_end by key; COMMIT
+//   file_check what every store operation now adds first: one stat() of the
+//              store's path, compared with the open file's device + inode
+//              (is the file still the one at the path?). Compare it with
+//              floor_heartbeat (the cheapest write) and floor_claim.
 //
 // The work a benchmark needs between timed operations (ending the claimed
 // run, claiming the run to finish) is done with timing paused, identically
 // for the store and its floor.
 #include <benchmark/benchmark.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
 
 #include <chrono>
 #include <stdexcept>
@@ -287,8 +292,24 @@ void floor_heartbeat_many(benchmark::State& st) {
   st.SetItemsProcessed(n);
 }
 
+void file_check(benchmark::State& st) {
+  fixture f;
+  const std::string path = f.dir.file("jobs.db");
+  struct ::stat opened {};
+  if (::stat(path.c_str(), &opened) != 0) st.SkipWithError("stat");
+  std::int64_t n = 0;
+  for (auto _ : st) {
+    struct ::stat now {};
+    if (::stat(path.c_str(), &now) != 0 || now.st_ino != opened.st_ino || now.st_dev != opened.st_dev)
+      st.SkipWithError("the file changed");
+    ++n;
+  }
+  st.SetItemsProcessed(n);
+}
+
 }  // namespace
 
+BENCHMARK(file_check);
 BENCHMARK(floor_claim);
 BENCHMARK(store_claim);
 BENCHMARK(floor_claim_running);

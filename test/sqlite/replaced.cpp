@@ -260,3 +260,44 @@ TEST_CASE("a path with control characters and invalid UTF-8 is escaped in error 
   CHECK(lease::detail::sqlite_printable("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80") == "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80");
   CHECK(lease::detail::sqlite_printable("\xc2\x85 \xc0\xaf \xed\xa0\x80 \\ \t") == "\\u{85} \\xc0\\xaf \\xed\\xa0\\x80 \\\\ \\t");
 }
+
+TEST_CASE("an instance whose clock is behind does not move a recorded lost_at earlier") {
+  lease::testing::temp_dir dir;
+  const std::string path = dir.file("jobs.db");
+  lease::fake_clock ahead{t0 + 10s};
+  lease::fake_clock behind{t0};
+  auto a = on(path, ahead);
+  auto b = on(path, behind);
+  REQUIRE(b.claim(request("report", t0, "tok-a")).outcome == claim_outcome::won);
+  delete_store_files(path);
+  CHECK(a.lost_at() == t0 + 10s);  // a notices first, on its clock
+  CHECK(b.lost_at() == t0 + 10s);  // b notices at t0: the later time stays
+  const auto q = b.claim(request("report", t0, "tok-b"));
+  CHECK(q.outcome == claim_outcome::quarantined);
+  CHECK(q.record.lease_end == t0 + 10s + 30s);
+  CHECK_THAT(b.take_notices().at(0), Contains("2026-03-01T00:00:10.000Z"));
+}
+
+TEST_CASE("a recovery that fails (the directory is gone) is an unavailable error and is finished by the next operation") {
+  lease::testing::temp_dir dir;
+  const std::string sub = dir.file("store");
+  std::filesystem::create_directory(sub);
+  const std::string path = sub + "/jobs.db";
+  lease::fake_clock clock{t0};
+  auto s = on(path, clock);
+  REQUIRE(s.claim(request("report", t0, "tok-a")).outcome == claim_outcome::won);
+  std::filesystem::rename(sub, dir.file("moved"));
+  try {
+    (void)s.get({"report", t0});
+    FAIL("an operation went on without its file");
+  } catch (const lease::store_error& e) {
+    CHECK(e.code() == lease::errc::unavailable);
+  }
+  CHECK(s.take_notices().empty());
+  std::filesystem::create_directory(sub);  // an empty directory: the file is created anew
+  clock.advance(1s);
+  CHECK_FALSE(s.get({"report", t0}).has_value());
+  CHECK(s.lost_at() == t0 + 1s);
+  CHECK(s.take_notices().size() == 1);
+  CHECK(s.claim(request("report", t0, "tok-b")).outcome == claim_outcome::quarantined);
+}

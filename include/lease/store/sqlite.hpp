@@ -685,18 +685,17 @@ class sqlite_store {
   /// Before every operation: does the path still name the file that is open?
   /// One stat(); on a mismatch, recover (file_replaced).
   void check_file() {
-    if (!db_) {
-      if (!reopen_) throw_moved_from();
-      file_replaced(0, "its reopening had failed");
-      return;
-    }
+    if (loss_) return file_replaced();  // an earlier recovery did not finish: finish it first
+    if (!db_) throw_moved_from();
     if (file_.empty()) return;  // a temporary or in-memory database: no path
     struct ::stat st {};
     if (::stat(file_.c_str(), &st) == 0) {
       if (static_cast<std::uint64_t>(st.st_ino) == ino_ && static_cast<std::uint64_t>(st.st_dev) == dev_) return;
-      file_replaced(ino_, "was replaced");
+      loss_ = loss{ino_, "was replaced"};
+      file_replaced();
     } else if (errno == ENOENT) {
-      file_replaced(ino_, "was deleted");
+      loss_ = loss{ino_, "was deleted"};
+      file_replaced();
     } else {
       const int e = errno;
       detail::throw_sqlite(db_.get(), SQLITE_IOERR_ACCESS, path_,
@@ -705,35 +704,46 @@ class sqlite_store {
     }
   }
 
-  /// The path names another file, or none: the state this store had is lost
-  /// to it. Close the stale connection without touching anything by name,
-  /// open the path again, record the loss in the file, tell the operator.
-  void file_replaced(std::uint64_t old_ino, const char* what) {
-    if (db_) {
-      // A stale handle must not checkpoint into or delete a -wal that may
-      // now belong to the new file: close it without the last-close
-      // checkpoint.
-      sqlite3_db_config(db_.get(), SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
-      for (auto& x : stmts_) x.reset();
-      db_.reset();
-      reopen_ = true;
+  /// The path names another file, or none (loss_): the state this store had
+  /// is lost to it. Close the stale connection without touching anything by
+  /// name, open the path again, record the loss in the file, tell the
+  /// operator. If a step fails (the directory is gone, the lock is busy), the
+  /// error is thrown and the next operation resumes here: no operation runs
+  /// on the new file before lost_at is recorded in it.
+  void file_replaced() {
+    loss& l = *loss_;
+    if (!l.reopened) {
+      if (db_) {
+        // A stale handle must not checkpoint into or delete a -wal that may
+        // now belong to the new file: close it without the last-close
+        // checkpoint.
+        sqlite3_db_config(db_.get(), SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
+        for (auto& x : stmts_) x.reset();
+        db_.reset();
+      }
+      open();
+      l.reopened = true;
     }
-    open();  // throws (unavailable) if it cannot: the next operation tries again
-    reopen_ = false;
-    transaction tx(*this, "record of a lost store file");
     const time_point at = now();
-    const auto lost = read_lost_at();
-    if (!lost || *lost < at) {
-      sqlite3_stmt* s = stmt(q::write_lost_at);
-      detail::stmt_use use(s);
-      detail::bind_int(s, 1, ms(at));
-      detail::step(s, "cannot record that the store lost its state");
+    std::optional<time_point> lost;
+    if (sqlite3_db_readonly(db_.get(), "main") != 1) {  // a read-only inspector records nothing
+      transaction tx(*this, "record of a lost store file");
+      lost = read_lost_at();
+      if (!lost || *lost < at) {
+        sqlite3_stmt* s = stmt(q::write_lost_at);
+        detail::stmt_use use(s);
+        detail::bind_int(s, 1, ms(at));
+        detail::step(s, "cannot record that the store lost its state");
+      }
+      tx.commit();
     }
-    tx.commit();
+    const std::uint64_t old_ino = l.old_ino;
+    const char* what = l.what;
+    loss_.reset();
     const time_point noticed = lost && *lost > at ? *lost : at;
     notices_.push_back(
         "lease::sqlite_store: the store file '" + detail::sqlite_printable(path_) + "' " + what +
-        " while this instance had it open (inode " + (old_ino != 0 ? std::to_string(old_ino) : std::string("?")) +
+        " while this instance had it open (inode " + std::to_string(old_ino) +
         " -> " + std::to_string(ino_) + "): every run and fence this instance knew of is lost to the store, "
         "and a run may still be running whose state is gone. Loss recorded at " + iso(noticed) +
         " (store clock): no run starts until one lease after it, when every runner of a forgotten run has "
@@ -745,7 +755,7 @@ class sqlite_store {
     const auto day = std::chrono::floor<std::chrono::days>(t);
     const std::chrono::year_month_day ymd{day};
     const std::chrono::hh_mm_ss hms{t - day};
-    char buf[40];
+    char buf[96];
     std::snprintf(buf, sizeof buf, "%04d-%02u-%02uT%02d:%02d:%02d.%03dZ", static_cast<int>(ymd.year()),
                   static_cast<unsigned>(ymd.month()), static_cast<unsigned>(ymd.day()),
                   static_cast<int>(hms.hours().count()), static_cast<int>(hms.minutes().count()),
@@ -758,7 +768,13 @@ class sqlite_store {
   std::string file_;       ///< the open file's full path (sqlite3_db_filename); "" for none
   std::uint64_t dev_ = 0;  ///< the open file's device and inode, when it was opened
   std::uint64_t ino_ = 0;
-  bool reopen_ = false;    ///< the stale connection is closed, a new one not yet open
+  /// A loss noticed whose recovery has not finished (file_replaced).
+  struct loss {
+    std::uint64_t old_ino = 0;
+    const char* what = "";
+    bool reopened = false;  ///< the path is open again; lost_at not yet recorded
+  };
+  std::optional<loss> loss_;
   std::vector<std::string> notices_;
   // Declared before the statements: members are destroyed in reverse, so the
   // statements are finalized before the connection closes.
