@@ -6,7 +6,8 @@
 // runners with fresh and stale tokens, on a few jobs and slots — applies each
 // to a fresh store and to the rules, and requires every answer to agree. It
 // also checks the invariants of DESIGN.md §5 that a store alone must keep
-// (1 skip, 2 fencing, 3 attempts, 4 lateness, 5 one winner, 7 retention).
+// (1 skip, 2 fencing, 3 attempts, 4 lateness, 5 one winner, 7 retention,
+// 10 fences never repeat, across losses of state too).
 //
 // Plug a store in with one line, inside a TEST_CASE:
 //
