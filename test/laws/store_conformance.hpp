@@ -249,11 +249,13 @@ void replay(S& store, fake_clock clock, const settings& cfg, const std::vector<o
         run_key k = key(o.job, o.slot);
         // Aim where the boundary matters: a lease end of a run that has one
         // (this run, else a running run of the job); the horizon of a run
-        // that pruning may delete (an ended run past the newest history_size).
+        // that pruning may delete (an ended run past the newest history_size);
+        // the quarantine's end on a running run too (a takeover).
         auto js = model.jobs.find(k.job);
         if (js != model.jobs.end() && !js->second.runs.empty()) {
           std::vector<time_point> pick;
-          if (o.at == edge::lease_end && !js->second.runs.count(k.slot))
+          // Quarantine end: also on a takeover of a run won since the loss.
+          if ((o.at == edge::lease_end && !js->second.runs.count(k.slot)) || o.at == edge::quarantine)
             for (const auto& [slot, run] : js->second.runs)
               if (run.status == run_status::running) pick.push_back(slot);
           if (o.at == edge::prune) {
@@ -286,7 +288,7 @@ void replay(S& store, fake_clock clock, const settings& cfg, const std::vector<o
         // newer run of the job (only a won new run prunes); lease end and
         // quarantine end either.
         int slot = o.claim_slot < 0 ? ref_slot : o.claim_slot;
-        if (o.at == edge::late || o.at == edge::early) slot = ref_slot;
+        if (o.at == edge::late || o.at == edge::early || (o.at == edge::quarantine && r)) slot = ref_slot;
         if (o.at == edge::prune && slot <= ref_slot) slot = std::min(ref_slot + 1, 4);
         do_claim(o.job, slot, o.runner, o.at == edge::lease_end ? o.reason : claim_reason::scheduled, o.ms);
         break;

@@ -301,3 +301,25 @@ TEST_CASE("a recovery that fails (the directory is gone) is an unavailable error
   CHECK(s.take_notices().size() == 1);
   CHECK(s.claim(request("report", t0, "tok-b")).outcome == claim_outcome::quarantined);
 }
+
+TEST_CASE("a takeover of a run won since the loss is quarantined too while a longer lease would reach back before it") {
+  lease::testing::temp_dir dir;
+  const std::string path = dir.file("jobs.db");
+  lease::fake_clock clock{t0};
+  auto s = on(path, clock);
+  delete_store_files(path);
+  (void)s.get({"report", t0});  // the loss, noticed at t0
+  clock.advance(5s);
+  auto r = request("report", t0, "tok-a");
+  r.lease = 5s;
+  REQUIRE(s.claim(r).outcome == claim_outcome::won);  // t0 + 5 s: a 5 s quarantine is over
+  clock.advance(5s);                                  // its lease ran out; the runner died
+  r.token = "tok-b";
+  r.lease = 20s;
+  const auto q = s.claim(r);  // a 20 s lease from t0 + 10 s would reach back before the loss
+  CHECK(q.outcome == claim_outcome::quarantined);
+  CHECK(q.record.lease_end == t0 + 20s);
+  CHECK(s.get({"report", t0})->token == "tok-a");
+  clock.advance(10s);
+  CHECK(s.claim(r).outcome == claim_outcome::won);
+}
