@@ -52,7 +52,7 @@ sqlite={
  'prune keeps one ended run fewer': ('ORDER BY slot DESC LIMIT ?3)','ORDER BY slot DESC LIMIT ?3 - 1)'),
  'expired runs interrupted one ms late': ('AND (lease_end <= ?2 OR ?3)','AND (lease_end < ?2 OR ?3)'),
  'live check off by one in the overlap scan': ('const bool live = at < time_point{duration{detail::column_int(s, 7)}};','const bool live = at <= time_point{duration{detail::column_int(s, 7)}};'),
- 'overlap check dropped': ('if (live && blocks) {','if (false) {'),
+ 'overlap check dropped': ('if (live && blocks) {','if (live && blocks && false) {'),
  'heartbeat ignores released': ('" + ?4 "\n      "WHERE job = ?1 AND slot = ?2 AND token = ?5 AND status = 0 AND released = 0"','" + ?4 "\n      "WHERE job = ?1 AND slot = ?2 AND token = ?5 AND status = 0"'),
  'finish ignores the token': ('"UPDATE lease_runs SET status = ?3 "\n      "WHERE job = ?1 AND slot = ?2 AND token = ?4','"UPDATE lease_runs SET status = ?3 "\n      "WHERE job = ?1 AND slot = ?2 AND ?4 = ?4'),
  'release does not end lease': ('"UPDATE lease_runs SET lease_end = " LEASE_SQLITE_NOW ", released = 1,','"UPDATE lease_runs SET released = 1 + 0 * ?3,'),
@@ -65,7 +65,14 @@ sqlite={
  'new file not quarantined': ('options_.quarantine_new_file ? std::optional<std::int64_t>(t) : std::nullopt','std::optional<std::int64_t>{}'),
 }
 
-# Mutants no test can tell from the original, and why.
+# Mutants no test can tell from the original, and why: none at present.
+# Last full sqlite run (2026-11-30): every sqlite mutant caught. Notes:
+#  * 'prune boundary off by one' and 'expired runs interrupted one ms late' are
+#    caught only by the conformance suite's exact-ms boundary steps (the suite
+#    before them passed both mutants in 8 of 8 runs of 100 histories).
+#  * 'quarantine dropped on takeover' is caught by the unit test in
+#    test/sqlite/replaced.cpp; the random suite meets it in about 1 run in 6
+#    (a loss, a win, its expiry, then a takeover with a longer lease).
 EQUIVALENT={
 }
 
