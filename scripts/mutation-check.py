@@ -1,47 +1,105 @@
 #!/usr/bin/env python3
-"""Mutation check of the store rules: breaks each rule of include/lease/rules.hpp
-once, rebuilds the core and laws tests, and lists which tests catch it. A rule
-whose mutation no test catches is a rule nothing proves.
+"""Mutation check of the store rules: breaks each rule once — in the pure rules
+(include/lease/rules.hpp, caught by the core and laws tests) and in the SQLite
+store's statements and checks (include/lease/store/sqlite.hpp, caught by the
+sqlite tests, above all the conformance suite) — rebuilds, and lists which
+tests catch it. A rule whose mutation no test catches is a rule nothing proves.
 
-  scripts/mutation-check.py [BUILD_DIR] [MUTATION NAME ...]   (default build/dev)
+  scripts/mutation-check.py [BUILD_DIR] [rules|sqlite] [MUTATION NAME ...]   (default build/dev, both groups)
 
-rules.hpp is restored afterwards."""
+Each mutated file is restored afterwards. A mutant that survives must either
+get a test or be listed in EQUIVALENT with the reason it cannot be observed."""
 import os, subprocess, sys, re, time
 root=os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-build=sys.argv[1] if len(sys.argv)>1 and os.path.isdir(sys.argv[1]) else os.path.join(root,'build/dev')
-p=os.path.join(root,'include/lease/rules.hpp')
-orig=open(p).read()
-muts={
+args=sys.argv[1:]
+build=args.pop(0) if args and os.path.isdir(args[0]) else os.path.join(root,'build/dev')
+groups_wanted=[a for a in args if a in ('rules','sqlite')]
+only=[a for a in args if a not in ('rules','sqlite')]
+
+rules={
  'token check dropped': ('r.status == run_status::running && !r.released && r.token == token','r.status == run_status::running && !r.released && ((void)token, true)'),
  'released check dropped': ('r.status == run_status::running && !r.released && r.token == token','r.status == run_status::running && r.token == token'),
  'overlap check dropped': ('if (req.overlap == overlap_mode::skip || req.overlap == overlap_mode::buffer_one) {','if (false) {'),
  'lateness check dropped': ('if (now > req.deadline + late_tolerance) {','if (false) {'),
+ 'lateness boundary off by one': ('if (now > req.deadline + late_tolerance) {','if (now >= req.deadline + late_tolerance) {'),
+ 'early check dropped': ('if (req.run.slot > now + early_tolerance) {','if (false) {'),
+ 'early boundary off by one': ('if (req.run.slot > now + early_tolerance) {','if (req.run.slot >= now + early_tolerance) {'),
+ 'quarantine dropped': ('const bool quarantine = t.lost_at && now < *t.lost_at + req.lease;','const bool quarantine = false;'),
+ 'quarantine boundary off by one': ('const bool quarantine = t.lost_at && now < *t.lost_at + req.lease;','const bool quarantine = t.lost_at && now <= *t.lost_at + req.lease;'),
  'handover count dropped': ('  ++r->handovers;\n',''),
  'handovers not subtracted': ('r.attempt - r.handovers >= req.max_attempts','r.attempt >= req.max_attempts'),
  'pruning guard dropped': ('    if (now <= r.slot + retain + late_tolerance) continue;\n','    (void)retain; (void)now;\n'),
+ 'pruning boundary off by one': ('    if (now <= r.slot + retain + late_tolerance) continue;\n','    if (now < r.slot + retain + late_tolerance) continue;\n'),
  'superseded check dropped': ('''    if (detail::has_newer(js, req.run.slot)) {
       res.outcome = claim_outcome::superseded;''','''    if (false) {
       res.outcome = claim_outcome::superseded;'''),
  'takeover none dropped': ('if (req.reason == claim_reason::takeover) {','if (false) {'),
  'newer run check on takeover dropped': ('} else if (detail::has_newer(js, r.slot)) {','} else if (false) {'),
  'older expired runs not interrupted': ('if (!r.live(now) || req.overlap == overlap_mode::replace) r.status','if (req.overlap == overlap_mode::replace) r.status'),
- 'fence not incremented': ('r.fence = ++js.fence;','r.fence = js.fence;'),
+ 'fence not incremented': ('return std::max<std::uint64_t>(last + 1,','return std::max<std::uint64_t>(last,'),
+ 'fence ignores the clock': ('return std::max<std::uint64_t>(last + 1, ms > 0 ? static_cast<std::uint64_t>(ms) : 0);','return last + 1 + 0 * ms;'),
  'release does not end lease': ('  r->lease_end = now;\n','  (void)now;\n'),
  'live lease answered as expired': ('} else if (r.live(now)) {','} else if (false) {'),
 }
-only=[a for a in sys.argv[1:] if not os.path.isdir(a)]
+
+sqlite={
+ 'lateness boundary off by one': ('} else if (at > req.deadline + late_tolerance) {','} else if (at >= req.deadline + late_tolerance) {'),
+ 'early check dropped': ('} else if (req.run.slot > at + early_tolerance) {','} else if (false) {'),
+ 'early boundary off by one': ('} else if (req.run.slot > at + early_tolerance) {','} else if (req.run.slot >= at + early_tolerance) {'),
+ 'quarantine boundary off by one': ('if (lost && at < *lost + lease) return *lost + lease;','if (lost && at <= *lost + lease) return *lost + lease;'),
+ 'quarantine dropped on takeover': ('} else if (const auto until = quarantine_end(at, req.lease)) {\n        res.outcome','} else if (const auto until = std::optional<time_point>{}) {\n        res.outcome'),
+ 'prune boundary off by one': ('status <> 0 AND slot < ?2 AND slot NOT IN','status <> 0 AND slot <= ?2 AND slot NOT IN'),
+ 'prune keeps one ended run fewer': ('ORDER BY slot DESC LIMIT ?3)','ORDER BY slot DESC LIMIT ?3 - 1)'),
+ 'expired runs interrupted one ms late': ('AND (lease_end <= ?2 OR ?3)','AND (lease_end < ?2 OR ?3)'),
+ 'live check off by one in the overlap scan': ('const bool live = at < time_point{duration{detail::column_int(s, 7)}};','const bool live = at <= time_point{duration{detail::column_int(s, 7)}};'),
+ 'overlap check dropped': ('if (live && blocks) {','if (live && blocks && false) {'),
+ 'heartbeat ignores released': ('" + ?4 "\n      "WHERE job = ?1 AND slot = ?2 AND token = ?5 AND status = 0 AND released = 0"','" + ?4 "\n      "WHERE job = ?1 AND slot = ?2 AND token = ?5 AND status = 0"'),
+ 'finish ignores the token': ('"UPDATE lease_runs SET status = ?3 "\n      "WHERE job = ?1 AND slot = ?2 AND token = ?4','"UPDATE lease_runs SET status = ?3 "\n      "WHERE job = ?1 AND slot = ?2 AND ?4 = ?4'),
+ 'release does not end lease': ('"UPDATE lease_runs SET lease_end = " LEASE_SQLITE_NOW ", released = 1,','"UPDATE lease_runs SET released = 1 + 0 * ?3,'),
+ 'handovers not subtracted': ('newer || r.attempt - r.handovers >= req.max_attempts','newer || r.attempt >= req.max_attempts'),
+ 'fence ignores the clock': ('fence = std::max(fence + 1, ms(at));','fence = fence + 1 + 0 * ms(at);'),
+ 'lost_at moved earlier': ('if (!lost || *lost < at) {','if (true) {'),
+ 'replacement not detected': ('      if (static_cast<std::uint64_t>(st.st_ino) == ino_ && static_cast<std::uint64_t>(st.st_dev) == dev_) return;','      return;'),
+ 'deletion not detected': ('    } else if (errno == ENOENT) {\n      loss_ = loss{ino_, "was deleted"};\n      file_replaced();','    } else if (errno == ENOENT) {\n      return;'),
+ 'a failed recovery is not resumed': ('    if (loss_) return file_replaced();','    if ((false)) return file_replaced();'),
+ 'new file not quarantined': ('options_.quarantine_new_file ? std::optional<std::int64_t>(t) : std::nullopt','std::optional<std::int64_t>{}'),
+}
+
+# Mutants no test can tell from the original, and why: none at present.
+# Last full sqlite run (2026-11-30): every sqlite mutant caught. Notes:
+#  * 'prune boundary off by one' and 'expired runs interrupted one ms late' are
+#    caught only by the conformance suite's exact-ms boundary steps (the suite
+#    before them passed both mutants in 8 of 8 runs of 100 histories).
+#  * 'quarantine dropped on takeover' is caught by the unit test in
+#    test/sqlite/replaced.cpp; the random suite meets it in about 1 run in 6
+#    (a loss, a win, its expiry, then a takeover with a longer lease).
+EQUIVALENT={
+}
+
+groups=[
+ ('rules','include/lease/rules.hpp',rules,['core','laws'],'^(core|laws):'),
+ ('sqlite','include/lease/store/sqlite.hpp',sqlite,['sqlite'],'^sqlite:'),
+]
 uncaught=[]
-for name,(a,b) in muts.items():
-    if only and name not in only: continue
-    assert a in orig, name
-    open(p,'w').write(orig.replace(a,b,1))
-    time.sleep(1.1)  # a new mtime for ninja
-    b_=subprocess.run(['cmake','--build',build,'--target','core','laws'],capture_output=True,text=True)
-    if b_.returncode!=0: print(f'## {name}: does not compile'); print(b_.stdout[-2000:]); continue
-    r=subprocess.run(f'ctest --test-dir {build} -R "^(core|laws):" 2>&1 | grep -E "Failed|\\*\\*\\*"',shell=True,capture_output=True,text=True)
-    fails=sorted({re.sub(r'^.*Test +#\d+: ','',l).split(' ....')[0].split(' (Failed)')[0].strip() for l in r.stdout.splitlines() if 'Test' in l and ('Failed' in l or '***' in l)})
-    if not fails: uncaught.append(name)
-    print(f'## {name}: {len(fails)} failing'); [print('   -',f) for f in fails]
-open(p,'w').write(orig)
+for gname,rel,muts,targets,regex in groups:
+    if groups_wanted and gname not in groups_wanted: continue
+    p=os.path.join(root,rel)
+    orig=open(p).read()
+    try:
+        for name,(a,b) in muts.items():
+            if only and name not in only: continue
+            assert a in orig, (gname,name)
+            open(p,'w').write(orig.replace(a,b,1))
+            time.sleep(1.1)  # a new mtime for ninja
+            b_=subprocess.run(['cmake','--build',build,'--target',*targets],capture_output=True,text=True)
+            if b_.returncode!=0: print(f'## {gname}: {name}: does not compile'); print(b_.stdout[-2000:]); continue
+            r=subprocess.run(f'ctest --test-dir {build} -R "{regex}" 2>&1 | grep -E "Failed|\\*\\*\\*"',shell=True,capture_output=True,text=True)
+            fails=sorted({re.sub(r'^.*Test +#\d+: ','',l).split(' ....')[0].split(' (Failed)')[0].strip() for l in r.stdout.splitlines() if 'Test' in l and ('Failed' in l or '***' in l)})
+            if not fails and (gname,name) not in EQUIVALENT: uncaught.append(f'{gname}: {name}')
+            print(f'## {gname}: {name}: {len(fails)} failing' + (f' (equivalent: {EQUIVALENT[(gname,name)]})' if not fails and (gname,name) in EQUIVALENT else ''))
+            [print('   -',f) for f in fails]
+            sys.stdout.flush()
+    finally:
+        open(p,'w').write(orig)
 print('every mutation was caught' if not uncaught else 'NOT CAUGHT: '+', '.join(uncaught))
 sys.exit(1 if uncaught else 0)

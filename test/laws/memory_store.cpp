@@ -9,7 +9,8 @@
 #include "lease/store/memory.hpp"
 
 TEST_CASE("memory_store answers every random history exactly as the rules do") {
-  lease::testing::check_store_conformance([](lease::fake_clock c) { return lease::memory_store<lease::fake_clock>{c}; });
+  lease::testing::check_store_conformance([](lease::fake_clock c) { return lease::memory_store<lease::fake_clock>{c}; },
+                                          [](lease::memory_store<lease::fake_clock>& s) { s.lose_state(); });
 }
 
 TEST_CASE("two schedulers sharing one memory_store run every slot of a job exactly once") {

@@ -6,7 +6,8 @@
 // runners with fresh and stale tokens, on a few jobs and slots — applies each
 // to a fresh store and to the rules, and requires every answer to agree. It
 // also checks the invariants of DESIGN.md §5 that a store alone must keep
-// (1 skip, 2 fencing, 3 attempts, 4 lateness, 5 one winner, 7 retention).
+// (1 skip, 2 fencing, 3 attempts, 4 lateness, 5 one winner, 7 retention,
+// 10 fences never repeat, across losses of state too).
 //
 // Plug a store in with one line, inside a TEST_CASE:
 //
@@ -15,6 +16,18 @@
 // `make` must return a fresh, empty store that reads its clock from `c`
 // (the caller-supplied clock every store accepts). A failure prints the
 // history and RapidCheck's seed; replay with RC_PARAMS="seed=…".
+//
+// Optionally, a second argument `lose(S&)` wipes the real store and makes it
+// notice the loss at once, at the clock's current time (memory_store:
+// lose_state(); sqlite_store: replace its file and make one call): histories
+// then include losses of state, compared with rules::lose_state.
+//
+// Off-by-one errors hide between random times, so a third of the clock
+// steps are not random: a `boundary` step moves the clock to exactly −1, 0
+// or +1 ms around a boundary the rules draw, computed from the state at that
+// moment, then claims: a run's lease end, deadline + 10 s (late), the pruning
+// horizon slot + retain + 10 s, slot − early_tolerance (early), and lost_at
+// + lease (quarantine end).
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -26,6 +39,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -54,7 +68,14 @@ inline std::string describe(const claim_result& c) {
 
 namespace conformance {
 
-enum class op_kind { claim, heartbeat, heartbeat_many, finish, release, unfinished, get, advance };
+enum class op_kind { claim, heartbeat, heartbeat_many, finish, release, unfinished, get, advance, boundary, lose_state };
+
+/// Which boundary a `boundary` step moves the clock to (± 1 ms).
+enum class edge { lease_end, late, prune, early, quarantine };
+
+/// Claim leases come from this set half of the time, so that a quarantine
+/// boundary (lost_at + lease) is met by a claim with that very lease.
+inline constexpr std::int64_t common_leases[] = {5'000, 20'000};
 
 /// One generated step. Indices are resolved against small fixed universes so
 /// that histories collide often: the same runs, stale tokens, expired leases.
@@ -68,6 +89,9 @@ struct op {
   run_status status = run_status::success;
   std::int64_t ms = 0;  ///< clock advance, or lease length for claims/heartbeats
   std::vector<std::pair<int, int>> batch;  ///< heartbeat_many: (slot, token) per element, same job
+  edge at = edge::lease_end;  ///< boundary: which one, for run (job, slot)
+  int delta = 0;              ///< boundary: −1, 0 or +1 ms from it
+  int claim_slot = 0;         ///< boundary: the slot claimed once the clock is there
 };
 
 /// Settings fixed for one history (instances of a cluster share them).
@@ -86,15 +110,28 @@ inline const std::vector<std::string>& jobs() {
   return names;
 }
 
+inline rc::Gen<std::int64_t> gen_lease() {
+  using namespace rc;
+  return gen::oneOf(gen::inRange<std::int64_t>(1'000, 40'000),
+                    gen::element(common_leases[0], common_leases[1]));
+}
+
 inline rc::Gen<op> gen_op() {
   using namespace rc;
   auto idx = [](int n) { return gen::inRange(0, n); };
-  return gen::oneOf(
+  auto reason = gen::element(claim_reason::scheduled, claim_reason::catch_up, claim_reason::takeover);
+  auto boundary = gen::build<op>(
+      gen::set(&op::kind, gen::just(op_kind::boundary)), gen::set(&op::job, idx(3)), gen::set(&op::slot, idx(5)),
+      gen::set(&op::runner, idx(3)), gen::set(&op::reason, reason), gen::set(&op::ms, gen_lease()),
+      gen::set(&op::at, gen::element(edge::lease_end, edge::late, edge::prune, edge::early, edge::quarantine)),
+      gen::set(&op::delta, gen::inRange(-1, 2)),
+      // Mostly the same run (lease end, late, early); otherwise a newer one
+      // of the job, whose win prunes the older run at its horizon.
+      gen::set(&op::claim_slot, gen::inRange(-1, 5)));
+  auto ordinary = gen::oneOf(
       gen::build<op>(gen::set(&op::kind, gen::just(op_kind::claim)), gen::set(&op::job, idx(3)),
                      gen::set(&op::slot, idx(5)), gen::set(&op::runner, idx(3)),
-                     gen::set(&op::reason, gen::element(claim_reason::scheduled, claim_reason::catch_up,
-                                                        claim_reason::takeover)),
-                     gen::set(&op::ms, gen::inRange<std::int64_t>(1'000, 40'000))),
+                     gen::set(&op::reason, reason), gen::set(&op::ms, gen_lease())),
       gen::build<op>(gen::set(&op::kind, gen::just(op_kind::heartbeat)), gen::set(&op::job, idx(3)),
                      gen::set(&op::slot, idx(5)), gen::set(&op::token, gen::inRange(-1, 40)),
                      gen::set(&op::ms, gen::inRange<std::int64_t>(1'000, 40'000))),
@@ -112,6 +149,10 @@ inline rc::Gen<op> gen_op() {
                      gen::set(&op::slot, idx(5))),
       gen::build<op>(gen::set(&op::kind, gen::just(op_kind::advance)),
                      gen::set(&op::ms, gen::inRange<std::int64_t>(0, 45'000))));
+  // Losses are rare (one in ~60 steps): a history should also live long
+  // enough after one to meet its quarantine's end.
+  return gen::weightedOneOf<op>({{20, ordinary}, {10, boundary},
+                                 {1, gen::build<op>(gen::set(&op::kind, gen::just(op_kind::lose_state)))}});
 }
 
 inline rc::Gen<settings> gen_settings() {
@@ -129,14 +170,18 @@ inline rc::Gen<settings> gen_settings() {
   });
 }
 
+/// No way to wipe the store under test: lose_state steps are skipped.
+struct no_lose {};
+
 /// Replays one history against `store` and the rules side by side.
-template <Store S>
-void replay(S& store, fake_clock clock, const settings& cfg, const std::vector<op>& ops) {
+template <Store S, class Lose = no_lose>
+void replay(S& store, fake_clock clock, const settings& cfg, const std::vector<op>& ops, Lose lose = {}) {
   rules::run_table model;
   std::vector<std::string> tokens;  // every token ever sent in a claim, in order
   std::map<std::tuple<std::string, time_point, std::uint32_t>, std::string> winners;  // invariant 5
   std::map<run_key, std::set<std::string>> fenced;  // tokens of superseded attempts, invariant 2
   std::map<run_key, time_point> created;            // first state seen, invariant 7
+  std::map<std::string, std::uint64_t> last_fence;  // per job, invariant 10
   std::ostringstream log;
   const time_point epoch = clock.now();
 
@@ -152,6 +197,42 @@ void replay(S& store, fake_clock clock, const settings& cfg, const std::vector<o
     if (accepted && fenced[k].count(t) != 0) fail("invariant 2 (fencing): a superseded attempt's token was accepted");
   };
 
+  auto do_claim = [&](int job, int slot, int runner, claim_reason reason, std::int64_t lease_ms) {
+    const time_point now = clock.now();
+    claim_request req;
+    req.run = key(job, slot);
+    req.runner = "runner-" + std::to_string(runner);
+    req.token = "tok-" + std::to_string(tokens.size());
+    tokens.push_back(req.token);
+    req.reason = reason;
+    req.lease = duration{lease_ms};
+    req.max_attempts = cfg.max_attempts;
+    req.deadline = req.run.slot + duration{cfg.max_late_ms};
+    req.overlap = cfg.overlap;
+    req.history_size = cfg.history_size;
+    req.retain = duration{cfg.retain_ms};
+    const auto before = rules::get(model, req.run);
+    const claim_result want = rules::claim(model, req, now);
+    const claim_result got = store.claim(req);
+    log << "claim " << to_string(req.reason) << " job#" << job << " slot#" << slot << " " << req.token << " lease " << lease_ms
+        << " -> " << describe(got) << "\n";
+    if (got.outcome != want.outcome || got.record != want.record || got.store_now != want.store_now)
+      fail("claim answered differently from the rules:\n  store: " + describe(got) + "\n  rules: " + describe(want));
+    if (want.outcome == claim_outcome::won) {
+      auto w = std::make_tuple(req.run.job, req.run.slot, want.record.attempt);
+      if (!winners.emplace(w, req.token).second) fail("invariant 5: two winners of one attempt");
+      if (before && want.record.attempt > 1) fenced[req.run].insert(before->token);
+      if (!before && now > req.deadline + late_tolerance) fail("invariant 4: a new run was won after its deadline");
+      if (want.record.attempt - want.record.handovers > cfg.max_attempts)
+        fail("invariant 3: attempts - handovers exceeded max_attempts");
+      created.emplace(req.run, now);
+    // Fences never repeat, not even after a loss of state (invariant 10).
+    auto [last, first] = last_fence.try_emplace(req.run.job, want.record.fence);
+    if (!first && want.record.fence <= last->second) fail("invariant 10: a fence repeated or went back");
+    last->second = want.record.fence;
+    }
+  };
+
   for (std::size_t step = 0; step < ops.size(); ++step) {
     const op& o = ops[step];
     const time_point now = clock.now();
@@ -161,37 +242,70 @@ void replay(S& store, fake_clock clock, const settings& cfg, const std::vector<o
         clock.advance(duration{o.ms});
         log << "advance " << o.ms << "\n";
         break;
-      case op_kind::claim: {
-        claim_request req;
-        req.run = key(o.job, o.slot);
-        req.runner = "runner-" + std::to_string(o.runner);
-        req.token = "tok-" + std::to_string(tokens.size());
-        tokens.push_back(req.token);
-        req.reason = o.reason;
-        req.lease = duration{o.ms};
-        req.max_attempts = cfg.max_attempts;
-        req.deadline = req.run.slot + duration{cfg.max_late_ms};
-        req.overlap = cfg.overlap;
-        req.history_size = cfg.history_size;
-        req.retain = duration{cfg.retain_ms};
-        const auto before = rules::get(model, req.run);
-        const claim_result want = rules::claim(model, req, now);
-        const claim_result got = store.claim(req);
-        log << "claim " << to_string(req.reason) << " job#" << o.job << " slot#" << o.slot << " " << req.token << " lease " << o.ms
-            << " -> " << describe(got) << "\n";
-        if (got.outcome != want.outcome || got.record != want.record || got.store_now != want.store_now)
-          fail("claim answered differently from the rules:\n  store: " + describe(got) + "\n  rules: " + describe(want));
-        if (want.outcome == claim_outcome::won) {
-          auto w = std::make_tuple(req.run.job, req.run.slot, want.record.attempt);
-          if (!winners.emplace(w, req.token).second) fail("invariant 5: two winners of one attempt");
-          if (before && want.record.attempt > 1) fenced[req.run].insert(before->token);
-          if (!before && now > req.deadline + late_tolerance) fail("invariant 4: a new run was won after its deadline");
-          if (want.record.attempt - want.record.handovers > cfg.max_attempts)
-            fail("invariant 3: attempts - handovers exceeded max_attempts");
-          created.emplace(req.run, now);
+      case op_kind::claim:
+        do_claim(o.job, o.slot, o.runner, o.reason, o.ms);
+        break;
+      case op_kind::boundary: {
+        run_key k = key(o.job, o.slot);
+        // Aim where the boundary matters: a lease end of a run that has one
+        // (this run, else a running run of the job); the horizon of a run
+        // that pruning may delete (an ended run past the newest history_size);
+        // the quarantine's end on a running run too (a takeover).
+        auto js = model.jobs.find(k.job);
+        if (js != model.jobs.end() && !js->second.runs.empty()) {
+          std::vector<time_point> pick;
+          // Quarantine end: also on a takeover of a run won since the loss.
+          if ((o.at == edge::lease_end && !js->second.runs.count(k.slot)) || o.at == edge::quarantine)
+            for (const auto& [slot, run] : js->second.runs)
+              if (run.status == run_status::running) pick.push_back(slot);
+          if (o.at == edge::prune) {
+            std::uint32_t newer_ended = 0;
+            for (auto it = js->second.runs.rbegin(); it != js->second.runs.rend(); ++it)
+              if (it->second.status != run_status::running && newer_ended++ >= cfg.history_size) pick.push_back(it->first);
+          }
+          if (!pick.empty()) k.slot = pick[static_cast<std::size_t>(o.claim_slot + 1) % pick.size()];
         }
+        const int ref_slot = static_cast<int>((k.slot - epoch).count() / 10'000);
+        const auto r = rules::get(model, k);
+        std::optional<time_point> target;
+        const char* name = "";
+        switch (o.at) {
+          case edge::lease_end: name = "lease end"; if (r) target = r->lease_end; break;
+          case edge::late: name = "deadline + 10 s"; target = k.slot + duration{cfg.max_late_ms} + late_tolerance; break;
+          case edge::prune: name = "prune horizon"; target = k.slot + duration{cfg.retain_ms} + late_tolerance; break;
+          case edge::early: name = "slot - early tolerance"; target = k.slot - early_tolerance; break;
+          case edge::quarantine: name = "quarantine end"; if (model.lost_at) target = *model.lost_at + duration{o.ms}; break;
+        }
+        if (target) {
+          *target += duration{o.delta};
+          if (*target > now) clock.advance(*target - now);
+        }
+        log << "to " << name << (o.delta < 0 ? " - 1" : o.delta > 0 ? " + 1" : "") << " of job#" << o.job << " slot#"
+            << ref_slot << ": t=" << (clock.now() - epoch).count() << "\n";
+        log << "  [" << step << "] t=" << (clock.now() - epoch).count() << " ";
+        // The prune horizon matters when a newer run of the job is won.
+        // Lateness and earliness concern the run itself; the prune horizon a
+        // newer run of the job (only a won new run prunes); lease end and
+        // quarantine end either.
+        int slot = o.claim_slot < 0 ? ref_slot : o.claim_slot;
+        if (o.at == edge::late || o.at == edge::early || (o.at == edge::quarantine && r)) slot = ref_slot;
+        if (o.at == edge::prune && slot <= ref_slot) slot = std::min(ref_slot + 1, 4);
+        do_claim(o.job, slot, o.runner, o.at == edge::lease_end ? o.reason : claim_reason::scheduled, o.ms);
         break;
       }
+      case op_kind::lose_state:
+        if constexpr (std::is_same_v<Lose, no_lose>) {
+          log << "lose_state (skipped: no way to wipe this store)\n";
+        } else {
+          lose(store);
+          rules::lose_state(model, now);
+          // Forgotten runs may be deleted and won again (after the
+          // quarantine); superseded tokens stay fenced.
+          created.clear();
+          winners.clear();  // attempt numbers start again for runs the store forgot
+          log << "lose_state\n";
+        }
+        break;
       case op_kind::heartbeat: {
         const run_key k = key(o.job, o.slot);
         const std::string t = token(o.token);
@@ -280,17 +394,19 @@ void replay(S& store, fake_clock clock, const settings& cfg, const std::vector<o
 /// Runs the conformance properties against stores made by `make(fake_clock)`.
 /// Call inside a TEST_CASE; each failing property fails the test case with
 /// the history and the seed.
-template <class MakeStore>
-void check_store_conformance(MakeStore make) {
+template <class MakeStore, class Lose = conformance::no_lose>
+void check_store_conformance(MakeStore make, Lose lose = {}) {
   using S = decltype(make(fake_clock{}));
   static_assert(Store<S>, "check_store_conformance: make(fake_clock) must return a lease::Store");
+  static_assert(std::is_same_v<Lose, conformance::no_lose> || std::is_invocable_v<Lose&, S&>,
+                "check_store_conformance: lose must be callable as lose(store&) and wipe that store");
   const bool ok = rc::check("every answer agrees with the rules and the invariants hold", [&] {
     const auto cfg = *conformance::gen_settings();
     const auto ops = *rc::gen::resize(60, rc::gen::container<std::vector<conformance::op>>(conformance::gen_op()));
     // Start at a realistic wall time, not the epoch: stores may treat 0 specially.
     fake_clock clock{time_point{duration{1'700'000'000'000}}};
     S store = make(clock);
-    conformance::replay(store, clock, cfg, ops);
+    conformance::replay(store, clock, cfg, ops, lose);
   });
   REQUIRE(ok);
 }

@@ -29,6 +29,7 @@ const lease::time_point t0{std::chrono::sys_days{std::chrono::year{2026} / 1 / 1
 lease::sqlite_store on_fake_clock(const std::string& path, const lease::fake_clock& c) {
   lease::sqlite_options o;
   o.clock = [c] { return c.now(); };
+  o.quarantine_new_file = false;  // a fresh test file is not a lost one
   return lease::sqlite_store{path, std::move(o)};
 }
 
@@ -106,11 +107,11 @@ TEST_CASE("a file with an unknown lease schema version is refused, saying which 
   lease::testing::temp_dir dir;
   const std::string path = dir.file("jobs.db");
   { lease::sqlite_store s{path}; }
-  raw_exec(path, "UPDATE lease_schema SET version = 2");
+  raw_exec(path, "UPDATE lease_schema SET version = 3");
   const auto e = error_of([&] { lease::sqlite_store s{path}; });
   CHECK(e.code() == lease::errc::corrupt);
   CHECK(e.code() == lease::sqlite_errc::unknown_schema_version);
-  CHECK_THAT(e.what(), Contains(path) && Contains("version 2") && Contains("version 1"));
+  CHECK_THAT(e.what(), Contains(path) && Contains("version 3") && Contains("version 2"));
 }
 
 TEST_CASE("a lease schema with a table missing or changed is refused as corrupt") {
@@ -153,6 +154,7 @@ TEST_CASE("a read-only database serves reads and refuses writes as unavailable")
   { auto w = on_fake_clock(path, clock); REQUIRE(w.claim(request("report", t0, "tok")).outcome == claim_outcome::won); }
   lease::sqlite_options o;
   o.clock = [clock] { return clock.now(); };
+  o.quarantine_new_file = false;  // a fresh test file is not a lost one
   lease::sqlite_store ro{"file:" + path + "?mode=ro", o};
   CHECK(ro.get({"report", t0})->token == "tok");
   const auto e = error_of([&] { ro.claim(request("other", t0, "tok-2")); });
@@ -190,7 +192,7 @@ TEST_CASE("a full disk fails the claim as unavailable, loses nothing, and the st
   REQUIRE(sqlite3_exec(s.native_handle(), "PRAGMA max_page_count = 1000000", nullptr, nullptr, nullptr) == SQLITE_OK);
   const auto retried = s.claim(request(big, t0, "tok-big"));      // space freed: the retry wins
   CHECK(retried.outcome == claim_outcome::won);
-  CHECK(retried.record.fence == 1);
+  CHECK(retried.record.fence == static_cast<std::uint64_t>(t0.time_since_epoch().count()));
 }
 
 TEST_CASE("hostile job names, tokens and runners round-trip as bytes") {
@@ -206,7 +208,7 @@ TEST_CASE("hostile job names, tokens and runners round-trip as bytes") {
     r.runner = name + "-runner";
     const auto res = s.claim(r);
     REQUIRE(res.outcome == claim_outcome::won);
-    CHECK(res.record.fence == 1);  // every name is its own job
+    CHECK(res.record.fence == static_cast<std::uint64_t>(t0.time_since_epoch().count()));  // every name is its own job
     const auto back = s.get({name, t0});
     REQUIRE(back.has_value());
     CHECK(back->job == name);
@@ -223,7 +225,7 @@ TEST_CASE("hostile job names, tokens and runners round-trip as bytes") {
 
 TEST_CASE("on the host clock the store reads real milliseconds and a lease really runs out") {
   lease::testing::temp_dir dir;
-  lease::sqlite_store s{dir.file("jobs.db")};
+  lease::sqlite_store s{dir.file("jobs.db"), {.quarantine_new_file = false}};  // a fresh test file is not a lost one
   const auto before = lease::system_clock{}.now();
   auto r = request("report", before, "tok-1");
   r.lease = 300ms;
@@ -258,6 +260,7 @@ TEST_CASE("an I/O error while committing is outcome unknown and a read-back then
   lease::fake_clock clock{t0};
   lease::sqlite_options o;
   o.clock = [clock] { return clock.now(); };
+  o.quarantine_new_file = false;  // a fresh test file is not a lost one
   lease::sqlite_store s{"file:" + path + "?vfs=" + vfs::install(), o};
   REQUIRE(s.claim(request("report", t0, "tok-1")).outcome == claim_outcome::won);
 
@@ -286,6 +289,7 @@ TEST_CASE("a lock held past busy_timeout fails the operation as unavailable and 
   lease::fake_clock clock{t0};
   lease::sqlite_options o;
   o.clock = [clock] { return clock.now(); };
+  o.quarantine_new_file = false;  // a fresh test file is not a lost one
   o.busy_timeout = 100ms;
   lease::sqlite_store s{path, o};
   REQUIRE(s.claim(request("report", t0, "tok")).outcome == claim_outcome::won);

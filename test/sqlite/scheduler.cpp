@@ -4,7 +4,11 @@
 // shows (`lease::store = lease::sqlite_store{"jobs.db"}`).
 #include <catch2/catch.hpp>
 
+#include <filesystem>
+#include <map>
+#include <string>
 #include <type_traits>
+#include <vector>
 
 #include "lease/clock/fake.hpp"
 #include "lease/executor/manual.hpp"
@@ -21,6 +25,7 @@ TEST_CASE("two schedulers sharing one sqlite file run every slot of a job exactl
   lease::testing::check_two_schedulers_run_each_slot_once([&](lease::fake_clock clock) {
     lease::sqlite_options o;
     o.clock = [clock] { return clock.now(); };
+    o.quarantine_new_file = false;  // a fresh test file is not a lost one
     return lease::sqlite_store{dir.file("jobs.db"), o};
   });
 }
@@ -31,4 +36,65 @@ TEST_CASE("make_scheduler accepts a sqlite_store on the host clock by name") {
                                  lease::executor = lease::manual_executor{});
   static_assert(std::is_same_v<std::remove_cvref_t<decltype(s.store())>, lease::sqlite_store>);
   CHECK(s.store().unfinished("anything").empty());
+}
+
+TEST_CASE("a scheduler whose store file is deleted reports it, stops the forgotten run, and runs nothing for a lease") {
+  lease::testing::temp_dir dir;
+  const std::string path = dir.file("jobs.db");
+  const lease::time_point t0{std::chrono::sys_days{std::chrono::year{2026} / 1 / 1}};
+  lease::fake_clock clock{t0 - 1s};
+  lease::sqlite_options o;
+  o.clock = [clock] { return clock.now(); };
+  o.quarantine_new_file = false;  // the first file is not a lost one
+  lease::manual_executor exec;
+  auto s = lease::make_scheduler(lease::store = lease::sqlite_store{path, o}, lease::clock = clock,
+                                 lease::executor = exec,
+                                 lease::settings = lease::options{.lease = 3s, .instance = "a", .seed = 1});
+  std::vector<lease::event> events;
+  s.on_event([&](const lease::event& e) { events.push_back(e); });
+  std::map<lease::time_point, int> started;
+  s.add("report", lease::every(10s), [&](lease::run_context& ctx) { ++started[ctx.slot]; });
+  s.start();
+  auto step = [&](std::chrono::milliseconds d) {
+    clock.advance(d);
+    s.poll();
+  };
+  for (int i = 0; i < 30; ++i) step(50ms);  // t0 + 0.5 s: the slot t0 is won and dispatched
+  REQUIRE(s.store().get({"report", t0}).has_value());
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix);
+  const lease::time_point lost = clock.now();
+  for (int i = 0; i < 60; ++i) step(50ms);  // 3 s: heartbeats notice, are refused
+  auto has = [&](lease::event_kind k, const char* text) {
+    for (const auto& e : events)
+      if (e.kind == k && e.message.find(text) != std::string::npos) return true;
+    return false;
+  };
+  CHECK(has(lease::event_kind::store_notice, "was deleted"));
+  CHECK(has(lease::event_kind::lost, ""));  // the forgotten attempt is fenced off
+  CHECK(s.store().lost_at().value() >= lost);
+  exec.run_all();  // the forgotten handler returns; its finish is refused
+  for (int i = 0; i < 320; ++i) {  // to t0 + 19.5 s: slot t0 + 10 s runs (the quarantine ended at ~t0 + 4 s)
+    step(50ms);
+    exec.run_all();
+  }
+  CHECK(started[t0 + 10s] == 1);
+  // Deleted again while idle: the claim of slot t0 + 20 s notices, is
+  // quarantined for a lease, and the scheduler claims again when it ends.
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix);
+  events.clear();
+  for (int i = 0; i < 200; ++i) {  // to t0 + 29.5 s
+    step(50ms);
+    exec.run_all();
+  }
+  CHECK(has(lease::event_kind::store_notice, "was deleted"));
+  CHECK(has(lease::event_kind::store_error, "lost its state"));
+  CHECK(started[t0 + 20s] == 1);
+  const auto rec = s.store().get({"report", t0 + 20s});
+  REQUIRE(rec.has_value());
+  CHECK(rec->status == lease::run_status::success);
+  const auto second_loss = s.store().lost_at().value();
+  CHECK(second_loss >= t0 + 20s);
+  for (const auto& e : events)
+    if (e.kind == lease::event_kind::won) CHECK(e.at >= second_loss + 3s);
+  s.stop();
 }

@@ -25,6 +25,7 @@ const lease::time_point t0{std::chrono::sys_days{std::chrono::year{2026} / 1 / 1
 lease::sqlite_store on_fake_clock(const std::string& path, const lease::fake_clock& c) {
   lease::sqlite_options o;
   o.clock = [c] { return c.now(); };
+  o.quarantine_new_file = false;  // a fresh test file is not a lost one
   return lease::sqlite_store{path, std::move(o)};
 }
 
@@ -53,7 +54,7 @@ TEST_CASE("a claim on a new file wins attempt 1 with fence 1 and a lease on the 
   const auto res = s.claim(request("report", t0, "tok-a"));
   CHECK(res.outcome == claim_outcome::won);
   CHECK(res.record.attempt == 1);
-  CHECK(res.record.fence == 1);
+  CHECK(res.record.fence == static_cast<std::uint64_t>(t0.time_since_epoch().count()));  // the store's clock in ms
   CHECK(res.record.token == "tok-a");
   CHECK(res.record.runner == "runner-tok-a");
   CHECK(res.record.lease_end == t0 + 30s);
@@ -116,7 +117,7 @@ TEST_CASE("an expired run is taken over as the next attempt and the old token is
   const auto takeover = s.claim(request("report", t0, "tok-b", lease::claim_reason::takeover));
   CHECK(takeover.outcome == claim_outcome::won);
   CHECK(takeover.record.attempt == 2);
-  CHECK(takeover.record.fence == 2);
+  CHECK(takeover.record.fence == static_cast<std::uint64_t>((t0 + 30s).time_since_epoch().count()));
   CHECK(takeover.record.lease_end == clock.now() + 30s);
   CHECK_FALSE(s.heartbeat({"report", t0}, "tok-a", 30s));
   CHECK_FALSE(s.finish({"report", t0}, "tok-a", run_status::success));
@@ -178,7 +179,7 @@ TEST_CASE("a new run marks an older expired run of the job interrupted") {
   CHECK(s.unfinished("report").size() == 1);
 }
 
-TEST_CASE("the fence keeps counting after old runs are pruned") {
+TEST_CASE("the fence keeps growing after old runs are pruned, by one within a millisecond") {
   lease::testing::temp_dir dir;
   lease::fake_clock clock{t0};
   auto s = on_fake_clock(dir.file("jobs.db"), clock);
@@ -189,9 +190,19 @@ TEST_CASE("the fence keeps counting after old runs are pruned") {
     clock.set(r.run.slot);
     const auto res = s.claim(r);
     REQUIRE(res.outcome == claim_outcome::won);
-    CHECK(res.record.fence == static_cast<std::uint64_t>(i + 1));
+    CHECK(res.record.fence == static_cast<std::uint64_t>(r.run.slot.time_since_epoch().count()));
     REQUIRE(s.finish(r.run, r.token, run_status::success));
   }
+  // Two wins in the same store millisecond: the second is the first + 1.
+  clock.set(t0 + 20 * 60s);
+  auto a = request("burst", clock.now(), "tok-x");
+  const auto first = s.claim(a);
+  a.run.slot += 1ms;
+  a.token = "tok-y";
+  a.overlap = lease::overlap_mode::allow;
+  const auto second = s.claim(a);
+  REQUIRE(second.outcome == claim_outcome::won);
+  CHECK(second.record.fence == first.record.fence + 1);
   CHECK_FALSE(s.get({"report", t0}).has_value());            // pruned
   CHECK(s.get({"report", t0 + 18 * 60s}).has_value());      // among the 2 newest ended
   CHECK(s.get({"report", t0 + 17 * 60s}).has_value());      // the newest claim ran before it ended
@@ -239,6 +250,7 @@ TEST_CASE("unfinished lists the running runs of a job oldest first, expired ones
   };
   s.claim(allow(request("report", t0, "t1")));
   s.claim(allow(request("report", t0 + 1s, "t2")));
+  clock.advance(1s);  // a slot more than 1 s ahead of the store's clock is early
   s.claim(allow(request("report", t0 + 2s, "t3")));
   s.finish({"report", t0 + 1s}, "t2", run_status::success);
   s.claim(allow(request("other", t0, "t4")));

@@ -26,6 +26,49 @@
 // tokens and runners reach SQL only as bound BLOB parameters, so any bytes
 // round-trip (quotes, NUL, 10 kB names).
 //
+// The file replaced or deleted while open. SQLite keeps using the inode it
+// opened: without a check, an instance would go on with an unlinked file while
+// an instance started afterwards creates a new one, and every slot would run
+// twice. So before every operation the store stat()s the path and compares
+// device + inode with the file it has open (one syscall; benchmark/sqlite
+// measures it). On a mismatch it closes the stale connection *without* a
+// checkpoint (SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE: a stale handle must not write
+// into, or delete, a -wal that may now belong to the new file), opens the
+// path again (creating it if gone), records lost_at = now in the file's
+// lease_meta unless it holds a later one, queues a notice (take_notices) and
+// from then on answers claims by the quarantine rule of rules::claim: no
+// attempt is won before lost_at + lease.
+//
+// Why that keeps a slot from running twice, and the window that remains:
+//  * A runner of a run the new file forgot: its instance's next heartbeat
+//    first notices the replacement, then is refused (the new file does not
+//    know its token), so it stops. Heartbeats it had acknowledged came from
+//    the old file, before its instance noticed; so it stops at the latest one
+//    lease after that notice (its own self-abort), which is when the
+//    quarantine written by that same instance ends. Each old instance that
+//    notices later moves lost_at later ("a later one wins"), never earlier.
+//    Backdating lost_at would be wrong: it must cover heartbeats the old file
+//    acknowledged until this instance noticed.
+//  * An instance that opens the path after the replacement has no memory of
+//    the old inode, and nothing in a new file tells "first start ever" from
+//    "replaced under running instances" (the old -wal/-shm may be gone too).
+//    Until the first old instance notices (up to one heartbeat), it could win
+//    a slot whose old runner is still running: the double-run window. So a
+//    file the store *creates* is treated as a loss noticed at its creation
+//    (sqlite_options::quarantine_new_file, on by default): lost_at =
+//    created_at, written in the schema's own creating transaction. Every old
+//    runner's last acknowledged heartbeat was sent before the creation, so it
+//    self-aborts within one lease of it: no window remains. The price is one
+//    lease without runs after a store file is first created (first deployment,
+//    or a deliberate reset). An existing file replaced by a rename of another
+//    lease file (a backup restored) holds no such evidence; the old instances
+//    close that window at their next operation, not before (documented on
+//    sqlite_options::quarantine_new_file).
+//  * SQLite finds a database's -wal and -shm by name. Replacing or deleting
+//    jobs.db while it is open but leaving jobs.db-wal/-shm beside it makes a
+//    new connection read the new file through the old WAL (SQLite's "how to
+//    corrupt a database", §2.4): remove or replace all three together.
+//
 // The store's clock: the host's wall clock in ms by default, always read
 // while the write lock is held, so the times of successive writes to the file
 // follow their commit order (a claim reads std::chrono::system_clock after
@@ -34,9 +77,13 @@
 // (sqlite_options::clock), which the conformance suite uses with fake_clock.
 #pragma once
 
+#include <algorithm>
 #include <array>
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
+#include <cstring>
 #include <functional>
 #include <optional>
 #include <span>
@@ -46,6 +93,7 @@
 #include <vector>
 
 #include <sqlite3.h>
+#include <sys/stat.h>
 
 #include "lease/error.hpp"
 #include "lease/run.hpp"
@@ -75,6 +123,15 @@ struct sqlite_options {
   /// commits (NORMAL keeps the file consistent but may drop the last commits,
   /// which is harmless here: a power cut kills every runner on the host too).
   bool durable = false;
+  /// Treat a store file that this store creates (no file at the path, or an
+  /// empty one) as a loss of state noticed at its creation: no attempt is
+  /// won during the first lease after it. A new file may have replaced one
+  /// that running instances still use, and nothing in it can tell; this
+  /// closes the window before those instances notice (see the design note
+  /// at the top of this header). Costs one lease without runs after the
+  /// first start of a deployment. Turn it off only if nothing can replace or
+  /// delete the file while instances run (tests on fresh files do).
+  bool quarantine_new_file = true;
 };
 
 /// The Store (store/concept.hpp) on one SQLite file in WAL mode. Several
@@ -106,10 +163,8 @@ class sqlite_store {
  public:
   /// Opens (or creates) the store file at `path`. See the class comment for errors.
   explicit sqlite_store(std::string path, sqlite_options options = {})
-      : path_(std::move(path)),
-        options_(std::move(options)),
-        db_(detail::sqlite_open(path_, options_.busy_timeout.count(), options_.durable)) {
-    for (std::size_t i = 0; i < sql_.size(); ++i) stmts_[i] = detail::sqlite_prepare(db_.get(), sql_[i]);
+      : path_(std::move(path)), options_(std::move(options)) {
+    open();
   }
 
   sqlite_store(sqlite_store&&) noexcept = default;
@@ -120,6 +175,7 @@ class sqlite_store {
 
   /// A claim (DESIGN.md §3 / rules::claim), in one BEGIN IMMEDIATE transaction.
   claim_result claim(const claim_request& req) {
+    check_file();
     transaction tx(*this, "claim");
     const time_point at = now();
     claim_result res;
@@ -139,11 +195,16 @@ class sqlite_store {
         set_status(req.run, run_status::interrupted);
         r.status = run_status::interrupted;
         res.outcome = claim_outcome::finished;
+      } else if (const auto until = quarantine_end(at, req.lease)) {
+        res.outcome = claim_outcome::quarantined;
+        res.record.lease_end = *until;
+        tx.commit();
+        return res;
       } else {
         r.attempt += 1;
         r.token = req.token;
         r.runner = req.runner;
-        r.fence = bump_fence(req.run.job);
+        r.fence = bump_fence(req.run.job, at);
         r.status = run_status::running;
         r.lease_end = at + req.lease;
         r.released = false;
@@ -160,11 +221,16 @@ class sqlite_store {
       res.outcome = claim_outcome::none;
     } else if (at > req.deadline + late_tolerance) {
       res.outcome = claim_outcome::late;
+    } else if (req.run.slot > at + early_tolerance) {
+      res.outcome = claim_outcome::early;
     } else if (newer) {
       res.outcome = claim_outcome::superseded;
     } else if (auto blocking = scan_running(req, at); blocking.live) {
       res.outcome = claim_outcome::overlap;
       res.record = std::move(*blocking.live);
+    } else if (const auto until = quarantine_end(at, req.lease)) {
+      res.outcome = claim_outcome::quarantined;
+      res.record.lease_end = *until;
     } else {
       // Older running runs end here: expired ones because a newer run started
       // first, live ones too in replace mode (allow leaves them running).
@@ -172,7 +238,7 @@ class sqlite_store {
       run_record& r = res.record;
       r.attempt = 1;
       r.token = req.token;
-      r.fence = bump_fence(req.run.job);
+      r.fence = bump_fence(req.run.job, at);
       r.runner = req.runner;
       r.status = run_status::running;
       r.lease_end = at + req.lease;
@@ -189,6 +255,7 @@ class sqlite_store {
   /// Extends the lease to now + lease, only for the current token of a
   /// running, unreleased run (one UPDATE). True if it did.
   bool heartbeat(const run_key& run, std::string_view token, duration lease) {
+    check_file();
     return heartbeat_one(run, token, lease, std::nullopt);
   }
 
@@ -198,6 +265,7 @@ class sqlite_store {
     std::vector<bool> out;
     out.reserve(batch.size());
     if (batch.empty()) return out;
+    check_file();
     transaction tx(*this, "heartbeat");
     const time_point t = now();
     for (const heartbeat_request& h : batch) out.push_back(heartbeat_one(h.run, h.token, h.lease, t));
@@ -209,6 +277,7 @@ class sqlite_store {
   /// interrupted), only for the current token of a running, unreleased run.
   bool finish(const run_key& run, std::string_view token, run_status status) {
     if (status == run_status::running) return false;
+    check_file();
     if (static_cast<int>(status) > static_cast<int>(run_status::interrupted))
       detail::throw_sqlite(db_.get(), SQLITE_RANGE, path_, "finish: not a run_status");
     sqlite3_stmt* s = stmt(q::finish);
@@ -224,6 +293,7 @@ class sqlite_store {
   /// Hands the run over: lease end = now, released, one more handover; only
   /// for the current token of a running, unreleased run.
   bool release(const run_key& run, std::string_view token) {
+    check_file();
     sqlite3_stmt* s = stmt(q::release);
     detail::stmt_use use(s);
     detail::bind_bytes(s, 1, run.job);
@@ -236,6 +306,7 @@ class sqlite_store {
 
   /// The job's running runs, whatever their lease, oldest first.
   std::vector<run_record> unfinished(std::string_view job) {
+    check_file();
     sqlite3_stmt* s = stmt(q::unfinished);
     detail::stmt_use use(s);
     detail::bind_bytes(s, 1, job);
@@ -245,7 +316,24 @@ class sqlite_store {
   }
 
   /// One run's record, if it has state.
-  std::optional<run_record> get(const run_key& run) { return select_run(run); }
+  std::optional<run_record> get(const run_key& run) {
+    check_file();
+    return select_run(run);
+  }
+
+  /// When the store last noticed that it had lost its state (the file
+  /// replaced or deleted while open, or created new with
+  /// quarantine_new_file), on the store's clock; claims win no attempt
+  /// before this + their lease. Empty if it never did.
+  std::optional<time_point> lost_at() {
+    check_file();
+    return read_lost_at();
+  }
+
+  /// What the store learnt that an operator should know (NoticeStore): a
+  /// store file replaced or deleted while open, a new file created. Each
+  /// sentence is returned once.
+  std::vector<std::string> take_notices() { return std::exchange(notices_, {}); }
 
   /// The store's clock: the caller's clock if one was given, else the host's
   /// wall clock in ms.
@@ -264,7 +352,7 @@ class sqlite_store {
  private:
   enum class q : std::uint8_t {
     begin, commit, rollback, get, find, running, interrupt_older, set_status, read_fence, write_fence,
-    insert_run, take_over, prune, heartbeat, finish, release, unfinished, count_
+    insert_run, take_over, prune, heartbeat, finish, release, unfinished, read_lost_at, write_lost_at, count_
   };
 
 #define LEASE_SQLITE_COLUMNS "job, slot, attempt, token, fence, runner, status, lease_end, released, handovers"
@@ -304,6 +392,8 @@ class sqlite_store {
       "WHERE job = ?1 AND slot = ?2 AND token = ?4 AND status = 0 AND released = 0",
       "SELECT " LEASE_SQLITE_COLUMNS " FROM lease_runs INDEXED BY lease_runs_running "
       "WHERE job = ?1 AND status = 0 ORDER BY slot",
+      "SELECT value FROM lease_meta WHERE name = 'lost_at'",
+      "INSERT OR REPLACE INTO lease_meta (name, value) VALUES ('lost_at', ?1)",
   };
 #undef LEASE_SQLITE_NOW
 #undef LEASE_SQLITE_COLUMNS
@@ -474,10 +564,12 @@ class sqlite_store {
     detail::step(s, "cannot mark a run interrupted");
   }
 
-  /// fence + 1 for the job (1 for its first run), stored. A read and a
-  /// write rather than an UPSERT ... RETURNING, which costs SQLite three
-  /// times as much; atomic all the same inside the claim's transaction.
-  std::uint64_t bump_fence(std::string_view job) {
+  /// The next fence for the job, stored: max(fence + 1, store-now in ms)
+  /// (rules::detail::next_fence), so fences keep growing even in a file that
+  /// replaced a lost one. A read and a write rather than an UPSERT ...
+  /// RETURNING, which costs SQLite three times as much; atomic all the same
+  /// inside the claim's transaction.
+  std::uint64_t bump_fence(std::string_view job, time_point at) {
     std::int64_t fence = 0;
     {
       sqlite3_stmt* s = stmt(q::read_fence);
@@ -486,7 +578,7 @@ class sqlite_store {
       if (detail::step(s, "cannot read the job's fence")) fence = detail::column_int(s, 0);
     }
     if (fence < 0) detail::throw_sqlite(sqlite_errc::bad_value, path_, "lease_jobs holds a negative fence");
-    ++fence;
+    fence = std::max(fence + 1, ms(at));
     sqlite3_stmt* s = stmt(q::write_fence);
     detail::stmt_use use(s);
     detail::bind_bytes(s, 1, job);
@@ -531,8 +623,159 @@ class sqlite_store {
     detail::step(s, "cannot prune old runs");
   }
 
+  /// When a claim at `at` with `lease` would be quarantined, the end of the
+  /// quarantine (lost_at + lease, rules::claim); else empty.
+  std::optional<time_point> quarantine_end(time_point at, duration lease) {
+    const auto lost = read_lost_at();
+    if (lost && at < *lost + lease) return *lost + lease;
+    return std::nullopt;
+  }
+
+  std::optional<time_point> read_lost_at() {
+    sqlite3_stmt* s = stmt(q::read_lost_at);
+    detail::stmt_use use(s);
+    if (!detail::step(s, "cannot read when the store lost its state")) return std::nullopt;
+    return time_point{duration{detail::column_int(s, 0)}};
+  }
+
+  /// Opens (or creates) the file at path_ and prepares the statements; then
+  /// remembers which file that is (device + inode), for check_file().
+  void open() {
+    const std::int64_t t = ms(now());
+    for (int tries = 0;; ++tries) {
+      detail::sqlite_opened o = detail::sqlite_open(
+          path_, options_.busy_timeout.count(), options_.durable, t,
+          options_.quarantine_new_file ? std::optional<std::int64_t>(t) : std::nullopt);
+      std::array<detail::sqlite_stmt, static_cast<std::size_t>(q::count_)> stmts{};
+      for (std::size_t i = 0; i < sql_.size(); ++i) stmts[i] = detail::sqlite_prepare(o.db.get(), sql_[i]);
+      const char* f = sqlite3_db_filename(o.db.get(), "main");
+      std::string file = f != nullptr ? f : "";
+      struct ::stat st {};
+      if (!file.empty()) {
+        // stat() the path, then ask SQLite whether the inode it has open is
+        // still the one at the path: if so, st is that inode (a replacement
+        // in between would have to be undone again in microseconds).
+        int moved = 0;
+        const bool named = ::stat(file.c_str(), &st) == 0 &&
+                           sqlite3_file_control(o.db.get(), "main", SQLITE_FCNTL_HAS_MOVED, &moved) == SQLITE_OK &&
+                           moved == 0;
+        if (!named) {
+          if (tries < 3) continue;
+          detail::throw_sqlite(o.db.get(), SQLITE_CANTOPEN, path_,
+                               "the file was replaced again and again while being opened");
+        }
+      }
+      // Statements before the connection they belong to, as in the destructor.
+      for (auto& x : stmts_) x.reset();
+      db_ = std::move(o.db);
+      stmts_ = std::move(stmts);
+      file_ = std::move(file);
+      dev_ = static_cast<std::uint64_t>(st.st_dev);
+      ino_ = static_cast<std::uint64_t>(st.st_ino);
+      if (o.created && options_.quarantine_new_file)
+        notices_.push_back("lease::sqlite_store: created a new store file '" + detail::sqlite_printable(path_) +
+                           "' (inode " + std::to_string(ino_) + ") at " + iso(time_point{duration{t}}) +
+                           " (store clock); a new file may have replaced one that running instances still use, "
+                           "so no run starts until one lease after its creation, when any runner of a run "
+                           "it cannot know of has stopped");
+      return;
+    }
+  }
+
+  /// Before every operation: does the path still name the file that is open?
+  /// One stat(); on a mismatch, recover (file_replaced).
+  void check_file() {
+    if (loss_) return file_replaced();  // an earlier recovery did not finish: finish it first
+    if (!db_) throw_moved_from();
+    if (file_.empty()) return;  // a temporary or in-memory database: no path
+    struct ::stat st {};
+    if (::stat(file_.c_str(), &st) == 0) {
+      if (static_cast<std::uint64_t>(st.st_ino) == ino_ && static_cast<std::uint64_t>(st.st_dev) == dev_) return;
+      loss_ = loss{ino_, "was replaced"};
+      file_replaced();
+    } else if (errno == ENOENT) {
+      loss_ = loss{ino_, "was deleted"};
+      file_replaced();
+    } else {
+      const int e = errno;
+      detail::throw_sqlite(db_.get(), SQLITE_IOERR_ACCESS, path_,
+                           std::string("cannot check that the path still names the open store file (") +
+                               std::strerror(e) + ")");
+    }
+  }
+
+  /// The path names another file, or none (loss_): the state this store had
+  /// is lost to it. Close the stale connection without touching anything by
+  /// name, open the path again, record the loss in the file, tell the
+  /// operator. If a step fails (the directory is gone, the lock is busy), the
+  /// error is thrown and the next operation resumes here: no operation runs
+  /// on the new file before lost_at is recorded in it.
+  void file_replaced() {
+    loss& l = *loss_;
+    if (!l.reopened) {
+      if (db_) {
+        // A stale handle must not checkpoint into or delete a -wal that may
+        // now belong to the new file: close it without the last-close
+        // checkpoint.
+        sqlite3_db_config(db_.get(), SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
+        for (auto& x : stmts_) x.reset();
+        db_.reset();
+      }
+      open();
+      l.reopened = true;
+    }
+    const time_point at = now();
+    std::optional<time_point> lost;
+    if (sqlite3_db_readonly(db_.get(), "main") != 1) {  // a read-only inspector records nothing
+      transaction tx(*this, "record of a lost store file");
+      lost = read_lost_at();
+      if (!lost || *lost < at) {
+        sqlite3_stmt* s = stmt(q::write_lost_at);
+        detail::stmt_use use(s);
+        detail::bind_int(s, 1, ms(at));
+        detail::step(s, "cannot record that the store lost its state");
+      }
+      tx.commit();
+    }
+    const std::uint64_t old_ino = l.old_ino;
+    const char* what = l.what;
+    loss_.reset();
+    const time_point noticed = lost && *lost > at ? *lost : at;
+    notices_.push_back(
+        "lease::sqlite_store: the store file '" + detail::sqlite_printable(path_) + "' " + what +
+        " while this instance had it open (inode " + std::to_string(old_ino) +
+        " -> " + std::to_string(ino_) + "): every run and fence this instance knew of is lost to the store, "
+        "and a run may still be running whose state is gone. Loss recorded at " + iso(noticed) +
+        " (store clock): no run starts until one lease after it, when every runner of a forgotten run has "
+        "stopped. Replace or delete a store file (with its -wal and -shm) only while no instance runs");
+  }
+
+  /// A store time as an ISO 8601 UTC string, for notices.
+  static std::string iso(time_point t) {
+    const auto day = std::chrono::floor<std::chrono::days>(t);
+    const std::chrono::year_month_day ymd{day};
+    const std::chrono::hh_mm_ss hms{t - day};
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "%04d-%02u-%02uT%02d:%02d:%02d.%03dZ", static_cast<int>(ymd.year()),
+                  static_cast<unsigned>(ymd.month()), static_cast<unsigned>(ymd.day()),
+                  static_cast<int>(hms.hours().count()), static_cast<int>(hms.minutes().count()),
+                  static_cast<int>(hms.seconds().count()), static_cast<int>(hms.subseconds().count()));
+    return buf;
+  }
+
   std::string path_;
   sqlite_options options_;
+  std::string file_;       ///< the open file's full path (sqlite3_db_filename); "" for none
+  std::uint64_t dev_ = 0;  ///< the open file's device and inode, when it was opened
+  std::uint64_t ino_ = 0;
+  /// A loss noticed whose recovery has not finished (file_replaced).
+  struct loss {
+    std::uint64_t old_ino = 0;
+    const char* what = "";
+    bool reopened = false;  ///< the path is open again; lost_at not yet recorded
+  };
+  std::optional<loss> loss_;
+  std::vector<std::string> notices_;
   // Declared before the statements: members are destroyed in reverse, so the
   // statements are finalized before the connection closes.
   detail::sqlite_db db_;
@@ -541,5 +784,6 @@ class sqlite_store {
 
 static_assert(Store<sqlite_store>);
 static_assert(BatchHeartbeatStore<sqlite_store>);
+static_assert(NoticeStore<sqlite_store>);
 
 }  // namespace lease

@@ -8,6 +8,7 @@
 // `e.code() == lease::errc::unavailable` works for any SQLite failure.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -106,6 +107,56 @@ class sqlite_category_impl final : public std::error_category {
 
 namespace detail {
 
+/// `s` made safe for a message or a log line: valid UTF-8 is kept, control
+/// characters (C0, DEL, C1) are escaped as \n, \t, \r, \\ or \xNN / \u{NN},
+/// and each byte that is not part of valid UTF-8 becomes \xNN. Paths and job
+/// names are arbitrary bytes; a message must not break a terminal or a
+/// JSON log. TODO: replace with lease/detail/printable.hpp once it is merged.
+[[nodiscard]] inline std::string sqlite_printable(std::string_view s) {
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(s.size());
+  auto byte = [&](unsigned char c) { out.append("\\x").push_back(hex[c >> 4]); out.push_back(hex[c & 15]); };
+  for (std::size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      if (c == '\n') out.append("\\n");
+      else if (c == '\t') out.append("\\t");
+      else if (c == '\r') out.append("\\r");
+      else if (c == '\\') out.append("\\\\");
+      else if (c < 0x20 || c == 0x7f) byte(c);
+      else out.push_back(static_cast<char>(c));
+      ++i;
+      continue;
+    }
+    // The length and the smallest code point of a sequence led by c.
+    const std::size_t n = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+    std::uint32_t cp = n == 2 ? c & 0x1fu : n == 3 ? c & 0x0fu : c & 0x07u;
+    bool ok = n != 0 && i + n <= s.size();
+    for (std::size_t k = 1; ok && k < n; ++k) {
+      const auto d = static_cast<unsigned char>(s[i + k]);
+      ok = (d & 0xc0) == 0x80;
+      cp = (cp << 6) | (d & 0x3fu);
+    }
+    // Overlong forms, surrogates and code points past U+10FFFF are not UTF-8.
+    ok = ok && !(n == 3 && cp < 0x800) && !(n == 4 && (cp < 0x10000 || cp > 0x10ffff)) &&
+         !(cp >= 0xd800 && cp <= 0xdfff);
+    if (!ok) {
+      byte(c);
+      ++i;
+    } else if (cp >= 0x80 && cp <= 0x9f) {  // C1 controls
+      out.append("\\u{").push_back(hex[cp >> 4]);
+      out.push_back(hex[cp & 15]);
+      out.push_back('}');
+      i += n;
+    } else {
+      out.append(s.substr(i, n));
+      i += n;
+    }
+  }
+  return out;
+}
+
 /// What to do about a failure, for the exception's message.
 [[nodiscard]] inline std::string_view sqlite_advice(int rc) noexcept {
   switch (rc & 0xff) {
@@ -139,7 +190,7 @@ namespace detail {
 /// the code's) and what to do.
 [[noreturn]] inline void throw_sqlite(sqlite3* db, int rc, std::string_view path, std::string_view what) {
   std::string msg = "lease::sqlite_store '";
-  msg.append(path).append("': ").append(what);
+  msg.append(sqlite_printable(path)).append("': ").append(what);
   if (db != nullptr) {
     const std::string_view detail = sqlite3_errmsg(db);
     if (!detail.empty() && detail != sqlite3_errstr(rc) && detail != "not an error")
@@ -155,7 +206,7 @@ namespace detail {
 /// after the commit frame was written), so "not applied" cannot be promised.
 [[noreturn]] inline void throw_commit_unknown(sqlite3* db, int rc, std::string_view path, std::string_view what) {
   std::string msg = "lease::sqlite_store '";
-  msg.append(path).append("': ").append(what).append(": the disk failed while committing (SQLite code ");
+  msg.append(sqlite_printable(path)).append("': ").append(what).append(": the disk failed while committing (SQLite code ");
   msg.append(std::to_string(rc)).append(", ").append(db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
   msg.append("); the change may or may not have been applied: read the run back and compare its token "
              "before retrying, and check the disk");
@@ -165,7 +216,7 @@ namespace detail {
 /// Throws the store_error for a condition the store detected itself.
 [[noreturn]] inline void throw_sqlite(sqlite_errc e, std::string_view path, std::string_view what) {
   std::string msg = "lease::sqlite_store '";
-  msg.append(path).append("': ").append(what);
+  msg.append(sqlite_printable(path)).append("': ").append(what);
   throw store_error(make_error_code(e), msg);
 }
 

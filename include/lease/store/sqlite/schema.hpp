@@ -1,11 +1,18 @@
 // lease/store/sqlite/schema.hpp — the lease tables in a SQLite file (schema
-// version 1), and opening a file: create the schema in an empty database,
-// accept our own, refuse everything else with a clear error.
+// version 2), and opening a file: create the schema in an empty database,
+// upgrade version 1 (add lease_meta), accept our own, refuse everything else
+// with a clear error.
 //
 // Internal (lease::detail); the layout is documented here for operators who
 // look at a jobs.db with the sqlite3 shell.
 //
-//   lease_schema(version)          one row: the schema version (1)
+//   lease_schema(version)          one row: the schema version (2)
+//   lease_meta(name, value)        facts about the file itself, ms on the
+//                                  store's clock: 'created_at' (when lease
+//                                  created the schema), 'lost_at' (when the
+//                                  store last noticed that it had lost its
+//                                  state: no attempt is won before lost_at +
+//                                  the claim's lease — rules::run_table::lost_at)
 //   lease_jobs(job, fence)         per-job fence counter: +1 on every won
 //                                  attempt; never pruned, so fences stay
 //                                  unique even after old runs are deleted
@@ -24,6 +31,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,11 +45,15 @@
 namespace lease::detail {
 
 /// The schema version this library reads and writes.
-inline constexpr std::int64_t sqlite_schema_version = 1;
+inline constexpr std::int64_t sqlite_schema_version = 2;
 
 inline constexpr const char* sqlite_schema_ddl = R"sql(
 CREATE TABLE lease_schema (version INTEGER NOT NULL);
-INSERT INTO lease_schema (version) VALUES (1);
+INSERT INTO lease_schema (version) VALUES (2);
+CREATE TABLE lease_meta (
+  name  TEXT    NOT NULL PRIMARY KEY,
+  value INTEGER NOT NULL
+) WITHOUT ROWID;
 CREATE TABLE lease_jobs (
   job   BLOB    NOT NULL PRIMARY KEY,
   fence INTEGER NOT NULL
@@ -62,6 +74,16 @@ CREATE TABLE lease_runs (
 CREATE INDEX lease_runs_running ON lease_runs (job, slot) WHERE status = 0;
 )sql";
 
+/// Version 1 → 2: the meta table. A version-1 file lost nothing by being
+/// upgraded, so it gets no lost_at.
+inline constexpr const char* sqlite_upgrade_1_to_2 = R"sql(
+CREATE TABLE lease_meta (
+  name  TEXT    NOT NULL PRIMARY KEY,
+  value INTEGER NOT NULL
+) WITHOUT ROWID;
+UPDATE lease_schema SET version = 2;
+)sql";
+
 /// Names of the schema objects the user put in the file (SQLite's own
 /// sqlite_* objects excluded).
 [[nodiscard]] inline std::vector<std::string> sqlite_object_names(sqlite3* db) {
@@ -72,11 +94,12 @@ CREATE INDEX lease_runs_running ON lease_runs (job, slot) WHERE status = 0;
   return names;
 }
 
-/// Checks that the file holds lease schema version 1 with its tables. Returns
-/// false if the database is empty (nothing to check: create it).
-[[nodiscard]] inline bool sqlite_check_schema(sqlite3* db, std::string_view path) {
+/// Checks that the file holds lease schema version 1 or 2 with its tables.
+/// Returns the version, or 0 if the database is empty (nothing to check:
+/// create it).
+[[nodiscard]] inline std::int64_t sqlite_check_schema(sqlite3* db, std::string_view path) {
   const std::vector<std::string> names = sqlite_object_names(db);
-  if (names.empty()) return false;
+  if (names.empty()) return 0;
   auto has = [&](std::string_view n) {
     for (const auto& x : names)
       if (x == n) return true;
@@ -105,18 +128,19 @@ CREATE INDEX lease_runs_running ON lease_runs (job, slot) WHERE status = 0;
                  "has " + std::to_string(versions.size()) +
                      " rows in lease_schema (lease writes exactly one): the file was changed by "
                      "something else; give the store another path");
-  if (versions[0] != sqlite_schema_version)
+  if (versions[0] != 1 && versions[0] != sqlite_schema_version)
     throw_sqlite(sqlite_errc::unknown_schema_version, path,
                  "has lease schema version " + std::to_string(versions[0]) +
                      "; this library reads and writes only version " +
                      std::to_string(sqlite_schema_version) +
-                     ": open it with the lease release that wrote it, or give the store another path");
-  for (std::string_view t : {"lease_jobs", "lease_runs", "lease_runs_running"})
-    if (!has(t))
+                     " (and upgrades version 1): open it with the lease release that wrote it, or give "
+                     "the store another path");
+  for (std::string_view t : {"lease_jobs", "lease_runs", "lease_runs_running", "lease_meta"})
+    if (!has(t) && (t != "lease_meta" || versions[0] >= 2))
       throw_sqlite(sqlite_errc::unknown_schema_version, path,
-                   "says lease schema version 1 but has no " + std::string(t) +
+                   "says lease schema version " + std::to_string(versions[0]) + " but has no " + std::string(t) +
                        ": the file was changed by something else; give the store another path");
-  return true;
+  return versions[0];
 }
 
 /// Switches the file to WAL (a no-op once it is). Leaving rollback mode needs
@@ -135,10 +159,21 @@ inline void sqlite_enable_wal(sqlite3* db, std::string_view path, std::int64_t b
   }
 }
 
+/// What sqlite_open found or did.
+struct sqlite_opened {
+  sqlite_db db;
+  bool created = false;  ///< this connection created the lease schema
+};
+
 /// Opens `path` (created if missing; a `file:` URI is accepted, e.g.
 /// `file:jobs.db?mode=ro` for a read-only inspector), sets the busy timeout,
-/// WAL and the sync level, and makes sure the file holds the lease schema.
-[[nodiscard]] inline sqlite_db sqlite_open(const std::string& path, std::int64_t busy_timeout_ms, bool durable) {
+/// WAL and the sync level, and makes sure the file holds the lease schema
+/// (upgrading version 1). If it creates the schema, it records `created_at`
+/// and, if `lost_at` is set, that lost_at, in the same transaction: no
+/// moment exists at which the new file is visible without them.
+[[nodiscard]] inline sqlite_opened sqlite_open(const std::string& path, std::int64_t busy_timeout_ms, bool durable,
+                                              std::int64_t created_at_ms = 0,
+                                              std::optional<std::int64_t> lost_at_ms = std::nullopt) {
   sqlite3* raw = nullptr;
   const int rc = sqlite3_open_v2(path.c_str(), &raw,
                                  SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_URI |
@@ -152,7 +187,8 @@ inline void sqlite_enable_wal(sqlite3* db, std::string_view path, std::int64_t b
 
   // Look before touching anything: a foreign database must be refused before
   // we switch it to WAL. A file that is not a database fails here (NOTADB).
-  const bool exists = sqlite_check_schema(db.get(), path);
+  const std::int64_t version = sqlite_check_schema(db.get(), path);
+  const bool exists = version != 0;
 
   const bool read_only = sqlite3_db_readonly(db.get(), "main") == 1;
   if (!read_only) {
@@ -167,23 +203,39 @@ inline void sqlite_enable_wal(sqlite3* db, std::string_view path, std::int64_t b
   exec(db.get(), durable ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL", path,
        "cannot set the sync level");
 
-  if (!exists) {
-    if (read_only)
+  bool created = false;
+  if (version != sqlite_schema_version) {
+    if (read_only && !exists)
       throw_sqlite(db.get(), SQLITE_READONLY, path,
                    "has no lease schema yet and is opened read-only, so it cannot be created");
-    // Several processes may open a new file at once: create under the write
-    // lock and look again, so exactly one of them creates the schema.
+    if (read_only) return {std::move(db), false};  // version 1, read-only: lease_meta is never read then
+    // Several processes may open a new file at once: create (or upgrade)
+    // under the write lock and look again, so exactly one of them does it.
     exec(db.get(), "BEGIN IMMEDIATE", path, "cannot lock the database to create the lease schema");
     try {
-      if (!sqlite_check_schema(db.get(), path))
+      const std::int64_t now_version = sqlite_check_schema(db.get(), path);
+      if (now_version == 0) {
         exec(db.get(), sqlite_schema_ddl, path, "cannot create the lease schema");
+        sqlite_stmt s = sqlite_prepare(db.get(), "INSERT INTO lease_meta (name, value) VALUES (?1, ?2)");
+        auto put = [&](const char* name, std::int64_t v) {
+          stmt_use use(s.get());
+          sqlite3_bind_text(s.get(), 1, name, -1, SQLITE_STATIC);
+          bind_int(s.get(), 2, v);
+          step(s.get(), "cannot record when the file was created");
+        };
+        put("created_at", created_at_ms);
+        if (lost_at_ms) put("lost_at", *lost_at_ms);
+        created = true;
+      } else if (now_version == 1) {
+        exec(db.get(), sqlite_upgrade_1_to_2, path, "cannot upgrade the lease schema from version 1 to 2");
+      }
       exec(db.get(), "COMMIT", path, "cannot commit the lease schema");
     } catch (...) {
       sqlite3_exec(db.get(), "ROLLBACK", nullptr, nullptr, nullptr);
       throw;
     }
   }
-  return db;
+  return {std::move(db), created};
 }
 
 }  // namespace lease::detail

@@ -1,0 +1,325 @@
+// test/sqlite/replaced.cpp — the store file deleted or replaced while
+// instances have it open (DESIGN.md §5, invariant 10), on real files: the
+// store notices at its next operation (the path no longer names the inode it
+// has open), opens the path again, records lost_at in the file, says so in a
+// notice, and wins no attempt until one lease after the loss; fences keep
+// growing; a file the store creates is treated as a loss at its creation, so
+// that an instance started after the replacement cannot win before the old
+// runners have stopped.
+#include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+#include <string>
+#include <vector>
+
+#include "lease/clock/fake.hpp"
+#include "lease/store/sqlite.hpp"
+#include "sqlite/temp_dir.hpp"
+
+using namespace std::chrono_literals;
+using Catch::Matchers::Contains;
+using lease::claim_outcome;
+
+namespace {
+
+const lease::time_point t0{std::chrono::sys_days{std::chrono::year{2026} / 3 / 1}};
+
+lease::sqlite_store on(const std::string& path, const lease::fake_clock& c, bool quarantine_new_file = false) {
+  return lease::sqlite_store{path, {.clock = [c] { return c.now(); }, .quarantine_new_file = quarantine_new_file}};
+}
+
+lease::claim_request request(std::string job, lease::time_point slot, std::string token) {
+  lease::claim_request r;
+  r.run = {std::move(job), slot};
+  r.runner = "runner-" + token;
+  r.token = std::move(token);
+  r.lease = 30s;
+  r.deadline = slot + 5min;
+  return r;
+}
+
+std::uint64_t inode(const std::string& path) {
+  struct ::stat st {};
+  REQUIRE(::stat(path.c_str(), &st) == 0);
+  return static_cast<std::uint64_t>(st.st_ino);
+}
+
+/// `rm jobs.db jobs.db-wal jobs.db-shm`.
+void delete_store_files(const std::string& path) {
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix);
+}
+
+/// `mv other jobs.db` (an atomic replace), and the old -wal and -shm removed
+/// with it, as a store file must be replaced.
+void rename_over(const std::string& other, const std::string& path) {
+  std::filesystem::rename(other, path);
+  for (const char* suffix : {"-wal", "-shm"}) std::filesystem::remove(path + suffix);
+}
+
+}  // namespace
+
+TEST_CASE("a store file deleted while open is noticed at the next operation, and no run starts until a lease after") {
+  lease::testing::temp_dir dir;
+  const std::string path = dir.file("jobs.db");
+  lease::fake_clock clock{t0};
+  auto s = on(path, clock);
+  const std::uint64_t old_inode = inode(path);
+  const auto first = s.claim(request("report", t0, "tok-a"));
+  REQUIRE(first.outcome == claim_outcome::won);
+  CHECK(s.take_notices().empty());
+
+  delete_store_files(path);
+  clock.advance(2s);
+  // The runner of the forgotten run is refused at its next heartbeat: the
+  // new file does not know its token, so it stops.
+  CHECK_FALSE(s.heartbeat({"report", t0}, "tok-a", 30s));
+  REQUIRE(std::filesystem::exists(path));  // created again
+  CHECK(s.lost_at() == t0 + 2s);
+  const auto notices = s.take_notices();
+  REQUIRE(notices.size() == 1);
+  CHECK_THAT(notices[0], Contains(path) && Contains("was deleted") &&
+                             Contains("inode " + std::to_string(old_inode) + " -> " + std::to_string(inode(path))) &&
+                             Contains("no run starts until one lease after"));
+  CHECK(s.take_notices().empty());  // each notice once
+
+  // Claims, new runs and takeovers alike, are quarantined until lost_at + lease.
+  clock.advance(30s - 1ms);
+  const auto q = s.claim(request("report", t0 + 30s, "tok-b"));
+  CHECK(q.outcome == claim_outcome::quarantined);
+  CHECK(q.record.lease_end == t0 + 2s + 30s);
+  CHECK(q.record.job == "report");
+  CHECK_FALSE(s.get({"report", t0 + 30s}).has_value());  // nothing created
+  clock.advance(1ms);
+  const auto won = s.claim(request("report", t0 + 30s, "tok-b"));
+  CHECK(won.outcome == claim_outcome::won);
+  CHECK(won.record.fence > first.record.fence);  // invariant 10: fences never repeat
+}
+
+TEST_CASE("fences never repeat when the store file is deleted between two wins") {
+  lease::testing::temp_dir dir;
+  const std::string path = dir.file("jobs.db");
+  lease::fake_clock clock{t0};
+  auto s = on(path, clock);
+  auto r = request("report", t0, "tok-a");
+  r.lease = 1ms;  // the shortest quarantine: the next win is 1 ms after the loss
+  const auto first = s.claim(r);
+  REQUIRE(first.outcome == claim_outcome::won);
+  delete_store_files(path);
+  (void)s.get(r.run);  // noticed now, at t0
+  clock.advance(1ms);
+  r.token = "tok-b";
+  const auto second = s.claim(r);  // the file forgot the job's fence
+  REQUIRE(second.outcome == claim_outcome::won);
+  CHECK(second.record.attempt == 1);
+  CHECK(second.record.fence > first.record.fence);
+}
+
+TEST_CASE("a store file replaced by renaming another lease database over it is noticed and quarantines claims") {
+  lease::testing::temp_dir dir;
+  const std::string path = dir.file("jobs.db");
+  const std::string other = dir.file("backup.db");
+  lease::fake_clock clock{t0};
+  auto s = on(path, clock);
+  REQUIRE(s.claim(request("report", t0, "tok-a")).outcome == claim_outcome::won);
+  {
+    auto b = on(other, clock);  // an older copy: another run, no lost_at
+    REQUIRE(b.claim(request("backup-job", t0, "tok-old")).outcome == claim_outcome::won);
+  }
+  rename_over(other, path);
+  clock.advance(1s);
+  const auto q = s.claim(request("report", t0, "tok-b"));
+  CHECK(q.outcome == claim_outcome::quarantined);  // the backup never saw tok-a's run
+  CHECK(q.record.lease_end == t0 + 1s + 30s);
+  CHECK(s.get({"backup-job", t0})->token == "tok-old");  // it reads the file now at the path
+  const auto notices = s.take_notices();
+  REQUIRE(notices.size() == 1);
+  CHECK_THAT(notices[0], Contains("was replaced"));
+}
+
+TEST_CASE("a store file replaced by an empty file is noticed, gets the lease schema, and quarantines claims") {
+  lease::testing::temp_dir dir;
+  const std::string path = dir.file("jobs.db");
+  lease::fake_clock clock{t0};
+  auto s = on(path, clock);
+  REQUIRE(s.claim(request("report", t0, "tok-a")).outcome == claim_outcome::won);
+  std::ofstream{dir.file("empty")}.close();
+  rename_over(dir.file("empty"), path);
+  CHECK(std::filesystem::file_size(path) == 0);
+  clock.advance(1s);
+  CHECK(s.unfinished("report").empty());
+  CHECK(s.lost_at() == t0 + 1s);
+  CHECK(std::filesystem::file_size(path) > 0);
+  CHECK(s.claim(request("report", t0, "tok-b")).outcome == claim_outcome::quarantined);
+  CHECK(s.take_notices().size() == 1);
+}
+
+TEST_CASE("two instances: one notices the replacement, the other then obeys the quarantine it recorded") {
+  lease::testing::temp_dir dir;
+  const std::string path = dir.file("jobs.db");
+  lease::fake_clock clock{t0};
+  auto a = on(path, clock);
+  auto b = on(path, clock);
+  const auto ran = a.claim(request("report", t0, "tok-a"));
+  REQUIRE(ran.outcome == claim_outcome::won);
+  delete_store_files(path);
+  clock.advance(5s);
+  CHECK_FALSE(a.heartbeat({"report", t0}, "tok-a", 30s));  // a notices, records lost_at = t0 + 5 s
+  clock.advance(10s);
+  // b notices too, at its own next operation, and moves lost_at later: its
+  // own runners may have had heartbeats acknowledged by the old file until now.
+  const auto q = b.claim(request("report", t0, "tok-b"));
+  CHECK(q.outcome == claim_outcome::quarantined);
+  CHECK(q.record.lease_end == t0 + 15s + 30s);
+  CHECK(a.lost_at() == t0 + 15s);  // one file, one lost_at
+  CHECK(a.take_notices().size() == 1);
+  CHECK(b.take_notices().size() == 1);
+  clock.advance(30s);
+  const auto won = b.claim(request("report", t0, "tok-b2"));
+  CHECK(won.outcome == claim_outcome::won);
+  CHECK(won.record.fence > ran.record.fence);
+}
+
+TEST_CASE("an instance started after the file was replaced is quarantined by the new file's creation") {
+  lease::testing::temp_dir dir;
+  const std::string path = dir.file("jobs.db");
+  lease::fake_clock clock{t0};
+  auto old = on(path, clock);
+  REQUIRE(old.claim(request("report", t0, "tok-a")).outcome == claim_outcome::won);
+  delete_store_files(path);
+  clock.advance(1s);
+
+  SECTION("by default a file the store creates counts as a loss at its creation") {
+    auto fresh = on(path, clock, /*quarantine_new_file=*/true);  // creates the new file; old has not noticed
+    CHECK(fresh.lost_at() == t0 + 1s);
+    const auto q = fresh.claim(request("report", t0, "tok-b"));
+    CHECK(q.outcome == claim_outcome::quarantined);  // the old runner may still run until t0 + 30 s
+    CHECK(q.record.lease_end == t0 + 1s + 30s);
+    const auto notices = fresh.take_notices();
+    REQUIRE(notices.size() == 1);
+    CHECK_THAT(notices[0], Contains("created a new store file"));
+    auto again = on(path, clock, true);  // opening an existing file is no loss
+    CHECK(again.take_notices().empty());
+    CHECK(again.lost_at() == t0 + 1s);
+  }
+  SECTION("without it, the new instance wins before the old one notices: the double-run window") {
+    auto fresh = on(path, clock, /*quarantine_new_file=*/false);
+    CHECK(fresh.claim(request("report", t0, "tok-b")).outcome == claim_outcome::won);
+    CHECK(old.get({"report", t0})->token == "tok-b");  // old notices only now
+    CHECK(old.take_notices().size() == 1);
+  }
+}
+
+TEST_CASE("a store on the host clock quarantines claims for one lease after it creates the file") {
+  lease::testing::temp_dir dir;
+  lease::sqlite_store s{dir.file("jobs.db")};
+  const auto created = s.lost_at();
+  REQUIRE(created.has_value());
+  auto r = request("report", s.now(), "tok");
+  r.lease = 200ms;
+  const auto q = s.claim(r);
+  CHECK(q.outcome == claim_outcome::quarantined);
+  CHECK(q.record.lease_end == *created + 200ms);
+  std::this_thread::sleep_until(std::chrono::system_clock::time_point{q.record.lease_end.time_since_epoch()} + 5ms);
+  CHECK(s.claim(r).outcome == claim_outcome::won);
+}
+
+TEST_CASE("a version 1 store file is upgraded to version 2 and has lost nothing") {
+  lease::testing::temp_dir dir;
+  const std::string path = dir.file("jobs.db");
+  lease::fake_clock clock{t0};
+  {
+    auto s = on(path, clock);
+    REQUIRE(s.claim(request("report", t0, "tok-a")).outcome == claim_outcome::won);
+    REQUIRE(sqlite3_exec(s.native_handle(), "DROP TABLE lease_meta; UPDATE lease_schema SET version = 1", nullptr,
+                         nullptr, nullptr) == SQLITE_OK);
+  }
+  auto s = on(path, clock, true);
+  CHECK_FALSE(s.lost_at().has_value());
+  CHECK(s.take_notices().empty());
+  CHECK(s.get({"report", t0})->token == "tok-a");
+  CHECK(s.claim(request("report", t0, "tok-b")).outcome == claim_outcome::running);
+}
+
+TEST_CASE("a path with control characters and invalid UTF-8 is escaped in error messages") {
+  lease::testing::temp_dir dir;
+  const std::string bad = dir.file(std::string("no\nsuch\x01" "dir\xff")) + "/jobs.db";
+  try {
+    lease::sqlite_store s{bad};
+    FAIL("opened a file in a directory that does not exist");
+  } catch (const lease::store_error& e) {
+    const std::string what = e.what();
+    CHECK(what.find('\n') == std::string::npos);
+    CHECK(what.find('\x01') == std::string::npos);
+    CHECK_THAT(what, Contains("no\\nsuch\\x01dir\\xff/jobs.db"));
+  }
+  CHECK(lease::detail::sqlite_printable("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80") == "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80");
+  CHECK(lease::detail::sqlite_printable("\xc2\x85 \xc0\xaf \xed\xa0\x80 \\ \t") == "\\u{85} \\xc0\\xaf \\xed\\xa0\\x80 \\\\ \\t");
+}
+
+TEST_CASE("an instance whose clock is behind does not move a recorded lost_at earlier") {
+  lease::testing::temp_dir dir;
+  const std::string path = dir.file("jobs.db");
+  lease::fake_clock ahead{t0 + 10s};
+  lease::fake_clock behind{t0};
+  auto a = on(path, ahead);
+  auto b = on(path, behind);
+  REQUIRE(b.claim(request("report", t0, "tok-a")).outcome == claim_outcome::won);
+  delete_store_files(path);
+  CHECK(a.lost_at() == t0 + 10s);  // a notices first, on its clock
+  CHECK(b.lost_at() == t0 + 10s);  // b notices at t0: the later time stays
+  const auto q = b.claim(request("report", t0, "tok-b"));
+  CHECK(q.outcome == claim_outcome::quarantined);
+  CHECK(q.record.lease_end == t0 + 10s + 30s);
+  CHECK_THAT(b.take_notices().at(0), Contains("2026-03-01T00:00:10.000Z"));
+}
+
+TEST_CASE("a recovery that fails (the directory is gone) is an unavailable error and is finished by the next operation") {
+  lease::testing::temp_dir dir;
+  const std::string sub = dir.file("store");
+  std::filesystem::create_directory(sub);
+  const std::string path = sub + "/jobs.db";
+  lease::fake_clock clock{t0};
+  auto s = on(path, clock);
+  REQUIRE(s.claim(request("report", t0, "tok-a")).outcome == claim_outcome::won);
+  std::filesystem::rename(sub, dir.file("moved"));
+  try {
+    (void)s.get({"report", t0});
+    FAIL("an operation went on without its file");
+  } catch (const lease::store_error& e) {
+    CHECK(e.code() == lease::errc::unavailable);
+  }
+  CHECK(s.take_notices().empty());
+  std::filesystem::create_directory(sub);  // an empty directory: the file is created anew
+  clock.advance(1s);
+  CHECK_FALSE(s.get({"report", t0}).has_value());
+  CHECK(s.lost_at() == t0 + 1s);
+  CHECK(s.take_notices().size() == 1);
+  CHECK(s.claim(request("report", t0, "tok-b")).outcome == claim_outcome::quarantined);
+}
+
+TEST_CASE("a takeover of a run won since the loss is quarantined too while a longer lease would reach back before it") {
+  lease::testing::temp_dir dir;
+  const std::string path = dir.file("jobs.db");
+  lease::fake_clock clock{t0};
+  auto s = on(path, clock);
+  delete_store_files(path);
+  (void)s.get({"report", t0});  // the loss, noticed at t0
+  clock.advance(5s);
+  auto r = request("report", t0, "tok-a");
+  r.lease = 5s;
+  REQUIRE(s.claim(r).outcome == claim_outcome::won);  // t0 + 5 s: a 5 s quarantine is over
+  clock.advance(5s);                                  // its lease ran out; the runner died
+  r.token = "tok-b";
+  r.lease = 20s;
+  const auto q = s.claim(r);  // a 20 s lease from t0 + 10 s would reach back before the loss
+  CHECK(q.outcome == claim_outcome::quarantined);
+  CHECK(q.record.lease_end == t0 + 20s);
+  CHECK(s.get({"report", t0})->token == "tok-a");
+  clock.advance(10s);
+  CHECK(s.claim(r).outcome == claim_outcome::won);
+}
