@@ -113,6 +113,7 @@ TEST_CASE("fences never repeat when the store file is deleted between two wins")
   (void)s.get(r.run);  // noticed now, at t0
   clock.advance(1ms);
   r.token = "tok-b";
+  r.run.slot = clock.now() + lease::early_tolerance;  // slot t0 may have run before the loss: it never starts again
   const auto second = s.claim(r);  // the file forgot the job's fence
   REQUIRE(second.outcome == claim_outcome::won);
   CHECK(second.record.attempt == 1);
@@ -179,7 +180,10 @@ TEST_CASE("two instances: one notices the replacement, the other then obeys the 
   CHECK(a.take_notices().size() == 1);
   CHECK(b.take_notices().size() == 1);
   clock.advance(30s);
-  const auto won = b.claim(request("report", t0, "tok-b2"));
+  const auto again = b.claim(request("report", t0, "tok-b2"));
+  CHECK(again.outcome == claim_outcome::quarantined);  // t0 may have run before the loss: never again
+  CHECK(again.record.lease_end == lease::time_point::max());
+  const auto won = b.claim(request("report", clock.now(), "tok-b3"));  // a slot after the loss runs
   CHECK(won.outcome == claim_outcome::won);
   CHECK(won.record.fence > ran.record.fence);
 }
@@ -310,7 +314,7 @@ TEST_CASE("a takeover of a run won since the loss is quarantined too while a lon
   delete_store_files(path);
   (void)s.get({"report", t0});  // the loss, noticed at t0
   clock.advance(5s);
-  auto r = request("report", t0, "tok-a");
+  auto r = request("report", t0 + 5s, "tok-a");  // a slot after the loss (t0 itself never starts again)
   r.lease = 5s;
   REQUIRE(s.claim(r).outcome == claim_outcome::won);  // t0 + 5 s: a 5 s quarantine is over
   clock.advance(5s);                                  // its lease ran out; the runner died
@@ -319,7 +323,7 @@ TEST_CASE("a takeover of a run won since the loss is quarantined too while a lon
   const auto q = s.claim(r);  // a 20 s lease from t0 + 10 s would reach back before the loss
   CHECK(q.outcome == claim_outcome::quarantined);
   CHECK(q.record.lease_end == t0 + 20s);
-  CHECK(s.get({"report", t0})->token == "tok-a");
+  CHECK(s.get({"report", t0 + 5s})->token == "tok-a");
   clock.advance(10s);
   CHECK(s.claim(r).outcome == claim_outcome::won);
 }

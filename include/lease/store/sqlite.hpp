@@ -231,6 +231,9 @@ class sqlite_store {
     } else if (const auto until = quarantine_end(at, req.lease)) {
       res.outcome = claim_outcome::quarantined;
       res.record.lease_end = *until;
+    } else if (forgotten_slot(req.run.slot)) {
+      res.outcome = claim_outcome::quarantined;
+      res.record.lease_end = time_point::max();
     } else {
       // Older running runs end here: expired ones because a newer run started
       // first, live ones too in replace mode (allow leaves them running).
@@ -392,8 +395,9 @@ class sqlite_store {
       "WHERE job = ?1 AND slot = ?2 AND token = ?4 AND status = 0 AND released = 0",
       "SELECT " LEASE_SQLITE_COLUMNS " FROM lease_runs INDEXED BY lease_runs_running "
       "WHERE job = ?1 AND status = 0 ORDER BY slot",
-      "SELECT value FROM lease_meta WHERE name = 'lost_at'",
-      "INSERT OR REPLACE INTO lease_meta (name, value) VALUES ('lost_at', ?1)",
+      "SELECT l.value, coalesce(d.value, 0) FROM lease_meta l LEFT JOIN lease_meta d ON d.name = 'lost_detected' "
+      "WHERE l.name = 'lost_at'",
+      "INSERT OR REPLACE INTO lease_meta (name, value) VALUES ('lost_at', ?1), ('lost_detected', 1)",
   };
 #undef LEASE_SQLITE_NOW
 #undef LEASE_SQLITE_COLUMNS
@@ -631,6 +635,21 @@ class sqlite_store {
     return std::nullopt;
   }
 
+  /// A slot that could have had state before a detected loss (slot ≤
+  /// lost_at + early_tolerance, rules::claim) never starts as a new run: it
+  /// may have run already. The quarantine of a file this store created
+  /// (lost_at = created_at, no 'lost_detected' row) is no detected loss: a first deployment still
+  /// runs its catch-up slot once the quarantine is over, and a replaced
+  /// file's old instances record the real loss within a heartbeat, well
+  /// inside that quarantine.
+  bool forgotten_slot(time_point slot) {
+    sqlite3_stmt* s = stmt(q::read_lost_at);
+    detail::stmt_use use(s);
+    if (!detail::step(s, "cannot read when the store lost its state")) return false;
+    if (detail::column_int(s, 1) == 0) return false;  // lost_at is only the file's creation
+    return slot <= time_point{duration{detail::column_int(s, 0)}} + early_tolerance;
+  }
+
   std::optional<time_point> read_lost_at() {
     sqlite3_stmt* s = stmt(q::read_lost_at);
     detail::stmt_use use(s);
@@ -729,7 +748,7 @@ class sqlite_store {
     if (sqlite3_db_readonly(db_.get(), "main") != 1) {  // a read-only inspector records nothing
       transaction tx(*this, "record of a lost store file");
       lost = read_lost_at();
-      if (!lost || *lost < at) {
+      if (!lost || *lost <= at) {
         sqlite3_stmt* s = stmt(q::write_lost_at);
         detail::stmt_use use(s);
         detail::bind_int(s, 1, ms(at));

@@ -12,7 +12,10 @@
 //                                  created the schema), 'lost_at' (when the
 //                                  store last noticed that it had lost its
 //                                  state: no attempt is won before lost_at +
-//                                  the claim's lease — rules::run_table::lost_at)
+//                                  the claim's lease — rules::run_table::lost_at),
+//                                  'lost_detected' (1 once a loss was detected,
+//                                  not only a new file quarantined: then a new
+//                                  run of a slot ≤ lost_at + 1 s never starts)
 //   lease_jobs(job, fence)         per-job fence counter: +1 on every won
 //                                  attempt; never pruned, so fences stay
 //                                  unique even after old runs are deleted
