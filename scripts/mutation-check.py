@@ -5,7 +5,7 @@ store's statements and checks (include/lease/store/sqlite.hpp, caught by the
 sqlite tests, above all the conformance suite) — rebuilds, and lists which
 tests catch it. A rule whose mutation no test catches is a rule nothing proves.
 
-  scripts/mutation-check.py [BUILD_DIR] [rules|sqlite] [MUTATION NAME ...]   (default build/dev, both groups)
+  scripts/mutation-check.py [BUILD_DIR] [rules|sqlite|scheduler] [MUTATION NAME ...]   (default build/dev, both groups)
 
 Each mutated file is restored afterwards. A mutant that survives must either
 get a test or be listed in EQUIVALENT with the reason it cannot be observed."""
@@ -13,8 +13,8 @@ import os, subprocess, sys, re, time
 root=os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 args=sys.argv[1:]
 build=args.pop(0) if args and os.path.isdir(args[0]) else os.path.join(root,'build/dev')
-groups_wanted=[a for a in args if a in ('rules','sqlite')]
-only=[a for a in args if a not in ('rules','sqlite')]
+groups_wanted=[a for a in args if a in ('rules','sqlite','scheduler')]
+only=[a for a in args if a not in ('rules','sqlite','scheduler')]
 
 rules={
  'token check dropped': ('r.status == run_status::running && !r.released && r.token == token','r.status == run_status::running && !r.released && ((void)token, true)'),
@@ -65,6 +65,53 @@ sqlite={
  'new file not quarantined': ('options_.quarantine_new_file ? std::optional<std::int64_t>(t) : std::nullopt','std::optional<std::int64_t>{}'),
 }
 
+# The scheduler's branches (each its own file under include/lease/scheduler/):
+# caught by test/scheduler/faults.cpp, scenarios.cpp and the properties.
+scheduler={
+ 'backup does not yield to a due newer slot': ('include/lease/scheduler/backups.hpp',
+   "  if (jb.next_slot > slot && jb.next_slot <= wall()) return;  // the newer slot's claim goes first\n",
+   '  (void)jb;\n'),
+ 'self-abort counted from the reply, not the send': ('include/lease/scheduler/attempts.hpp',
+   'it->second.lease->extend(sent + opts_.lease - margin_);',
+   'it->second.lease->extend(steady() + opts_.lease - margin_);'),
+ 'a failed claim resent with a new token': ('include/lease/scheduler/claims.hpp',
+   '    push_after(wait, {{}, 0, detail::timer_kind::claim, pc.job, pc.req.run.slot, id});\n    return;',
+   '    pc.req.token = make_token(rng_);\n    push_after(wait, {{}, 0, detail::timer_kind::claim, pc.job, pc.req.run.slot, id});\n    return;'),
+ 'a late loop claims its oldest missed slot': ('include/lease/scheduler/claims.hpp',
+   '    slot = latest;\n',
+   ''),
+ 'a takeover in doubt resent with a new token': ('include/lease/scheduler/backups.hpp',
+   'const bool resend = w.in_doubt.has_value();',
+   'const bool resend = false;'),
+ 'older pending claims kept': ('include/lease/scheduler/claims.hpp',
+   'if (it->second.job == j && it->second.req.run.slot < slot) {',
+   'if (it->second.job == j && it->second.req.run.slot < slot && false) {'),
+ 'a throw after stop decided by the phase': ('include/lease/scheduler/attempts.hpp',
+   'if (c.threw && c.stop_requested) {',
+   'if (c.threw && phase_ == phase::stopping) {'),
+ 'an answer past lease - margin starts the handler': ('include/lease/scheduler/attempts.hpp',
+   'if (steady() >= sent + opts_.lease - margin_) {',
+   'if (false) {'),
+ 'the watchdog never fires': ('include/lease/scheduler/detail/attempt_lease.hpp',
+   '    if (now < deadline()) return false;\n    expire();\n    return true;',
+   '    (void)now;\n    return false;'),
+ 'lease_held ignores the clock': ('include/lease/scheduler/detail/attempt_lease.hpp',
+   '    if ((*now_)() < deadline()) return true;',
+   '    if (deadline_.load() != std::numeric_limits<duration::rep>::min()) return true;'),
+ 'an event per failed store call': ('include/lease/scheduler/store_faults.hpp',
+   '    if (now - summarised_ < summary_every) return std::nullopt;',
+   '    (void)summary_every;'),
+ 'intervals timed on the wall clock': ('include/lease/scheduler.hpp',
+   '[[nodiscard]] steady_point steady() const { return steady_now(clock_); }',
+   '[[nodiscard]] steady_point steady() const { return steady_point{clock_.now().time_since_epoch()}; }'),
+ 'early answer not re-armed': ('include/lease/scheduler/claims.hpp',
+   '  // Nothing was created: the lease of this token starts at a later send.\n',
+   '  return;\n'),
+ 'the first send time not kept for the lease': ('include/lease/scheduler/claims.hpp',
+   '  if (!pc.first_sent) pc.first_sent = sent;',
+   '  pc.first_sent = sent;'),
+}
+
 # Mutants no test can tell from the original, and why: none at present.
 # Last full sqlite run (2026-11-30): every sqlite mutant caught. Notes:
 #  * 'prune boundary off by one' and 'expired runs interrupted one ms late' are
@@ -79,15 +126,17 @@ EQUIVALENT={
 groups=[
  ('rules','include/lease/rules.hpp',rules,['core','laws'],'^(core|laws):'),
  ('sqlite','include/lease/store/sqlite.hpp',sqlite,['sqlite'],'^sqlite:'),
+ ('scheduler',None,scheduler,['scheduler_scenarios','scheduler_properties'],'^scheduler_(scenarios|properties):'),
 ]
 uncaught=[]
 for gname,rel,muts,targets,regex in groups:
     if groups_wanted and gname not in groups_wanted: continue
-    p=os.path.join(root,rel)
-    orig=open(p).read()
-    try:
-        for name,(a,b) in muts.items():
-            if only and name not in only: continue
+    for name,m in muts.items():
+        if only and name not in only: continue
+        f,a,b = m if len(m)==3 else (rel,)+m
+        p=os.path.join(root,f)
+        orig=open(p).read()
+        try:
             assert a in orig, (gname,name)
             open(p,'w').write(orig.replace(a,b,1))
             time.sleep(1.1)  # a new mtime for ninja
@@ -97,9 +146,9 @@ for gname,rel,muts,targets,regex in groups:
             fails=sorted({re.sub(r'^.*Test +#\d+: ','',l).split(' ....')[0].split(' (Failed)')[0].strip() for l in r.stdout.splitlines() if 'Test' in l and ('Failed' in l or '***' in l)})
             if not fails and (gname,name) not in EQUIVALENT: uncaught.append(f'{gname}: {name}')
             print(f'## {gname}: {name}: {len(fails)} failing' + (f' (equivalent: {EQUIVALENT[(gname,name)]})' if not fails and (gname,name) in EQUIVALENT else ''))
-            [print('   -',f) for f in fails]
+            [print('   -',x) for x in fails]
             sys.stdout.flush()
-    finally:
-        open(p,'w').write(orig)
+        finally:
+            open(p,'w').write(orig)
 print('every mutation was caught' if not uncaught else 'NOT CAUGHT: '+', '.join(uncaught))
 sys.exit(1 if uncaught else 0)
