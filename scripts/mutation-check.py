@@ -5,7 +5,7 @@ store's statements and checks (include/lease/store/sqlite.hpp, caught by the
 sqlite tests, above all the conformance suite) — rebuilds, and lists which
 tests catch it. A rule whose mutation no test catches is a rule nothing proves.
 
-  scripts/mutation-check.py [BUILD_DIR] [rules|sqlite|scheduler] [MUTATION NAME ...]   (default build/dev, both groups)
+  scripts/mutation-check.py [BUILD_DIR] [rules|sqlite|redis|scheduler] [MUTATION NAME ...]   (default build/dev, both groups)
 
 Each mutated file is restored afterwards. A mutant that survives must either
 get a test or be listed in EQUIVALENT with the reason it cannot be observed."""
@@ -13,8 +13,8 @@ import os, subprocess, sys, re, time
 root=os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 args=sys.argv[1:]
 build=args.pop(0) if args and os.path.isdir(args[0]) else os.path.join(root,'build/dev')
-groups_wanted=[a for a in args if a in ('rules','sqlite','scheduler')]
-only=[a for a in args if a not in ('rules','sqlite','scheduler')]
+groups_wanted=[a for a in args if a in ('rules','sqlite','redis','scheduler')]
+only=[a for a in args if a not in ('rules','sqlite','redis','scheduler')]
 
 rules={
  'token check dropped': ('r.status == run_status::running && !r.released && r.token == token','r.status == run_status::running && !r.released && ((void)token, true)'),
@@ -112,6 +112,33 @@ scheduler={
    '  pc.first_sent = sent;'),
 }
 
+# The Redis scripts' boundaries (include/lease/store/redis/scripts.hpp): caught
+# by the conformance suite's exact-ms steps and the loss tests (a redis-server
+# is started by the tests themselves).
+redis_scripts={
+ 'late boundary off by one': ('include/lease/store/redis/scripts.hpp',
+   'if now > tonumber(ARGV[8]) + 10000 then return {3,',
+   'if now >= tonumber(ARGV[8]) + 10000 then return {3,'),
+ 'early boundary off by one': ('include/lease/store/redis/scripts.hpp',
+   'if tonumber(slot) > now + 1000 then return {7,',
+   'if tonumber(slot) >= now + 1000 then return {7,'),
+ 'live lease boundary off by one': ('include/lease/store/redis/scripts.hpp',
+   '  if now < r[6] then return {1,',
+   '  if now <= r[6] then return {1,'),
+ 'overlap live boundary off by one': ('include/lease/store/redis/scripts.hpp',
+   'if o and o[5] == 0 and now < o[6] then\\n',
+   'if o and o[5] == 0 and now <= o[6] then\\n'),
+ 'quarantine boundary off by one': ('include/lease/store/redis/scripts.hpp',
+   'local quarantine = lost and now < lost + lease',
+   'local quarantine = lost and now <= lost + lease'),
+ 'forgotten slot rule dropped': ('include/lease/store/redis/scripts.hpp',
+   'if lost and tonumber(slot) <= lost + 1000 then',
+   'if false and tonumber(slot) <= lost + 1000 then'),
+ 'prune boundary off by one': ('include/lease/store/redis/scripts.hpp',
+   "'(' .. cutoff",
+   'cutoff'),
+}
+
 # Mutants no test can tell from the original, and why: none at present.
 # Last full sqlite run (2026-11-30): every sqlite mutant caught. Notes:
 #  * 'prune boundary off by one' and 'expired runs interrupted one ms late' are
@@ -126,6 +153,7 @@ EQUIVALENT={
 groups=[
  ('rules','include/lease/rules.hpp',rules,['core','laws'],'^(core|laws):'),
  ('sqlite','include/lease/store/sqlite.hpp',sqlite,['sqlite'],'^sqlite:'),
+ ('redis',None,redis_scripts,['redis'],'^redis:'),
  ('scheduler',None,scheduler,['scheduler_scenarios','scheduler_properties'],'^scheduler_(scenarios|properties):'),
 ]
 uncaught=[]
