@@ -335,3 +335,18 @@ TEST_CASE("an instance restarted under the same id does not call itself the back
   CHECK(msg.find("earlier process with this instance's id") != std::string::npos);
   CHECK(msg.find("runs on api-3 with a live lease; this instance is its backup") == std::string::npos);
 }
+
+TEST_CASE("lease_held() reads the clock itself: a handler resumed from a freeze sees the loss before any other thread ran") {
+  cluster c{at(1s)};
+  auto& a = c.add(spec_options("A", 1));
+  a.s->start();
+  c.run_until(at(60s));
+  REQUIRE(a.started.size() == 1);
+  const lease::run_context& ctx = a.started[0];
+  CHECK(ctx.lease_held());
+  // The whole process froze: no poll, no watchdog; only the clock moved.
+  c.clock.advance(27s);  // lease − safety margin after the claim was sent
+  CHECK_FALSE(ctx.stop.stop_requested());  // nobody has told the handler…
+  CHECK_FALSE(ctx.lease_held());            // …but it sees the loss itself,
+  CHECK(ctx.stop.stop_requested());         // and its stop token is requested with it
+}
