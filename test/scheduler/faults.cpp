@@ -350,3 +350,19 @@ TEST_CASE("lease_held() reads the clock itself: a handler resumed from a freeze 
   CHECK_FALSE(ctx.lease_held());            // …but it sees the loss itself,
   CHECK(ctx.stop.stop_requested());         // and its stop token is requested with it
 }
+
+TEST_CASE("a claim resent until it is answered counts its lease from the first send, when the store may have applied it") {
+  cluster c{at(1s)};
+  auto& a = c.add(spec_options("A", 1));
+  a.s->start();
+  c.run_until(at(59s));
+  c.store.fail_next(op::claim, lease::errc::unavailable, /*applied=*/true);  // applied at 60 s, reply lost
+  for (int i = 0; i < 3; ++i) c.store.fail_next(op::claim, lease::errc::unavailable);  // then ≥ 700 ms of retries
+  for (duration t = 60s; t < 62s && a.started.empty(); t += 10ms) c.run_until(at(t));  // up to the win, no heartbeat yet
+  REQUIRE(a.started.size() == 1);
+  CHECK(a.started[0].attempt == 1);
+  CHECK(c.store.calls(op::claim) == 5);
+  // The store started the lease at 60 s: the self-abort deadline is 60 s +
+  // lease − margin (27 s), not counted from the resend that got the answer.
+  CHECK(a.started[0].lease_state->deadline().time_since_epoch() <= (at(60s) + 27s).time_since_epoch());
+}
