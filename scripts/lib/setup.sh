@@ -7,7 +7,9 @@ lease_packages=(
   libboost-dev libhowardhinnant-date-dev tzdata
   libsqlite3-dev libhiredis-dev libpq-dev
   catch2 librapidcheck-dev libbenchmark-dev
-  redis-server
+  redis-server postgresql   # real servers the store tests start on loopback
+  spin                      # model/: the protocol checked exhaustively
+  prometheus-cpp-dev prometheus libcli11-dev  # lease::prometheus (promtool validates it), leasectl
   faketime libfaketime  # test/chaos: a stepped wall clock in one instance process
 )
 

@@ -14,6 +14,8 @@
 //   s.take_notices() -> std::vector<std::string>: what the store learnt that an
 //       operator should know (its durability settings at connect, a loss of
 //       state it detected); each is emitted once as a store_notice event.
+//   s.listen_releases(release_listener) -> void: push the end or release of
+//       a run to the instances watching it (PushStore below).
 //
 // Laws — every store answers exactly as the pure rules in lease/rules.hpp do
 // (test/laws/store_conformance.hpp checks this for every model):
@@ -41,6 +43,7 @@
 #pragma once
 
 #include <concepts>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -77,6 +80,29 @@ concept BatchHeartbeatStore = Store<S> && requires(S& s, std::span<const heartbe
 template <class S>
 concept NoticeStore = Store<S> && requires(S& s) {
   { s.take_notices() } -> std::same_as<std::vector<std::string>>;
+};
+
+/// Called by a PushStore when a run of `job` ended or was released, from a
+/// thread of the store's own. It must be quick and must not call the store:
+/// the scheduler only posts "re-check the runs of `job`" to its loop.
+using release_listener = std::function<void(std::string_view job)>;
+
+/// A store that pushes the end of a lease to the instances watching it
+/// (PostgreSQL LISTEN/NOTIFY, Redis pub/sub), so a backup re-checks a released
+/// run in milliseconds instead of at its next periodic check (up to
+/// 2 × heartbeat later). A lost or late notification costs time, never
+/// safety: the periodic checks stay, and a re-check is an ordinary claim.
+///
+///   s.listen_releases(f)   from now on, call f(job) after any instance's
+///                          release() or finish() of a run of any job (an
+///                          announcement may also come for nothing: the
+///                          scheduler re-checks and finds the run alive);
+///   s.listen_releases({})  stop; returns only after the last call of the
+///                          previous listener has returned, so the scheduler
+///                          can be destroyed after it.
+template <class S>
+concept PushStore = Store<S> && requires(S& s, release_listener f) {
+  { s.listen_releases(std::move(f)) } -> std::same_as<void>;
 };
 
 }  // namespace lease
