@@ -113,6 +113,7 @@ class scheduler {
   /// Real mode: stop(options.stop_timeout) if still running.
   ~scheduler() {
     if (loop_.joinable()) stop(opts_.stop_timeout);
+    stop_listening();
   }
 
   /// Adds a job. `name` must be unique and valid (validate_job_name);
@@ -235,6 +236,8 @@ class scheduler {
   void run_loop();
   std::size_t poll_once();
   std::size_t take_inbox();
+  void recheck_watches(std::string_view job);
+  void stop_listening();
   std::optional<detail::timer> pop_due();
   void fire(const detail::timer& t);
   void push(detail::timer t) { timers_.push(t); }
@@ -301,6 +304,7 @@ class scheduler {
   std::shared_ptr<const detail::steady_reader> steady_;
   std::mt19937_64 rng_;
   std::shared_ptr<detail::inbox> inbox_;
+  bool listening_ = false;  // a PushStore calls our listener (start() to stop())
 
   std::vector<job> jobs_;
   std::set<std::string, std::less<>> names_;

@@ -278,6 +278,68 @@ TEST_CASE("a backup re-checks a watched run every [1, 2] × heartbeat") {
   }
 }
 
+// ---- push hand-over: a release is announced, backups re-check at once ------
+
+namespace {
+/// Stops the runner of the first slot 10 s into its 50 s handler and returns
+/// (time of its hand-over, time of the takeover), both on the store's clock.
+/// `lost` announcements are lost from just before the stop.
+std::pair<lease::time_point, lease::time_point> hand_over(three& t, int lost = 0) {
+  t.sim.run_for(60s + 10s);
+  if (lost > 0) t.sim.lose_announcements(lost);
+  t.sim.stop(t.runner(), 5s);
+  t.sim.run_for(5s);
+  INFO(t.sim.describe());
+  const auto handed = t.events(event_kind::handed_over);
+  const auto takeover = t.events(event_kind::takeover);
+  REQUIRE(handed.size() == 1);
+  REQUIRE(takeover.size() == 1);
+  return {handed[0].at, takeover[0].at};
+}
+}  // namespace
+
+TEST_CASE("a hand-over announced by the store is taken over at once, not at the next backup check") {
+  for (std::uint64_t seed = 1; seed <= 5; ++seed) {
+    three t(seed, 50s);
+    const auto [handed, taken] = hand_over(t);
+    CHECK(taken == handed);  // store calls take no time here: the same moment
+    CHECK(t.sim.violations().empty());
+  }
+}
+
+TEST_CASE("without announcements, a hand-over waits for a backup's periodic check") {
+  for (std::uint64_t seed = 1; seed <= 5; ++seed) {
+    three t(seed, 50s);
+    t.sim.announce_releases(false);
+    const auto [handed, taken] = hand_over(t);
+    CHECK(taken > handed);
+    CHECK(taken - handed <= 1000ms);  // 2 × heartbeat
+    CHECK(t.sim.violations().empty());
+  }
+}
+
+TEST_CASE("a lost announcement costs time, never the takeover") {
+  for (std::uint64_t seed = 1; seed <= 5; ++seed) {
+    three t(seed, 50s);
+    const auto [handed, taken] = hand_over(t, 1);
+    CHECK(taken > handed);
+    CHECK(taken - handed <= 1000ms);
+    CHECK(t.sim.violations().empty());
+  }
+}
+
+TEST_CASE("the end of a run is announced: its backups stop watching it at once") {
+  three t(4, 20s);
+  t.sim.run_for(60s + 1s);
+  for (std::size_t i = 0; i < t.sim.size(); ++i)
+    if (i != t.runner()) REQUIRE(t.sim.instance_at(i).watching() == 1);
+  t.sim.run_for(19s);  // the handler returns at 1 h + 80 s; no backup check is due at that very moment
+  t.sim.run_for(1ms);
+  INFO(t.sim.describe());
+  REQUIRE(t.events(event_kind::success).size() == 1);
+  for (std::size_t i = 0; i < t.sim.size(); ++i) CHECK(t.sim.instance_at(i).watching() == 0);
+}
+
 // ---- a throw is a failure or a hand-over by the handler's own stop token ----
 
 TEST_CASE("a handler that threw on its own is recorded failed, even when the loop sees it after stop()") {

@@ -99,6 +99,7 @@ void random_history(coverage_counts& coverage, bool long_jobs) {
   const int lease_ms = static_cast<int>(o.lease.count());
 
   lease::sim::cluster<> sim(seed, o);
+  sim.announce_releases(pick(0, 3) != 0);  // a PushStore, mostly; sometimes a store that cannot push
   const int jobs = pick(1, 3);
   for (int j = 0; j < jobs; ++j) {
     const duration interval = long_jobs ? ms(one_of(30000, 60000)) : ms(one_of(1000, 2000, 5000, 15000));
@@ -125,7 +126,7 @@ void random_history(coverage_counts& coverage, bool long_jobs) {
   const int steps = pick(3, 12);
   for (int s = 0; s < steps; ++s) {
     const auto who = static_cast<std::size_t>(pick(0, n));
-    switch (pick(0, 14)) {
+    switch (pick(0, 15)) {
       case 0: case 1: case 2: sim.run_for(ms(pick(100, long_jobs ? 20000 : 8000))); break;
       case 3: sim.crash(who); break;
       case 4: sim.restart(who); break;
@@ -140,6 +141,7 @@ void random_history(coverage_counts& coverage, bool long_jobs) {
       case 11: sim.step_clock(who, ms(one_of(-60000, -2 * lease_ms, -500, 500, 2 * lease_ms, 17000))); break;
       case 12: sim.lose_store_state(); break;
       case 13: sim.fail_store(who, lease::errc::unavailable, pick(1, 3), true); break;  // applied, reply lost
+      case 14: sim.lose_announcements(pick(1, 4)); break;  // a dropped notification, a cut subscriber
     }
   }
   sim.run_for(3 * o.lease);
@@ -233,6 +235,7 @@ TEST_CASE("dead, frozen, stopped and cut-off runners are taken over within lease
     o.claim_jitter = ms(one_of(0, 100));
     o.stop_timeout = ms(one_of(0, 500));
     lease::sim::cluster<> sim(seed, o);
+    sim.announce_releases(pick(0, 2) == 0);
     sim.add_job("job", lease::every(120s), [](const lease::run_context&) {
       return lease::sim::script{.runs_for = 100s, .honours_stop = 0ms, .on_stop = lease::sim::script::ending::throws};
     });
@@ -253,6 +256,7 @@ TEST_CASE("dead, frozen, stopped and cut-off runners are taken over within lease
         case 2: sim.stop(runner, o.stop_timeout); break;
         case 3: sim.hang_store(runner, 2 * o.lease, 10); break;
       }
+      if (pick(0, 3) == 0) sim.lose_announcements(1);
       sim.run_for(o.lease + 3 * *o.validated().heartbeat + ms(pick(0, 2000)));
       if (sim.instance_at(runner).stopped() || pick(0, 2) == 0) sim.restart(runner);  // back as a clean backup
     }

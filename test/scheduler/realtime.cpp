@@ -131,6 +131,41 @@ TEST_CASE("a real instance stopping hands its running handler over and a real ba
   CHECK(store.get({"long", slot})->handovers == 2);
 }
 
+TEST_CASE("a real backup takes a hand-over over as soon as the store announces it, well before its next check") {
+  lease::memory_store<lease::system_clock> store;  // a PushStore: it announces releases to every copy's listener
+  recorder rec;
+  auto handler = [](lease::run_context& ctx) {
+    while (!ctx.stop.stop_requested()) std::this_thread::sleep_for(5ms);
+    throw std::runtime_error("stopping");
+  };
+  auto slow = [](std::string name, lease::duration catch_up) {
+    auto o = fast(std::move(name));
+    o.lease = 20s;  // heartbeat 4 s: a backup's periodic checks are 4–8 s apart
+    o.catch_up = catch_up;
+    o.catch_up_jitter = 0ms;
+    return o;
+  };
+  auto a = lease::make_scheduler(lease::store = store, lease::executor = lease::thread_pool{1},
+                                 lease::settings = slow("A", 2h));
+  auto b = lease::make_scheduler(lease::store = store, lease::executor = lease::thread_pool{1},
+                                 lease::settings = slow("B", 0ms));
+  for (auto* s : {&a, &b}) {
+    s->add("long", lease::every(1h), handler);
+    s->on_event(std::ref(rec));
+  }
+  a.start();
+  REQUIRE(rec.wait_for(event_kind::catch_up, 2s));
+  b.start();
+  REQUIRE(rec.wait_for(event_kind::backup, 2s));
+  a.stop(2s);
+  REQUIRE(rec.of(event_kind::handed_over).size() == 1);
+  // B's first periodic check is at least 4 s after it became the backup: a
+  // takeover within 2 s can only come from the announcement.
+  REQUIRE(rec.wait_for(event_kind::takeover, 2s));
+  CHECK(rec.of(event_kind::takeover).at(0).instance == "B");
+  b.stop(2s);
+}
+
 TEST_CASE("stop returns at its timeout when a real handler ignores its stop token, and the run is abandoned") {
   recorder rec;
   std::atomic<bool> release{false};

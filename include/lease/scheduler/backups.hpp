@@ -12,6 +12,10 @@
 // * a takeover whose answer was lost is resent with the same token at the
 //   next check: if the store applied it meanwhile, the answer is `running`
 //   with our token, and this instance runs the attempt it won.
+// A PushStore announces releases and ends of runs: the watched runs of that
+// job are re-checked at once (a hand-over is taken over in a round trip, not
+// at the next check). The periodic checks stay: a lost announcement costs
+// time, never a takeover.
 #pragma once
 
 #include "lease/scheduler.hpp"
@@ -26,6 +30,17 @@ void scheduler<S, C, E, P>::watch_run(std::uint32_t j, const run_key& run, bool 
   it->second.gen = next_id_++;
   push_after(check_now ? duration::zero() : backup_delay(),
              {{}, 0, detail::timer_kind::backup, j, run.slot, it->second.gen});
+}
+
+/// A PushStore said a run of `job` was released or ended: every run of it
+/// this instance watches is checked now (the watch's next check replaces the
+/// pending one). An announcement for a job not watched here costs nothing.
+template <Store S, Clock C, Executor E, OverlapPolicy P>
+void scheduler<S, C, E, P>::recheck_watches(std::string_view job) {
+  if (phase_ != phase::running) return;
+  for (auto it = watches_.lower_bound(run_key{std::string(job), time_point::min()});
+       it != watches_.end() && it->first.job == job; ++it)
+    watch_run(it->second.job, it->first, true);
 }
 
 template <Store S, Clock C, Executor E, OverlapPolicy P>

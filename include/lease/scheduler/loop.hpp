@@ -27,6 +27,13 @@ void scheduler<S, C, E, P>::start() {
     push_after(duration::zero(), {{}, 0, detail::timer_kind::recover, j});
     arm_slot(j, jobs_[j].schedule.next(now));
   }
+  if constexpr (PushStore<S>) {
+    // The listener runs on the store's thread: it only posts to the inbox,
+    // which it keeps alive itself (the store may call it once more while
+    // listen_releases({}) is on its way).
+    store_.listen_releases([in = inbox_](std::string_view job) { in->post_release(job); });
+    listening_ = true;
+  }
   if constexpr (!is_manual_clock<C>) {
     guard_.run(steady_);
     loop_ = std::jthread([this] { run_loop(); });
@@ -42,6 +49,20 @@ void scheduler<S, C, E, P>::stop(duration timeout) {
   inbox_->request_stop(timeout);
   if (loop_.joinable()) loop_.join();
   guard_.halt();
+  stop_listening();
+}
+
+template <Store S, Clock C, Executor E, OverlapPolicy P>
+void scheduler<S, C, E, P>::stop_listening() {
+  if constexpr (PushStore<S>) {
+    if (!std::exchange(listening_, false)) return;
+    try {
+      store_.listen_releases({});
+    } catch (...) {
+      // Nothing to do about a store that fails to stop a subscription: the
+      // listener only posts to an inbox it keeps alive.
+    }
+  }
 }
 
 template <Store S, Clock C, Executor E, OverlapPolicy P>
@@ -64,7 +85,7 @@ void scheduler<S, C, E, P>::run_loop() {
     poll_once();
     if (phase_ == phase::stopped) return;
     std::unique_lock lock(inbox_->mutex);
-    auto woken = [&] { return !inbox_->done.empty() || inbox_->stop_request.has_value(); };
+    auto woken = [&] { return inbox_->waiting(); };
     if (woken()) continue;
     std::optional<duration> wait;
     if (!timers_.empty()) wait = timers_.top().at - steady();
@@ -114,15 +135,18 @@ std::size_t scheduler<S, C, E, P>::take_inbox() {
   if (!inbox_->posted.load()) return 0;
   std::vector<detail::completion> done;
   std::optional<duration> stop_request;
+  std::vector<std::string> released;
   {
     std::scoped_lock lock(inbox_->mutex);
     inbox_->posted.store(false);
     done.swap(inbox_->done);
+    released.swap(inbox_->released);
     stop_request = std::exchange(inbox_->stop_request, std::nullopt);
   }
   if (stop_request && phase_ == phase::running) begin_stop(*stop_request);
   for (auto& c : done) on_completion(c);
-  return done.size();
+  for (const std::string& job : released) recheck_watches(job);
+  return done.size() + released.size();
 }
 
 /// The next due timer: interval timers first, then slots. The clocks are

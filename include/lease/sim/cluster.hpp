@@ -8,8 +8,8 @@
 // any handler behaviour, delayed store calls, failing store calls (before or
 // after applying: a lost reply), slow store calls that block the calling
 // instance's loop while the rest of the world goes on (its handlers and its
-// watchdog too), wall-clock steps of one instance, and a store that loses its
-// state. Everything is recorded in a lease::sim::history, and the invariants
+// watchdog too), wall-clock steps of one instance, a store that loses its
+// state, and lost announcements of a release (push hand-over). Everything is recorded in a lease::sim::history, and the invariants
 // of DESIGN.md §5 are checked on it, including I9: no two handlers of one run
 // execute at overlapping times on the simulation's global clock.
 //
@@ -157,6 +157,16 @@ class cluster {
   /// The store loses every run and fence (a restart without persistence)
   /// and notices it: claims are quarantined for a lease (rules::lose_state).
   void lose_store_state() { world_->lose_state(); }
+  /// Whether the store announces releases and ends of runs to the backups
+  /// (PushStore, on by default, as PostgreSQL and Redis do); off, backups
+  /// find a hand-over only at their periodic checks.
+  void announce_releases(bool on) { world_->pushes = on; }
+  /// The next `n` announcements of a release or an end reach no instance
+  /// (a dropped notification, a subscriber connection that was down).
+  void lose_announcements(int n) {
+    world_->hist.faults.push_back({now(), std::to_string(n) + " announcement(s) will be lost"});
+    world_->lost_announcements += n;
+  }
   /// stop(timeout) on instance `i`; the simulation carries it out.
   void stop(std::size_t i, duration timeout) {
     instance& in = *instances_.at(i);

@@ -59,6 +59,24 @@ struct world {
   std::set<run_key> failed;                                 ///< runs recorded failed
   std::set<std::string> refused;                            ///< tokens whose heartbeat was refused
 
+  /// Push hand-over (PushStore): the store announces every accepted finish
+  /// and release to every instance's listener, unless switched off (a store
+  /// that cannot push) or the announcement is lost (`lost_announcements`).
+  bool pushes = true;
+  int lost_announcements = 0;  ///< the next N announcements reach no one
+  std::map<std::uint64_t, release_listener> listeners;
+  std::uint64_t last_listener = 0;
+
+  void announce(const std::string& job) {
+    if (!pushes) return;
+    if (lost_announcements > 0) {
+      --lost_announcements;
+      hist.faults.push_back({clock.now(), "announcement of " + job + " lost"});
+      return;
+    }
+    for (auto& [id, f] : listeners) f(job);
+  }
+
   void violation(std::string what) { hist.violations.push_back(std::move(what)); }
 
   /// The store loses every run and fence and notices at once (rules::lose_state).
@@ -69,8 +87,8 @@ struct world {
   }
 };
 
-/// An instance's handle on the world's store. Models lease::Store and
-/// lease::BatchHeartbeatStore. Not thread-safe (the simulation is one thread).
+/// An instance's handle on the world's store. Models lease::Store,
+/// lease::BatchHeartbeatStore and lease::PushStore. Not thread-safe (the simulation is one thread).
 class store {
  public:
   store(std::shared_ptr<world> w, std::string instance) : w_(std::move(w)), instance_(std::move(instance)) {}
@@ -126,6 +144,7 @@ class store {
     const bool ok = w_->mem.finish(run, token, status);
     fenced_write(store_op::kind::finish, run, token, ok);
     if (ok && status == run_status::failed) w_->failed.insert(run);
+    if (ok) w_->announce(run.job);
     depart();
     return ok;
   }
@@ -133,8 +152,18 @@ class store {
     arrive();
     const bool ok = w_->mem.release(run, token);
     fenced_write(store_op::kind::release, run, token, ok);
+    if (ok) w_->announce(run.job);
     depart();
     return ok;
+  }
+  /// PushStore: this instance's listener for announced releases and ends.
+  void listen_releases(release_listener f) {
+    if (f) {
+      if (listener_ == 0) listener_ = ++w_->last_listener;
+      w_->listeners[listener_] = std::move(f);
+    } else if (listener_ != 0) {
+      w_->listeners.erase(listener_);
+    }
   }
   std::vector<run_record> unfinished(std::string_view job) {
     arrive();
@@ -247,8 +276,10 @@ class store {
 
   std::shared_ptr<world> w_;
   std::string instance_;
+  std::uint64_t listener_ = 0;  ///< this handle's listener in the world, 0 when none
 };
 
 static_assert(BatchHeartbeatStore<store>);
+static_assert(PushStore<store>);
 
 }  // namespace lease::sim

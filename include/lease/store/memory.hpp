@@ -4,8 +4,13 @@
 // store of the simulation, not a way to coordinate separate processes.
 // Copies share one table (it is a handle), so several schedulers in one
 // process — or a test and the schedulers it watches — can use one store.
+// It is a PushStore: a release or finish through any copy is announced to the
+// listener of every copy (synchronously, on the caller's thread).
 #pragma once
 
+#include <atomic>
+#include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -25,7 +30,17 @@ template <Clock C = system_clock>
 class memory_store {
  public:
   memory_store() requires std::default_initializable<C> : memory_store(C{}) {}
-  explicit memory_store(C clock) : clock_(std::move(clock)), state_(std::make_shared<state>()) {}
+  explicit memory_store(C clock) : clock_(std::move(clock)), state_(std::make_shared<state>()), id_(state_->new_id()) {}
+  /// A copy shares the table but not the listener: each copy is one
+  /// subscriber (a scheduler's own handle).
+  memory_store(const memory_store& o) : clock_(o.clock_), state_(o.state_), id_(state_->new_id()) {}
+  memory_store& operator=(const memory_store& o) {
+    if (this != &o) *this = memory_store(o);
+    return *this;
+  }
+  memory_store(memory_store&&) noexcept = default;
+  memory_store& operator=(memory_store&&) noexcept = default;
+  ~memory_store() = default;
 
   claim_result claim(const claim_request& req) {
     std::scoped_lock lock(state_->mutex);
@@ -45,12 +60,31 @@ class memory_store {
     return out;
   }
   bool finish(const run_key& run, std::string_view token, run_status status) {
-    std::scoped_lock lock(state_->mutex);
-    return rules::finish(state_->table, run, token, status, clock_.now());
+    bool ok = false;
+    {
+      std::scoped_lock lock(state_->mutex);
+      ok = rules::finish(state_->table, run, token, status, clock_.now());
+    }
+    if (ok) state_->announce(run.job);
+    return ok;
   }
   bool release(const run_key& run, std::string_view token) {
-    std::scoped_lock lock(state_->mutex);
-    return rules::release(state_->table, run, token, clock_.now());
+    bool ok = false;
+    {
+      std::scoped_lock lock(state_->mutex);
+      ok = rules::release(state_->table, run, token, clock_.now());
+    }
+    if (ok) state_->announce(run.job);
+    return ok;
+  }
+  /// PushStore: `f` is called after every accepted finish or release of any
+  /// copy of this store; an empty `f` stops it (and waits for a call under way).
+  void listen_releases(release_listener f) {
+    std::scoped_lock lock(state_->push_mutex);
+    if (f)
+      state_->listeners[id_] = std::move(f);
+    else
+      state_->listeners.erase(id_);
   }
   std::vector<run_record> unfinished(std::string_view job) {
     std::scoped_lock lock(state_->mutex);
@@ -81,11 +115,25 @@ class memory_store {
   struct state {
     mutable std::mutex mutex;
     rules::run_table table;
+    // Listeners have their own lock, held while they are called: a listener
+    // must not call the store (it only posts to a scheduler's inbox), and
+    // listen_releases({}) returns only once a call under way has ended.
+    std::mutex push_mutex;
+    std::map<std::uint64_t, release_listener> listeners;
+    std::atomic<std::uint64_t> ids{0};
+
+    std::uint64_t new_id() { return ++ids; }
+    void announce(std::string_view job) {
+      std::scoped_lock lock(push_mutex);
+      for (auto& [id, f] : listeners) f(job);
+    }
   };
   C clock_;
   std::shared_ptr<state> state_;
+  std::uint64_t id_ = 0;  ///< this copy's subscriber id
 };
 
 static_assert(Store<memory_store<>>);
 static_assert(BatchHeartbeatStore<memory_store<fake_clock>>);
+static_assert(PushStore<memory_store<fake_clock>>);
 }  // namespace lease

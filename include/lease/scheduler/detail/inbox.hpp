@@ -8,6 +8,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "lease/time.hpp"
@@ -32,6 +33,9 @@ struct inbox {
   std::condition_variable ready;
   std::vector<completion> done;
   std::optional<duration> stop_request;  ///< set by stop(), taken by the loop
+  /// Jobs a PushStore announced a release or an end of a run of (their
+  /// watched runs are re-checked at once), in the order announced.
+  std::vector<std::string> released;
   /// Set with every post: lets the loop look between two timers without
   /// taking the mutex (completions and stop() are never starved by timers).
   std::atomic<bool> posted{false};
@@ -52,9 +56,19 @@ struct inbox {
     }
     ready.notify_all();
   }
+  void post_release(std::string_view job) {
+    {
+      std::scoped_lock lock(mutex);
+      released.emplace_back(job);
+      posted.store(true);
+    }
+    ready.notify_all();
+  }
+  /// Whether anything is waiting for the loop (call with `mutex` held).
+  [[nodiscard]] bool waiting() const { return !done.empty() || stop_request.has_value() || !released.empty(); }
   [[nodiscard]] bool has_work() {
     std::scoped_lock lock(mutex);
-    return !done.empty() || stop_request.has_value();
+    return waiting();
   }
 };
 
