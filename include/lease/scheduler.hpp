@@ -255,6 +255,9 @@ class scheduler {
   void drop_older_claims(std::uint32_t j, time_point slot);
   claim_request make_request(run_key run, claim_reason reason);
   void send_pending(std::uint64_t id);
+  void claim_answered(std::uint64_t id, std::optional<claim_result> res);
+  void backup_answered(std::uint32_t j, const claim_request& req, steady_point sent, std::optional<claim_result> res);
+  void flush_claims();
   std::optional<claim_result> try_claim(const claim_request& req);
   void on_claim(std::uint32_t j, const claim_request& req, const claim_result& res, steady_point sent);
   void not_yet(std::uint32_t j, const claim_request& req, const claim_result& res);
@@ -312,6 +315,20 @@ class scheduler {
   detail::timer_heap<steady_point> timers_;    // intervals, on monotonic time
   detail::timer_heap<time_point> slot_timers_;  // slots, on wall time
   std::map<std::uint64_t, pending_claim> pending_;
+  /// BatchClaimStore: the claims due in this loop turn — pending scheduled
+  /// and catch-up claims (by id) and backup checks — sent together when no
+  /// timer is due any more, or the batch is full.
+  struct batched_claim {
+    bool backup = false;
+    std::uint64_t pending_id = 0;  // a pending claim; its request is read at the send
+    std::uint32_t job = 0;         // a backup check: its job, request and first send
+    claim_request req;
+    steady_point sent{};
+  };
+  std::vector<batched_claim> claim_batch_;
+  /// At most this many claims in one round trip: a loop far behind still
+  /// sends its first claims without waiting for every due timer.
+  static constexpr std::size_t max_claim_batch = 256;
   std::map<run_key, watch> watches_;
   std::map<std::uint64_t, attempt> attempts_;
   std::map<std::uint32_t, std::uint32_t> recover_tries_;

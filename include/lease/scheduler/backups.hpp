@@ -65,16 +65,28 @@ void scheduler<S, C, E, P>::on_backup(std::uint32_t j, time_point slot, std::uin
   const bool resend = w.in_doubt.has_value();
   const claim_request req = resend ? *w.in_doubt : make_request(run, claim_reason::takeover);
   const steady_point sent = resend ? w.in_doubt_sent : steady();
-  std::optional<claim_result> res = try_claim(req);
-  auto again = watches_.find(run);  // try_claim emits events; the map itself is unchanged, but be plain about it
+  if constexpr (BatchClaimStore<S>) {
+    claim_batch_.push_back({true, 0, j, req, sent});
+    if (claim_batch_.size() >= max_claim_batch) flush_claims();
+  } else {
+    backup_answered(j, req, sent, try_claim(req));
+  }
+}
+
+/// The answer to a backup's takeover claim (nullopt: none came, so it is
+/// resent with the same token at the next check).
+template <Store S, Clock C, Executor E, OverlapPolicy P>
+void scheduler<S, C, E, P>::backup_answered(std::uint32_t j, const claim_request& req, steady_point sent,
+                                            std::optional<claim_result> res) {
+  auto w = watches_.find(req.run);
   if (!res) {
-    if (again != watches_.end()) {
-      again->second.in_doubt = req;
-      again->second.in_doubt_sent = sent;
+    if (w != watches_.end()) {
+      w->second.in_doubt = req;
+      w->second.in_doubt_sent = sent;
     }
     return;
   }
-  if (again != watches_.end()) again->second.in_doubt.reset();
+  if (w != watches_.end()) w->second.in_doubt.reset();
   on_claim(j, req, *res, sent);
 }
 

@@ -105,7 +105,8 @@ claim_request scheduler<S, C, E, P>::make_request(run_key run, claim_reason reas
 }
 
 /// Sends pending claim `id`; on a store error retries it (same token, so a
-/// claim that did apply is recognised) until its deadline has passed.
+/// claim that did apply is recognised) until its deadline has passed. A
+/// BatchClaimStore gets it with the other claims due in this loop turn.
 template <Store S, Clock C, Executor E, OverlapPolicy P>
 void scheduler<S, C, E, P>::send_pending(std::uint64_t id) {
   auto it = pending_.find(id);
@@ -117,9 +118,63 @@ void scheduler<S, C, E, P>::send_pending(std::uint64_t id) {
     drop_older_claims(pc.job, jb.next_slot);
     return;
   }
-  const steady_point sent = steady();
-  if (!pc.first_sent) pc.first_sent = sent;
-  std::optional<claim_result> res = try_claim(pc.req);
+  // Counted from now even when the batch leaves a little later: the lease
+  // can only have started after this, so a self-abort counted from here is
+  // early, never late.
+  if (!pc.first_sent) pc.first_sent = steady();
+  if constexpr (BatchClaimStore<S>) {
+    claim_batch_.push_back({false, id, pc.job, {}, {}});
+    if (claim_batch_.size() >= max_claim_batch) flush_claims();
+  } else {
+    claim_answered(id, try_claim(pc.req));
+  }
+}
+
+/// Sends the claims gathered in this loop turn in one round trip; each
+/// answer goes where a single claim's would. A failed batch is a failed
+/// send of each claim: each is resent later with its own token.
+template <Store S, Clock C, Executor E, OverlapPolicy P>
+void scheduler<S, C, E, P>::flush_claims() {
+  if constexpr (BatchClaimStore<S>) {
+    std::vector<batched_claim> items;
+    items.swap(claim_batch_);
+    std::erase_if(items, [&](const batched_claim& b) { return !b.backup && !pending_.contains(b.pending_id); });
+    if (items.empty()) return;
+    for (batched_claim& b : items)
+      if (!b.backup) b.req = pending_.at(b.pending_id).req;
+    auto answer = [&](batched_claim& b, std::optional<claim_result> res) {
+      if (b.backup)
+        backup_answered(b.job, b.req, b.sent, std::move(res));
+      else
+        claim_answered(b.pending_id, std::move(res));
+    };
+    if (items.size() == 1) {  // one claim: the single call, and its read-back of an unknown outcome
+      answer(items[0], try_claim(items[0].req));
+      return;
+    }
+    std::vector<claim_request> batch;
+    batch.reserve(items.size());
+    for (const batched_claim& b : items) batch.push_back(b.req);
+    std::vector<claim_result> answers;
+    try {
+      answers = store_.claim_many(batch);
+      store_answered();
+    } catch (const store_error& e) {
+      store_failed("batch of " + std::to_string(batch.size()) + " claims", batch.front().run, e);
+      for (batched_claim& b : items) answer(b, std::nullopt);
+      return;
+    }
+    for (std::size_t i = 0; i < items.size(); ++i) answer(items[i], std::move(answers.at(i)));
+  }
+}
+
+/// The answer to pending claim `id` (nullopt: none came): acted on, or the
+/// claim is resent after a backoff — or dropped once it would be too late.
+template <Store S, Clock C, Executor E, OverlapPolicy P>
+void scheduler<S, C, E, P>::claim_answered(std::uint64_t id, std::optional<claim_result> res) {
+  auto it = pending_.find(id);
+  if (it == pending_.end()) return;
+  pending_claim& pc = it->second;
   if (!res) {
     const duration wait = backoff(pc.tries++);
     if (wall() + wait > pc.req.deadline + late_tolerance) {

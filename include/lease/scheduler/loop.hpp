@@ -110,6 +110,10 @@ std::size_t scheduler<S, C, E, P>::poll_once() {
     if (phase_ == phase::stopped) break;
     std::optional<detail::timer> t = pop_due();
     if (!t) {
+      if (!claim_batch_.empty()) {  // the claims due in this turn, in one round trip
+        flush_claims();
+        continue;  // their answers may have armed timers that are due now
+      }
       if (inbox_->posted.load()) continue;  // an inline executor finished a task meanwhile
       break;
     }

@@ -157,6 +157,10 @@ class cluster {
   /// The store loses every run and fence (a restart without persistence)
   /// and notices it: claims are quarantined for a lease (rules::lose_state).
   void lose_store_state() { world_->lose_state(); }
+  /// Every store call from now on takes `rt` (half on the way there, half
+  /// back) during which the caller's loop waits: a real network, and with
+  /// enough work an overloaded instance.
+  void store_round_trip(duration rt) { world_->round_trip = rt; }
   /// Whether the store announces releases and ends of runs to the backups
   /// (PushStore, on by default, as PostgreSQL and Redis do); off, backups
   /// find a hand-over only at their periodic checks.
@@ -220,6 +224,9 @@ class cluster {
     check_healthy_kept(out);
     return out;
   }
+
+  /// How many claim_many calls the instances made (each one round trip).
+  [[nodiscard]] std::uint64_t claim_batches() const noexcept { return world_->claim_batches; }
 
   /// How many lease ends the last violations() call could hold to I6.
   [[nodiscard]] std::size_t takeover_checks() const noexcept { return takeover_checks_; }

@@ -66,6 +66,10 @@ struct world {
   int lost_announcements = 0;  ///< the next N announcements reach no one
   std::map<std::uint64_t, release_listener> listeners;
   std::uint64_t last_listener = 0;
+  std::uint64_t claim_batches = 0;  ///< claim_many calls (each one round trip)
+  /// What every store call costs its caller (0: calls are instantaneous).
+  /// With it, an instance can do only so many calls per second: overload.
+  duration round_trip{};
 
   void announce(const std::string& job) {
     if (!pushes) return;
@@ -88,39 +92,28 @@ struct world {
 };
 
 /// An instance's handle on the world's store. Models lease::Store,
-/// lease::BatchHeartbeatStore and lease::PushStore. Not thread-safe (the simulation is one thread).
+/// lease::BatchHeartbeatStore, lease::BatchClaimStore and lease::PushStore.
+/// Not thread-safe (the simulation is one thread).
 class store {
  public:
   store(std::shared_ptr<world> w, std::string instance) : w_(std::move(w)), instance_(std::move(instance)) {}
 
   claim_result claim(const claim_request& req) {
     arrive();
-    claim_result res = w_->mem.claim(req);
-    store_op op = record(store_op::kind::claim, req.run, req.token);
-    op.reason = req.reason;
-    op.outcome = res.outcome;
-    const time_point now = w_->clock.now();
-    // I4: a new run is never won after deadline + 10 s, and the deadline is what the options say.
-    const duration allowed = req.reason == claim_reason::catch_up ? w_->opts.catch_up : w_->opts.max_late;
-    if (req.reason != claim_reason::takeover && req.deadline != req.run.slot + allowed)
-      w_->violation("I4: " + to_text(req.run) + " claimed with deadline " + std::to_string(req.deadline.time_since_epoch().count()) +
-                    ", not slot + " + std::to_string(allowed.count()) + " ms");
-    if (res.outcome == claim_outcome::won) {
-      const run_record& r = res.record;
-      if (r.attempt == 1 && now > req.deadline + late_tolerance)
-        w_->violation("I4: " + to_text(req.run) + " won as a new run at " + std::to_string(now.time_since_epoch().count()) +
-                      ", after its deadline + 10 s");
-      // I5: each (run, attempt) has exactly one winner.
-      if (!w_->winners.insert({req.run, r.attempt}).second)
-        w_->violation("I5: " + to_text(req.run) + " attempt " + std::to_string(r.attempt) + " won twice");
-      // I3: a failed handler is never retried.
-      if (w_->failed.count(req.run) != 0) w_->violation("I3: " + to_text(req.run) + " won again after it failed");
-      w_->won_token[req.run] = req.token;
-    }
-    w_->hist.ops.push_back(std::move(op));
-    check_table();
+    claim_result res = apply_claim(req);
     depart();
     return res;
+  }
+  /// BatchClaimStore: one call (one round trip: a slow or failed call is
+  /// slow or failed for the whole batch), each claim applied in order.
+  std::vector<claim_result> claim_many(std::span<const claim_request> batch) {
+    arrive();
+    std::vector<claim_result> out;
+    out.reserve(batch.size());
+    ++w_->claim_batches;
+    for (const auto& req : batch) out.push_back(apply_claim(req, w_->claim_batches));
+    depart();
+    return out;
   }
   bool heartbeat(const run_key& run, std::string_view token, duration lease) {
     arrive();
@@ -180,9 +173,40 @@ class store {
   [[nodiscard]] time_point now() const { return w_->mem.now(); }
 
  private:
+  /// One claim against the store, recorded and checked (I3, I4, I5).
+  claim_result apply_claim(const claim_request& req, std::uint64_t batch = 0) {
+    claim_result res = w_->mem.claim(req);
+    store_op op = record(store_op::kind::claim, req.run, req.token);
+    op.batch = batch;
+    op.reason = req.reason;
+    op.outcome = res.outcome;
+    const time_point now = w_->clock.now();
+    // I4: a new run is never won after deadline + 10 s, and the deadline is what the options say.
+    const duration allowed = req.reason == claim_reason::catch_up ? w_->opts.catch_up : w_->opts.max_late;
+    if (req.reason != claim_reason::takeover && req.deadline != req.run.slot + allowed)
+      w_->violation("I4: " + to_text(req.run) + " claimed with deadline " + std::to_string(req.deadline.time_since_epoch().count()) +
+                    ", not slot + " + std::to_string(allowed.count()) + " ms");
+    if (res.outcome == claim_outcome::won) {
+      const run_record& r = res.record;
+      if (r.attempt == 1 && now > req.deadline + late_tolerance)
+        w_->violation("I4: " + to_text(req.run) + " won as a new run at " + std::to_string(now.time_since_epoch().count()) +
+                      ", after its deadline + 10 s");
+      // I5: each (run, attempt) has exactly one winner.
+      if (!w_->winners.insert({req.run, r.attempt}).second)
+        w_->violation("I5: " + to_text(req.run) + " attempt " + std::to_string(r.attempt) + " won twice");
+      // I3: a failed handler is never retried.
+      if (w_->failed.count(req.run) != 0) w_->violation("I3: " + to_text(req.run) + " won again after it failed");
+      w_->won_token[req.run] = req.token;
+    }
+    w_->hist.ops.push_back(std::move(op));
+    check_table();
+    return res;
+  }
+
   /// A slow call blocks the caller while the world goes on (cluster::run_blocked).
   /// An injected failure "before" throws here, having changed nothing.
   void arrive() {
+    travel();
     if (world::slowness* sl = next_slow(false)) {
       const world::slowness now = *sl;
       consume_slow();
@@ -199,6 +223,7 @@ class store {
   }
   /// An injected failure "after" throws once the call was applied: the reply was lost.
   void depart() {
+    travel();
     if (world::slowness* sl = next_slow(true)) {
       const duration d = sl->d;
       consume_slow();
@@ -210,6 +235,11 @@ class store {
       w_->hist.faults.push_back({w_->clock.now(), "failed call " + instance_});
       throw store_error(make_error_code(it->second.code), "simulated lost reply");
     }
+  }
+  /// Half a round trip (world::round_trip), on the way there or back: the
+  /// caller waits while the rest of the world goes on.
+  void travel() {
+    if (w_->round_trip > duration::zero() && w_->block) w_->block(instance_, w_->clock.now() + w_->round_trip / 2);
   }
   /// The slow-call fault that applies to this call at this point (before
   /// or after applying), if any.
@@ -281,5 +311,6 @@ class store {
 
 static_assert(BatchHeartbeatStore<store>);
 static_assert(PushStore<store>);
+static_assert(BatchClaimStore<store>);
 
 }  // namespace lease::sim

@@ -11,6 +11,8 @@
 //   s.now()                                -> time_point (the store's clock)
 // Optional (detected with requires-expressions, never with a flag):
 //   s.heartbeat_many(span<const heartbeat_request>) -> std::vector<bool>, in order
+//   s.claim_many(span<const claim_request>) -> std::vector<claim_result>, in
+//       order: claims sent in one round trip, each its own atomic claim.
 //   s.take_notices() -> std::vector<std::string>: what the store learnt that an
 //       operator should know (its durability settings at connect, a loss of
 //       state it detected); each is emitted once as a store_notice event.
@@ -71,6 +73,16 @@ concept Store = std::move_constructible<S> &&
 template <class S>
 concept BatchHeartbeatStore = Store<S> && requires(S& s, std::span<const heartbeat_request> batch) {
   { s.heartbeat_many(batch) } -> std::same_as<std::vector<bool>>;
+};
+
+/// A store that sends many claims in one round trip (pipelined scripts, one
+/// transaction). Each claim is still its own atomic operation with its own
+/// answer, exactly as claim() would give in that order; a store_error means
+/// the outcome of every claim in the batch is unknown (the scheduler resends
+/// each with its token, as after a failed claim()).
+template <class S>
+concept BatchClaimStore = Store<S> && requires(S& s, std::span<const claim_request> batch) {
+  { s.claim_many(batch) } -> std::same_as<std::vector<claim_result>>;
 };
 
 /// A store that tells the instance what it learnt about itself: sentences

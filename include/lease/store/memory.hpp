@@ -46,6 +46,15 @@ class memory_store {
     std::scoped_lock lock(state_->mutex);
     return rules::claim(state_->table, req, clock_.now());
   }
+  /// Each claim by the rule of claim(), in order, under one lock.
+  std::vector<claim_result> claim_many(std::span<const claim_request> batch) {
+    std::scoped_lock lock(state_->mutex);
+    const time_point now = clock_.now();
+    std::vector<claim_result> out;
+    out.reserve(batch.size());
+    for (const auto& req : batch) out.push_back(rules::claim(state_->table, req, now));
+    return out;
+  }
   bool heartbeat(const run_key& run, std::string_view token, duration lease) {
     std::scoped_lock lock(state_->mutex);
     return rules::heartbeat(state_->table, run, token, lease, clock_.now());
@@ -136,4 +145,5 @@ class memory_store {
 static_assert(Store<memory_store<>>);
 static_assert(BatchHeartbeatStore<memory_store<fake_clock>>);
 static_assert(PushStore<memory_store<fake_clock>>);
+static_assert(BatchClaimStore<memory_store<fake_clock>>);
 }  // namespace lease

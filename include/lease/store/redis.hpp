@@ -131,6 +131,24 @@ class redis_store {
     return res;
   }
 
+  /// BatchClaimStore: the claims pipelined in one round trip, each its own
+  /// script call, answered in order. A lost reply fails the whole batch
+  /// (the scheduler resends each claim with its token, which recognises a
+  /// claim that was applied). With options().replicas, one WAIT covers the
+  /// batch; short of replicas, every won claim is released and the batch
+  /// throws as claim() would.
+  std::vector<claim_result> claim_many(std::span<const claim_request> batch) {
+    if (batch.empty()) return {};
+    if (batch.size() == 1) return {claim(batch.front())};
+    std::vector<claim_result> out = send_claims(batch);
+    if (opts_.replicas > 0 && !replicated()) {
+      for (std::size_t i = 0; i < batch.size(); ++i)
+        if (out[i].outcome == claim_outcome::won) release_unreplicated(batch[i]);
+      not_replicated(batch.front(), batch.size());
+    }
+    return out;
+  }
+
   /// What this store learnt that an operator should read (NoticeStore): its
   /// durability settings at the first connect (and after a restart), and
   /// each loss of state it detected or learnt of. Each sentence once.
@@ -288,31 +306,51 @@ class redis_store {
   /// One round trip: the store's marker and quarantine (HMGET), then the
   /// claim script with what this handle knew when sending. The HMGET runs
   /// first on the server, so if it shows a loss the claim ran after it too.
-  claim_result send_claim(const claim_request& req) {
+  claim_result send_claim(const claim_request& req) { return std::move(send_claims(std::span(&req, 1)).front()); }
+
+  /// send_claim() for each request, pipelined behind one HMGET: one round
+  /// trip, each claim its own script call (atomic on its own), in order.
+  std::vector<claim_result> send_claims(std::span<const claim_request> batch) {
     conn_->open();  // connect (and check the server) before reading what this handle knows
-    auto keys = keys_of(req.run.job);
     const std::optional<std::int64_t> sent_lost = watch_->lost_at;
-    const std::string store_key = detail::redis::store_key(opts_.prefix);
-    const std::string now = now_arg(), slot = ms(req.run.slot), reason = std::to_string(static_cast<int>(req.reason)),
-                      lease = std::to_string(req.lease.count()), max_attempts = std::to_string(req.max_attempts),
-                      deadline = ms(req.deadline), overlap = std::to_string(static_cast<int>(req.overlap)),
-                      history = std::to_string(req.history_size), retain = std::to_string(req.retain.count()),
-                      known = std::to_string(watch_->fence_of(req.run.job)),
-                      lost = sent_lost ? std::to_string(*sent_lost) : std::string();
-    auto args = [&](argv_t& a) {
-      push_keys(a, keys, detail::redis::script::claim);
-      a.insert(a.end(), {now, slot, req.runner, req.token, reason, lease, max_attempts, deadline, overlap, history,
-                         retain, known, lost});
-    };
-    std::vector<argv_t> cmds{{"HMGET", store_key, "id", "lost"},
-                             {"EVALSHA", conn_->sha(detail::redis::script::claim)}};
-    args(cmds[1]);
+    const std::string now = now_arg(), lost = sent_lost ? std::to_string(*sent_lost) : std::string();
+    std::vector<std::string> known;  // the fence this handle saw last, per claim
+    std::vector<argv_t> cmds;
+    known.reserve(batch.size());
+    cmds.reserve(batch.size() + 1);
+    cmds.push_back({"HMGET", detail::redis::store_key(opts_.prefix), "id", "lost"});
+    for (const claim_request& req : batch) {
+      known.push_back(std::to_string(watch_->fence_of(req.run.job)));
+      cmds.push_back({"EVALSHA", conn_->sha(detail::redis::script::claim)});
+      claim_args(cmds.back(), req, now, known.back(), lost);
+    }
     auto replies = conn_->exchange(cmds);
-    detail::redis::reply_ptr reply = std::move(replies[1]);
-    if (detail::redis::connection::error_code_of(reply.get()) == redis_errc::noscript)
-      reply = conn_->eval(detail::redis::script::claim, args);  // reloads the scripts; it did not run
-    detail::redis::connection::throw_if_error(reply.get(), "claim");
-    const redisReply* r = reply.get();
+    std::vector<claim_result> out;
+    out.reserve(batch.size());
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      detail::redis::reply_ptr reply = std::move(replies[i + 1]);
+      if (detail::redis::connection::error_code_of(reply.get()) == redis_errc::noscript)  // it did not run
+        reply = conn_->eval(detail::redis::script::claim,
+                            [&](argv_t& a) { claim_args(a, batch[i], now, known[i], lost); });  // reloads the scripts
+      out.push_back(parse_claim(batch[i], reply.get(), known[i]));
+    }
+    check_marker(replies[0].get(), sent_lost);
+    for (std::size_t i = 0; i < batch.size(); ++i) out[i] = unless_quarantined(batch[i], std::move(out[i]), sent_lost);
+    return out;
+  }
+
+  void claim_args(argv_t& a, const claim_request& req, const std::string& now, const std::string& known,
+                  const std::string& lost) {
+    push_keys(a, keys_of(req.run.job), detail::redis::script::claim);
+    a.insert(a.end(), {now, ms(req.run.slot), req.runner, req.token, std::to_string(static_cast<int>(req.reason)),
+                       std::to_string(req.lease.count()), std::to_string(req.max_attempts), ms(req.deadline),
+                       std::to_string(static_cast<int>(req.overlap)), std::to_string(req.history_size),
+                       std::to_string(req.retain.count()), known, lost});
+  }
+
+  /// The claim script's answer as a claim_result (and a loss it detected recorded).
+  claim_result parse_claim(const claim_request& req, const redisReply* r, const std::string& known) {
+    detail::redis::connection::throw_if_error(r, "claim");
     if (r->type != REDIS_REPLY_ARRAY ||
         (r->elements != 3 && r->elements != 4 && r->elements != 3 + detail::redis::record_width))
       bad_reply("claim");
@@ -337,10 +375,13 @@ class redis_store {
                                    "' found its fence counter below fence " + known +
                                    " seen before: its keys were flushed, evicted or lost in a failover",
                   req.lease);
-    check_marker(replies[0].get(), sent_lost);
-    // The marker showed a quarantine the script did not know of (a loss
-    // detected just now, or by another handle since this one last looked):
-    // a win inside it must not run. Hand it back and answer as the rules would.
+    return res;
+  }
+
+  /// The marker showed a quarantine the script did not know of (a loss
+  /// detected just now, or by another handle since this one last looked):
+  /// a win inside it must not run. Hand it back and answer as the rules would.
+  claim_result unless_quarantined(const claim_request& req, claim_result res, std::optional<std::int64_t> sent_lost) {
     const time_point lost_at{duration{watch_->lost_at.value_or(0)}};
     const bool forgotten_slot = res.record.attempt == 1 && req.run.slot <= lost_at + early_tolerance;
     if (res.outcome == claim_outcome::won && watch_->lost_at && watch_->lost_at != sent_lost &&
@@ -403,28 +444,42 @@ class redis_store {
 
   /// WAIT for opts_.replicas; short of them, release the claim and throw.
   void wait_for_replicas(const claim_request& req) {
-    const std::string n = std::to_string(opts_.replicas), t = std::to_string(opts_.replica_timeout.count());
-    const argv_t cmd{"WAIT", n, t};
-    std::int64_t acked = -1;
+    if (replicated()) return;
+    release_unreplicated(req);
+    not_replicated(req, 1);
+  }
+
+  /// Whether opts_.replicas acknowledged every write so far (one WAIT).
+  bool replicated() {
+    const argv_t cmd{"WAIT", std::to_string(opts_.replicas), std::to_string(opts_.replica_timeout.count())};
     try {
       auto replies = conn_->exchange(std::span(&cmd, 1));
       detail::redis::connection::throw_if_error(replies.front().get(), "WAIT");
-      acked = as_int(replies.front().get(), "WAIT");
+      last_acked_ = as_int(replies.front().get(), "WAIT");
     } catch (const store_error&) {
-      acked = -1;  // unknown: as bad as too few
+      last_acked_ = -1;  // unknown: as bad as too few
     }
-    if (acked >= opts_.replicas) return;
+    return last_acked_ >= opts_.replicas;
+  }
+
+  void release_unreplicated(const claim_request& req) {
     try {
       (void)release(req.run, req.token);
     } catch (const store_error&) {
       // Unreleased, the claim expires after its lease; no handler started on it.
     }
+  }
+
+  [[noreturn]] void not_replicated(const claim_request& first, std::size_t claims) {
+    const std::string n = std::to_string(opts_.replicas), t = std::to_string(opts_.replica_timeout.count());
     detail::redis::raise(redis_errc::not_replicated,
                          "redis at " + conn_->where() + ": the claim of job '" +
-                             detail::redis::printable(req.run.job, 80) + "' was acknowledged by " +
-                             (acked < 0 ? std::string("an unknown number of") : std::to_string(acked)) + " of " + n +
-                             " replicas within " + t + " ms, so a failover could forget it; it was released and "
-                             "no handler runs on it. Retry once the replicas catch up",
+                             detail::redis::printable(first.run.job, 80) + "'" +
+                             (claims > 1 ? " (and " + std::to_string(claims - 1) + " more in its batch)" : "") +
+                             " was acknowledged by " +
+                             (last_acked_ < 0 ? std::string("an unknown number of") : std::to_string(last_acked_)) +
+                             " of " + n + " replicas within " + t + " ms, so a failover could forget it; it was "
+                             "released and no handler runs on it. Retry once the replicas catch up",
                          "");
   }
 
@@ -509,10 +564,12 @@ class redis_store {
   redis_options opts_;
   std::unique_ptr<detail::redis::connection> conn_;
   std::unique_ptr<detail::redis::watch> watch_;
+  std::int64_t last_acked_ = 0;  ///< replicas that acknowledged the last WAIT (-1: unknown)
 };
 
 static_assert(Store<redis_store>);
 static_assert(BatchHeartbeatStore<redis_store>);
+static_assert(BatchClaimStore<redis_store>);
 static_assert(NoticeStore<redis_store>);
 
 }  // namespace lease

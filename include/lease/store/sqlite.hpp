@@ -4,7 +4,7 @@
 // Design. Every operation is the rule of DESIGN.md §3 written by hand in SQL,
 // answer for answer the same as lease/rules.hpp (the conformance suite checks
 // it against those pure functions):
-//   * claim and heartbeat_many are one `BEGIN IMMEDIATE` transaction each:
+//   * claim, claim_many and heartbeat_many are one `BEGIN IMMEDIATE` transaction each:
 //     the write lock is taken first, then the clock is read and the job's rows
 //     are examined and written. BEGIN IMMEDIATE (not a deferred BEGIN that
 //     upgrades) is what makes busy_timeout cover every wait: a reader that
@@ -177,7 +177,29 @@ class sqlite_store {
   claim_result claim(const claim_request& req) {
     check_file();
     transaction tx(*this, "claim");
+    claim_result res = claim_one(req, now());
+    tx.commit();
+    return res;
+  }
+
+  /// BatchClaimStore: the claims in one BEGIN IMMEDIATE transaction (one
+  /// fsync instead of one per claim), each by the rule of claim(), in order,
+  /// at one reading of the clock. A failure rolls back the whole batch.
+  std::vector<claim_result> claim_many(std::span<const claim_request> batch) {
+    std::vector<claim_result> out;
+    out.reserve(batch.size());
+    if (batch.empty()) return out;
+    check_file();
+    transaction tx(*this, "claim");
     const time_point at = now();
+    for (const claim_request& req : batch) out.push_back(claim_one(req, at));
+    tx.commit();
+    return out;
+  }
+
+ private:
+  /// One claim inside the caller's transaction, at store time `at`.
+  claim_result claim_one(const claim_request& req, time_point at) {
     claim_result res;
     res.store_now = at;
     res.record.job = req.run.job;
@@ -198,7 +220,6 @@ class sqlite_store {
       } else if (const auto until = quarantine_end(at, req.lease)) {
         res.outcome = claim_outcome::quarantined;
         res.record.lease_end = *until;
-        tx.commit();
         return res;
       } else {
         r.attempt += 1;
@@ -212,7 +233,6 @@ class sqlite_store {
         res.outcome = claim_outcome::won;
       }
       res.record = std::move(r);
-      tx.commit();
       return res;
     }
 
@@ -251,9 +271,10 @@ class sqlite_store {
       prune(req.run.job, at - req.retain - late_tolerance, req.history_size);
       res.outcome = claim_outcome::won;
     }
-    tx.commit();
     return res;
   }
+
+ public:
 
   /// Extends the lease to now + lease, only for the current token of a
   /// running, unreleased run (one UPDATE). True if it did.
@@ -803,6 +824,7 @@ class sqlite_store {
 
 static_assert(Store<sqlite_store>);
 static_assert(BatchHeartbeatStore<sqlite_store>);
+static_assert(BatchClaimStore<sqlite_store>);
 static_assert(NoticeStore<sqlite_store>);
 
 }  // namespace lease
