@@ -1,7 +1,9 @@
-// lease::prometheus: two real schedulers (memory store, fake clock) go
-// through won, success, failed, takeover and lost; the endpoint is scraped
-// over HTTP on 127.0.0.1 (a free port), its values are checked against the
-// scenario and the events, and promtool validates the exposition.
+// lease::prometheus: two schedulers (memory store, fake clock) go through
+// won, success, failed, takeover and lost; the endpoint is scraped over HTTP
+// on 127.0.0.1 (a free port), its values are checked against the scenario and
+// the events, and promtool validates the exposition. Last, real schedulers
+// (system clock, thread pools) whose gauges the HTTP threads read while the
+// loop threads change them.
 #include <catch2/catch.hpp>
 
 #include <arpa/inet.h>
@@ -10,12 +12,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <thread>
 
+#include "lease/clock/system.hpp"
+#include "lease/executor/thread_pool.hpp"
+#include "lease/make_scheduler.hpp"
 #include "lease/prometheus.hpp"
 #include "scheduler/harness.hpp"
 
@@ -223,4 +230,67 @@ TEST_CASE("an endpoint on an address already in use fails with a sentence naming
   } catch (const std::runtime_error& e) {
     CHECK(std::string(e.what()).find("cannot listen on \"" + taken + "\"") != std::string::npos);
   }
+}
+
+// ---- real mode: the gauges are read by the HTTP threads while loop threads change them ----
+
+namespace {
+
+lease::options real_options(std::string name, duration catch_up) {
+  lease::options o;
+  o.lease = 600ms;  // heartbeat 100 ms
+  o.claim_jitter = 0ms;
+  o.catch_up = catch_up;
+  o.catch_up_jitter = 0ms;
+  o.instance = std::move(name);
+  return o;
+}
+
+/// Scrapes until `ok(samples)` holds, for at most `limit` (real time).
+template <class F>
+bool scrape_until(int port, F ok, std::chrono::milliseconds limit) {
+  for (auto waited = 0ms; waited < limit; waited += 20ms) {
+    if (ok(samples(http_get(port, "/metrics")))) return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("real schedulers: the gauges follow a running attempt and its backup while their loops run") {
+  lease::memory_store<lease::system_clock> store;
+  std::atomic<bool> finish{false};
+  auto handler = [&finish](lease::run_context& ctx) {
+    while (!finish.load() && !ctx.stop.stop_requested()) std::this_thread::sleep_for(5ms);
+  };
+  // A runs the latest hourly slot through catch-up; B, started after, backs it up.
+  auto a = lease::make_scheduler(lease::store = store, lease::executor = lease::thread_pool{1},
+                                 lease::settings = real_options("A", 2h));
+  auto b = lease::make_scheduler(lease::store = store, lease::executor = lease::thread_pool{1},
+                                 lease::settings = real_options("B", 0ms));
+  lease::prometheus_metrics metrics;
+  for (auto* s : {&a, &b}) {
+    s->add("hourly", lease::every(1h), handler);
+    metrics.attach(*s);
+  }
+  lease::prometheus_endpoint http(metrics, "127.0.0.1:0");
+  const int port = http.port();
+  a.start();
+  REQUIRE(scrape_until(port, [](const auto& m) {
+    return m.count("lease_running_attempts") && m.at("lease_running_attempts") == 1;
+  }, 5s));
+  b.start();
+  CHECK(scrape_until(port, [](const auto& m) { return m.count("lease_watched_runs") && m.at("lease_watched_runs") == 1; }, 5s));
+  finish = true;
+  CHECK(scrape_until(port, [](const auto& m) {
+    const auto ok = m.find("lease_events_total{job=\"hourly\",kind=\"success\"}");
+    return ok != m.end() && ok->second == 1 && m.at("lease_running_attempts") == 0 && m.at("lease_watched_runs") == 0;
+  }, 5s));
+  a.stop(1s);
+  b.stop(1s);
+  const auto m = samples(http_get(port, "/metrics"));
+  CHECK(value(m, series("lease_events_total", "job=\"hourly\",kind=\"catch_up\"")) == 1);
+  CHECK(value(m, series("lease_events_total", "job=\"hourly\",kind=\"backup\"")) == 1);
+  CHECK(value(m, series("lease_handler_duration_seconds_count", "job=\"hourly\",outcome=\"success\"")) == 1);
 }
