@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -59,14 +60,52 @@ enum class event_kind : std::uint8_t {
 }
 
 /// One thing that happened to one run on one instance.
+///
+/// Besides its sentence, an event carries stable fields for a log pipeline,
+/// a tracer or a metrics exporter (lease/event/json.hpp writes them all; the
+/// optional component lease::prometheus counts them). A field that does not
+/// apply to the event, or that the instance does not know, keeps its
+/// "unknown" value: 0 for attempt and fence, empty for strings, nullopt for
+/// the rest. A run is identified by (run.job, run.slot), one attempt of it by
+/// (run.job, run.slot, attempt), and fence is unique per won attempt of a job.
+///
+/// Fields are only ever added, at the end: code that reads events keeps
+/// working. (Code that builds events with positional braces should name the
+/// fields it sets, since later fields may be added.)
 struct event {
   event_kind kind = event_kind::won;
-  run_key run;
+  run_key run;                ///< job and slot; both empty for an event about the store as a whole
   std::uint32_t attempt = 0;  ///< the attempt concerned, 0 when none is known
   std::uint64_t fence = 0;    ///< that attempt's fence, 0 when none is known
   std::string instance;       ///< the instance that emits the event
   time_point at{};            ///< the emitting instance's clock
   std::string message;        ///< a sentence saying why
+
+  /// The instance that runs or ran the attempt concerned, as the store
+  /// recorded it: this instance for its own attempts (won, takeover,
+  /// catch_up, success, failed, handed_over, abandoned, lost), the other
+  /// runner for backup, interrupted and a skip of a run that already ended.
+  std::string runner;
+  /// success, failed, handed_over, abandoned, lost: how long the handler ran,
+  /// on the instance's monotonic clock, from when it was handed to the
+  /// executor until the loop saw it end — or until this event, if it had not
+  /// ended (abandoned, lost while running). nullopt when no handler started.
+  std::optional<duration> handler_duration;
+  /// takeover: store time from the end of the previous attempt's lease to
+  /// the store's answer to this takeover claim. The lease end is the last one
+  /// this instance read in the store's answers while it watched the run (a
+  /// backup checks more often than a lease lasts, so it has read the final
+  /// one unless its checks failed). nullopt when it never read one, or when
+  /// the run ended before that lease end (a hand-over).
+  std::optional<duration> takeover_latency;
+  /// The claim's round trip on the instance's monotonic clock, from sending
+  /// it to its answer, resolution of an unknown outcome included: on events
+  /// that answer a claim (won, takeover, catch_up, backup, skip, late,
+  /// superseded, interrupted, early, and lost when the answer came too late).
+  std::optional<duration> claim_round_trip;
+  /// late, when this instance's loop fell behind: how many slots it did not
+  /// claim (counted up to 10,000).
+  std::optional<std::uint64_t> skipped_slots;
 };
 
 }  // namespace lease

@@ -47,12 +47,14 @@
 #include "lease/schedule/concept.hpp"
 #include "lease/scheduler/detail/any_schedule.hpp"
 #include "lease/scheduler/detail/attempt_lease.hpp"
+#include "lease/scheduler/detail/event_facts.hpp"
 #include "lease/scheduler/detail/format.hpp"
 #include "lease/scheduler/detail/inbox.hpp"
 #include "lease/scheduler/detail/instance_id.hpp"
 #include "lease/scheduler/detail/timer_heap.hpp"
 #include "lease/scheduler/job_name.hpp"
 #include "lease/scheduler/lease_guard.hpp"
+#include "lease/scheduler/live_counts.hpp"
 #include "lease/scheduler/manual_time.hpp"
 #include "lease/scheduler/store_faults.hpp"
 #include "lease/store/concept.hpp"
@@ -170,11 +172,13 @@ class scheduler {
 
   /// True once stop() has been carried out (every handler ended or abandoned).
   [[nodiscard]] bool stopped() const noexcept { return phase_ == phase::stopped; }
-  /// Attempts this instance is running (handler running or its finish pending).
-  [[nodiscard]] std::size_t running() const noexcept { return attempts_.size(); }
-  /// Runs this instance watches as a backup. (running() and watching() read
-  /// loop state: call them in deterministic mode, or after stop().)
-  [[nodiscard]] std::size_t watching() const noexcept { return watches_.size(); }
+  /// Attempts this instance is running (handler running or its finish pending). Thread-safe.
+  [[nodiscard]] std::size_t running() const noexcept { return counts_->running.load(std::memory_order_relaxed); }
+  /// Runs this instance watches as a backup. Thread-safe.
+  [[nodiscard]] std::size_t watching() const noexcept { return counts_->watching.load(std::memory_order_relaxed); }
+  /// running() and watching() as a shared object, for a reader that may
+  /// outlive the scheduler (a metrics exporter). Thread-safe.
+  [[nodiscard]] std::shared_ptr<const live_counts> counts() const noexcept { return counts_; }
   /// The validated options in force (instance id and seed filled in).
   [[nodiscard]] const options& settings() const noexcept { return opts_; }
   [[nodiscard]] const std::string& instance() const noexcept { return opts_.instance; }
@@ -212,6 +216,7 @@ class scheduler {
     /// so an attempt the store applied anyway is run, never left a phantom.
     std::optional<claim_request> in_doubt;
     steady_point in_doubt_sent{};
+    std::optional<time_point> lease_end_seen{};  // the latest lease end the store answered (store clock)
   };
   enum class step : std::uint8_t { running, finishing, releasing };
   /// One attempt this instance won and has not finished.
@@ -228,6 +233,13 @@ class scheduler {
     std::string why;  // the handler's exception message
     std::uint32_t tries = 0;
     bool checked = false;  // its lease_check timer is set
+    std::optional<steady_point> started{};  // handed to the executor (unset if it refused)
+    std::optional<duration> ran{};           // the handler ended after this long
+    /// For events: how long the handler ran, or has run so far.
+    [[nodiscard]] std::optional<duration> handler_time(steady_point now) const {
+      if (ran || !started) return ran;
+      return now - *started;
+    }
   };
 
   static duration abort_margin(const options& o) { return std::min(o.lease / 10, duration{5'000}); }
@@ -264,8 +276,12 @@ class scheduler {
   std::string interrupted_why(const run_record& rec) const;
 
   // backups.hpp
-  void watch_run(std::uint32_t j, const run_key& run, bool check_now);
-  void unwatch(const run_key& run) { watches_.erase(run); }
+  void watch_run(std::uint32_t j, const run_key& run, bool check_now,
+                 std::optional<time_point> lease_end = std::nullopt);
+  void unwatch(const run_key& run) {
+    watches_.erase(run);
+    recount();
+  }
   bool own_attempt(const run_key& run) const;
   void on_backup(std::uint32_t j, time_point slot, std::uint64_t gen);
 
@@ -273,7 +289,8 @@ class scheduler {
   void on_recover(std::uint32_t j);
 
   // attempts.hpp
-  void begin_attempt(std::uint32_t j, const claim_request& req, const run_record& rec, steady_point sent);
+  void begin_attempt(std::uint32_t j, const claim_request& req, const run_record& rec, steady_point sent,
+                     std::optional<duration> takeover_latency = std::nullopt);
   void dispatch(std::uint32_t j, std::uint64_t id, run_context ctx);
   void on_heartbeat();
   void on_lease_check(std::uint64_t id);
@@ -295,7 +312,16 @@ class scheduler {
   duration backoff(std::uint32_t tries);
   void store_failed(std::string_view op, const run_key& run, const store_error& e);
   void store_answered();
-  void emit(event_kind k, run_key run, std::uint32_t attempt_no, std::uint64_t fence, std::string message);
+  void emit(event_kind k, run_key run, std::uint32_t attempt_no, std::uint64_t fence, std::string message,
+            detail::event_facts facts = {});
+  /// The facts of an event that answers the claim being handled.
+  [[nodiscard]] detail::event_facts answer_facts(std::string runner = {}) const {
+    return {.runner = std::move(runner), .claim_round_trip = round_trip_};
+  }
+  void recount() noexcept {
+    counts_->running.store(attempts_.size(), std::memory_order_relaxed);
+    counts_->watching.store(watches_.size(), std::memory_order_relaxed);
+  }
 
   S store_;
   C clock_;
@@ -334,6 +360,8 @@ class scheduler {
   std::map<std::uint32_t, std::uint32_t> recover_tries_;
   detail::store_faults faults_;
   std::optional<time_point> quarantine_told_;  // the quarantine end already reported
+  std::optional<duration> round_trip_;  // of the claim whose answer is being handled (set by try_claim)
+  std::shared_ptr<live_counts> counts_ = std::make_shared<live_counts>();
   std::uint64_t next_id_ = 1;
   bool heartbeat_armed_ = false;
   std::atomic<phase> phase_{phase::idle};

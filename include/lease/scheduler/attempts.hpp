@@ -21,7 +21,7 @@ namespace lease {
 
 template <Store S, Clock C, Executor E, OverlapPolicy P>
 void scheduler<S, C, E, P>::begin_attempt(std::uint32_t j, const claim_request& req, const run_record& rec,
-                                          steady_point sent) {
+                                          steady_point sent, std::optional<duration> takeover_latency) {
   unwatch(rec.key());
   if (steady() >= sent + opts_.lease - margin_) {
     // The answer came so late (a hung call, a stalled reply) that the lease
@@ -32,7 +32,8 @@ void scheduler<S, C, E, P>::begin_attempt(std::uint32_t j, const claim_request& 
          std::string(to_string(req.reason)) + " claim won attempt " + std::to_string(rec.attempt) +
              ", but its answer arrived " + detail::fmt(steady() - sent) + " after the claim was sent, past lease − "
              "safety margin (" + detail::fmt(opts_.lease - margin_) + "): the lease may have ended already, so the "
-             "handler is not started; a backup takes the run over when the lease runs out");
+             "handler is not started; a backup takes the run over when the lease runs out",
+         answer_facts());
     return;
   }
   const std::uint64_t id = next_id_++;
@@ -45,12 +46,14 @@ void scheduler<S, C, E, P>::begin_attempt(std::uint32_t j, const claim_request& 
   a.reason = req.reason;
   a.lease = std::make_shared<detail::attempt_lease>(steady_, sent + opts_.lease - margin_);
   guard_.add(a.lease);
+  recount();
   const event_kind kind = req.reason == claim_reason::takeover   ? event_kind::takeover
                           : req.reason == claim_reason::catch_up ? event_kind::catch_up
                                                                  : event_kind::won;
   emit(kind, a.run, a.number, a.fence,
        std::string(to_string(req.reason)) + " claim won: attempt " + std::to_string(a.number) + " of " +
-           std::to_string(opts_.max_attempts) + ", fence " + std::to_string(a.fence) + "; starting the handler");
+           std::to_string(opts_.max_attempts) + ", fence " + std::to_string(a.fence) + "; starting the handler",
+       {.takeover_latency = takeover_latency, .claim_round_trip = round_trip_});
   if (!heartbeat_armed_) {
     heartbeat_armed_ = true;
     push_after(hb_, {{}, 0, detail::timer_kind::heartbeat});
@@ -58,9 +61,11 @@ void scheduler<S, C, E, P>::begin_attempt(std::uint32_t j, const claim_request& 
 
   run_context ctx{a.run.job, a.run.slot, a.number, a.reason, a.token, a.fence, a.lease->token(), a.lease};
   try {
+    a.started = steady();  // before: an inline executor runs the handler within dispatch
     dispatch(j, id, std::move(ctx));
   } catch (const std::exception& e) {
     // The handler never started: hand the run over rather than lose it.
+    a.started.reset();
     a.at = step::releasing;
     a.why = std::string("the executor refused the task: ") + e.what();
     on_finish_retry(id);
@@ -162,7 +167,7 @@ void scheduler<S, C, E, P>::lose(It it, const std::string& why) {
   attempt& a = it->second;
   a.lease->revoke();
   guard_.remove(a.lease.get());
-  emit(event_kind::lost, a.run, a.number, a.fence, why);
+  emit(event_kind::lost, a.run, a.number, a.fence, why, {.handler_duration = a.handler_time(steady())});
   const std::uint32_t j = a.job;
   attempts_.erase(it);
   after_attempt(j);
@@ -181,6 +186,7 @@ void scheduler<S, C, E, P>::on_completion(const detail::completion& c) {
     a.result = c.threw ? run_status::failed : run_status::success;
   }
   a.why = c.what;
+  if (a.started) a.ran = steady() - *a.started;
   on_finish_retry(c.attempt_id);
 }
 
@@ -219,12 +225,15 @@ void scheduler<S, C, E, P>::on_finish_retry(std::uint64_t id) {
                                               : "not started") +
              detail_msg +
              "; the run is released and a backup takes it over within 2 heartbeats (not counted against "
-             "max_attempts)");
+             "max_attempts)",
+         {.handler_duration = a.ran});
   else if (a.result == run_status::success)
-    emit(event_kind::success, a.run, a.number, a.fence, "the handler returned; recorded as success");
+    emit(event_kind::success, a.run, a.number, a.fence, "the handler returned; recorded as success",
+         {.handler_duration = a.ran});
   else
     emit(event_kind::failed, a.run, a.number, a.fence,
-         "the handler threw" + detail_msg + "; recorded as failed, and a failed run is never retried");
+         "the handler threw" + detail_msg + "; recorded as failed, and a failed run is never retried",
+         {.handler_duration = a.ran});
   const std::uint32_t j = a.job;
   guard_.remove(a.lease.get());
   attempts_.erase(it);
@@ -248,6 +257,7 @@ std::optional<bool> scheduler<S, C, E, P>::read_back(const attempt& a) {
 
 template <Store S, Clock C, Executor E, OverlapPolicy P>
 void scheduler<S, C, E, P>::after_attempt(std::uint32_t j) {
+  recount();
   release_buffer(j);
   if (phase_ == phase::stopping && attempts_.empty()) phase_ = phase::stopped;
 }

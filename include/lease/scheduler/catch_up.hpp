@@ -44,10 +44,11 @@ void scheduler<S, C, E, P>::on_recover(std::uint32_t j) {
                (mine ? " was started by an earlier process with this instance's id (" + r.runner +
                            "), which is gone; its lease is still live, so this instance waits for it to run out "
                            "and then takes the run over as a backup"
-                     : " runs on " + r.runner + " with a live lease; this instance is its backup"));
-      watch_run(j, r.key(), false);
+                     : " runs on " + r.runner + " with a live lease; this instance is its backup"),
+           {.runner = r.runner});
+      watch_run(j, r.key(), false, r.lease_end);
     } else if (r.slot >= latest) {
-      watch_run(j, r.key(), true);  // dead and still the latest: take it over now
+      watch_run(j, r.key(), true, r.lease_end);  // dead and still the latest: take it over now
     }
     // dead with a newer slot due: left alone; the next run's claim marks it interrupted
   }

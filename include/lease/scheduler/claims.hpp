@@ -48,7 +48,8 @@ void scheduler<S, C, E, P>::on_slot(std::uint32_t j, time_point slot) {
              (skipped > 1 ? " to " + detail::fmt(last) : std::string{}) +
              ": this instance's loop did not run from " + detail::fmt(slot) + " to " + detail::fmt(now) +
              " (frozen, overloaded, or its wall clock stepped forward); only the latest slot, " +
-             detail::fmt(latest) + ", is claimed");
+             detail::fmt(latest) + ", is claimed",
+         {.skipped_slots = skipped});
     slot = latest;
   }
   arm_slot(j, jb.schedule.next(slot));
@@ -198,8 +199,10 @@ void scheduler<S, C, E, P>::claim_answered(std::uint64_t id, std::optional<claim
 /// the same request (same token) later.
 template <Store S, Clock C, Executor E, OverlapPolicy P>
 std::optional<claim_result> scheduler<S, C, E, P>::try_claim(const claim_request& req) {
+  const steady_point sent = steady();
   try {
     claim_result r = store_.claim(req);
+    round_trip_ = steady() - sent;
     store_answered();
     return r;
   } catch (const store_error& e) {
@@ -211,9 +214,11 @@ std::optional<claim_result> scheduler<S, C, E, P>::try_claim(const claim_request
           r.outcome = claim_outcome::won;
           r.record = *rec;
           r.store_now = store_.now();
+          round_trip_ = steady() - sent;
           emit(event_kind::store_error, req.run, rec->attempt, rec->fence,
                std::string("claim outcome unknown (") + e.what() +
-                   "); read the run back: the stored token is ours, so this instance won");
+                   "); read the run back: the stored token is ours, so this instance won",
+               {.runner = opts_.instance});
           return r;
         }
       } catch (const store_error&) {
@@ -233,7 +238,13 @@ void scheduler<S, C, E, P>::on_claim(std::uint32_t j, const claim_request& req, 
   const run_record& rec = res.record;
   const bool ours = rec.token == req.token && rec.runner == req.runner;
   if (res.outcome == claim_outcome::won || (ours && res.outcome == claim_outcome::running)) {
-    begin_attempt(j, req, rec, sent);
+    // A takeover's latency: from the lease end this backup last read to the store's answer.
+    std::optional<duration> latency;
+    if (auto w = watches_.find(rec.key()); req.reason == claim_reason::takeover &&
+                                           res.outcome == claim_outcome::won && w != watches_.end() &&
+                                           w->second.lease_end_seen && *w->second.lease_end_seen <= res.store_now)
+      latency = res.store_now - *w->second.lease_end_seen;
+    begin_attempt(j, req, rec, sent, latency);
     return;
   }
   const std::string what = std::string(to_string(req.reason)) + " claim: ";
@@ -243,15 +254,17 @@ void scheduler<S, C, E, P>::on_claim(std::uint32_t j, const claim_request& req, 
       if (req.reason != claim_reason::takeover && !own_attempt(rec.key()))
         emit(event_kind::backup, rec.key(), rec.attempt, rec.fence,
              what + "attempt " + std::to_string(rec.attempt) + " runs on " + rec.runner +
-                 " with a live lease; this instance is its backup");
-      watch_run(j, rec.key(), false);
+                 " with a live lease; this instance is its backup",
+             answer_facts(rec.runner));
+      watch_run(j, rec.key(), false, rec.lease_end);
       break;
     case claim_outcome::overlap:
       emit(event_kind::skip, req.run, 0, 0,
            what + "skipped as an overlap: the earlier run " + detail::fmt(rec.slot) + " (attempt " +
                std::to_string(rec.attempt) + " on " + rec.runner + ") still holds a live lease" +
-               (overlap_.mode() == overlap_mode::buffer_one ? "; buffered until it ends" : ""));
-      watch_run(j, rec.key(), false);
+               (overlap_.mode() == overlap_mode::buffer_one ? "; buffered until it ends" : ""),
+           answer_facts());
+      watch_run(j, rec.key(), false, rec.lease_end);
       watch_run(j, req.run, false);  // if the earlier run ends and someone claims this one
       if (overlap_.mode() == overlap_mode::buffer_one && (!jobs_[j].buffered || *jobs_[j].buffered < req.run.slot))
         jobs_[j].buffered = req.run.slot;
@@ -259,19 +272,23 @@ void scheduler<S, C, E, P>::on_claim(std::uint32_t j, const claim_request& req, 
     case claim_outcome::late:
       emit(event_kind::late, req.run, 0, 0,
            what + "refused as late: it reached the store at " + detail::fmt(res.store_now) + ", after the deadline " +
-               detail::fmt(req.deadline) + " + 10 s (store clock)");
+               detail::fmt(req.deadline) + " + 10 s (store clock)",
+           answer_facts());
       break;
     case claim_outcome::superseded:
       emit(event_kind::superseded, req.run, 0, 0,
-           what + "a newer run of the job already started; runs start in slot order, so this one never will");
+           what + "a newer run of the job already started; runs start in slot order, so this one never will",
+           answer_facts());
       break;
     case claim_outcome::finished:
       unwatch(rec.key());
       if (rec.status == run_status::interrupted)
-        emit(event_kind::interrupted, rec.key(), rec.attempt, rec.fence, what + interrupted_why(rec));
+        emit(event_kind::interrupted, rec.key(), rec.attempt, rec.fence, what + interrupted_why(rec),
+             answer_facts(rec.runner));
       else if (req.reason != claim_reason::takeover)
         emit(event_kind::skip, req.run, rec.attempt, rec.fence,
-             what + "the run already ended (" + std::string(to_string(rec.status)) + " on " + rec.runner + ")");
+             what + "the run already ended (" + std::string(to_string(rec.status)) + " on " + rec.runner + ")",
+             answer_facts(rec.runner));
       release_buffer(j);
       break;
     case claim_outcome::none:
@@ -297,12 +314,14 @@ void scheduler<S, C, E, P>::not_yet(std::uint32_t j, const claim_request& req, c
          std::string(to_string(req.reason)) + " claim refused as early: the store's clock reads " +
              detail::fmt(res.store_now) + ", before the slot; this instance's wall clock runs ahead of the store's by "
              "about " + detail::fmt(wall() - res.store_now) + " (check its time sync); claimed again in " +
-             detail::fmt(wait));
+             detail::fmt(wait),
+         answer_facts());
   } else if (res.record.lease_end == time_point::max()) {
     emit(event_kind::late, req.run, 0, 0,
          std::string(to_string(req.reason)) + " claim refused: the store lost its state after this slot could "
              "have started, so whether it ran is unknown; it is not started (a slot skipped with this event, "
-             "rather than perhaps run twice)");
+             "rather than perhaps run twice)",
+         answer_facts());
     return;
   } else if (quarantine_told_ != res.record.lease_end) {
     quarantine_told_ = res.record.lease_end;

@@ -217,9 +217,25 @@ void scheduler<S, C, E, P>::store_answered() {
 
 template <Store S, Clock C, Executor E, OverlapPolicy P>
 void scheduler<S, C, E, P>::emit(event_kind k, run_key run, std::uint32_t attempt_no, std::uint64_t fence,
-                                 std::string message) {
+                                 std::string message, detail::event_facts facts) {
   if (sinks_.empty()) return;
-  const event ev{k, std::move(run), attempt_no, fence, opts_.instance, wall(), std::move(message)};
+  // The kinds that are about this instance's own attempt name it as the runner.
+  const bool own = k == event_kind::won || k == event_kind::takeover || k == event_kind::catch_up ||
+                   k == event_kind::success || k == event_kind::failed || k == event_kind::handed_over ||
+                   k == event_kind::abandoned || k == event_kind::lost;
+  event ev;
+  ev.kind = k;
+  ev.run = std::move(run);
+  ev.attempt = attempt_no;
+  ev.fence = fence;
+  ev.instance = opts_.instance;
+  ev.at = wall();
+  ev.message = std::move(message);
+  ev.runner = facts.runner.empty() && own ? opts_.instance : std::move(facts.runner);
+  ev.handler_duration = facts.handler_duration;
+  ev.takeover_latency = facts.takeover_latency;
+  ev.claim_round_trip = facts.claim_round_trip;
+  ev.skipped_slots = facts.skipped_slots;
   for (auto& [kind, fn] : sinks_) {
     if (kind && *kind != k) continue;
     try {

@@ -12,6 +12,7 @@ void scheduler<S, C, E, P>::begin_stop(duration timeout) {
   phase_ = phase::stopping;
   pending_.clear();
   watches_.clear();
+  recount();
   for (auto& [id, a] : attempts_) a.lease->request_stop();
   push_after(timeout, {{}, 0, detail::timer_kind::stop_deadline});
   if (attempts_.empty()) phase_ = phase::stopped;
@@ -27,8 +28,10 @@ void scheduler<S, C, E, P>::on_stop_deadline() {
              ? "stopping: the handler was still running at the stop timeout; heartbeats stop and a backup "
                "takes the run over once its lease runs out"
              : "stopping: the store did not accept the result before the stop timeout; a backup takes the "
-               "run over once its lease runs out");
+               "run over once its lease runs out",
+         {.handler_duration = a.handler_time(steady())});
   }
+  recount();
   phase_ = phase::stopped;
 }
 
