@@ -5,7 +5,7 @@
 // batched), finishes, releases, reads and clock advances, from several
 // runners with fresh and stale tokens, on a few jobs and slots — applies each
 // to a fresh store and to the rules, and requires every answer to agree. It
-// also checks the invariants of DESIGN.md §5 that a store alone must keep
+// also checks the invariants of doc/invariants.md that a store alone must keep
 // (1 skip, 2 fencing, 3 attempts, 4 lateness, 5 one winner, 7 retention,
 // 10 fences never repeat, across losses of state too).
 //

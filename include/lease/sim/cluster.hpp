@@ -10,7 +10,7 @@
 // instance's loop while the rest of the world goes on (its handlers and its
 // watchdog too), wall-clock steps of one instance, and a store that loses its
 // state. Everything is recorded in a lease::sim::history, and the invariants
-// of DESIGN.md §5 are checked on it, including I9: no two handlers of one run
+// of doc/invariants.md are checked on it, including I9: no two handlers of one run
 // execute at overlapping times on the simulation's global clock.
 //
 // The same seed and the same calls give the same history, so a failing
