@@ -1,4 +1,4 @@
-// cluster_demo/checks.cpp — the invariants of DESIGN.md §5, checked on what
+// cluster_demo/checks.cpp — the invariants of doc/invariants.md, checked on what
 // the demo saw: the instances' events, the orchestrator's samples of the
 // store, the records read back at the end, and how the processes exited.
 #include <sys/wait.h>

@@ -62,8 +62,9 @@ std::string secs(lease::duration d) {
   return buf;
 }
 
-// How much later than the spec's bound a takeover may be seen: the bound is
-// on the store's clock, the events are stamped after the store answered, and
+// How much later than the protocol's bound (doc/protocol.md §16) a takeover
+// may be seen: the bound is on the store's clock, the events are stamped
+// after the store answered, and
 // a loaded machine (CI, sanitizer builds) delays timers a little.
 constexpr lease::duration latency_allowance = 500ms;
 
@@ -300,11 +301,11 @@ class orchestrator {
              (lease_end ? "" : " [lease end not sampled: assumed won + lease]")});
   }
 
-  /// The spec's third ordering: the next slot's claim reached the store first.
+  /// The third ordering of doc/protocol.md §10: the next slot's claim reached the store first.
   static std::string moved_on_note(const line& w, const line& r) {
     return "the next slot's claim reached the store before any backup's check, so " + hms(w.slot) +
            " was not taken over: it is marked interrupted and " + hms(r.slot) +
-           " runs instead (allowed by the spec: 'A dead run and the next slot', third case). Seen: " + r.instance +
+           " runs instead (allowed by the protocol: doc/protocol.md §10, 'A dead run and the next slot', third order). Seen: " + r.instance +
            " " + r.what + " " + hms(r.slot);
   }
 
@@ -650,7 +651,7 @@ void print_summary(const history& h, const std::string& svg) {
     std::printf("  %s  %s\n        %s\n", tag, c.name.c_str(), c.detail.c_str());
   }
   std::printf("\n%s: %zu checks, %d failed%s. Timeline: %s\n", fails == 0 ? "PASS" : "FAIL", h.checks.size(), fails,
-              notes ? ", some with a NOTE (an ordering the spec allows)" : "", svg.c_str());
+              notes ? ", some with a NOTE (an ordering the protocol allows)" : "", svg.c_str());
   std::fflush(stdout);
 }
 

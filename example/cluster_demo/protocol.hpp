@@ -32,7 +32,7 @@ inline constexpr std::uint32_t max_attempts = 3;
 // (checking every 0.5-1 s) must get there before the next-but-one slot's claim
 // at slot + 4 s + j'. With j <= 100 ms both backups would have to draw their
 // longest intervals to lose that race (well under 1 in 1000); if they do, the
-// demo says so (the spec's "next slot comes first" ordering) instead of failing.
+// demo says so (doc/protocol.md §10: the "next slot comes first" order) instead of failing.
 inline constexpr lease::duration claim_jitter = 100ms;
 inline constexpr lease::duration catch_up_jitter = 300ms;
 inline constexpr lease::duration stop_timeout = 2s;

@@ -17,7 +17,7 @@
 
 namespace lease {
 
-/// The kinds of event (DESIGN.md §2).
+/// The kinds of event (doc/protocol.md says when each happens).
 enum class event_kind : std::uint8_t {
   won,          ///< this instance won a scheduled claim and starts the handler
   backup,       ///< another instance runs it; this one watches the lease

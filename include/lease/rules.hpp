@@ -1,4 +1,4 @@
-// lease/rules.hpp — the store rules of DESIGN.md §3, once, as pure functions.
+// lease/rules.hpp — the store rules of doc/store-rules.md, once, as pure functions.
 //
 // A `run_table` is the whole stored state; each function is one atomic store
 // operation applied at the store's clock `now`. memory_store is these
@@ -79,7 +79,7 @@ inline void prune(job_state& js, std::uint32_t history_size, duration retain, ti
   }
 }
 
-/// A claim (DESIGN.md §3). Returns the outcome, the record it concerns, and `now`.
+/// A claim (doc/store-rules.md, "Claim": cases 1–14, in that order). Returns the outcome, the record it concerns, and `now`.
 inline claim_result claim(run_table& t, const claim_request& req, time_point now) {
   claim_result res;
   res.store_now = now;

@@ -1,7 +1,8 @@
 // lease/run.hpp — the vocabulary of runs: keys, records, claims and their answers.
 //
 // These are plain values shared by the rules, every store and the scheduler.
-// Field names follow DESIGN.md §2; they are part of the public contract.
+// Field names are defined in doc/protocol.md §1 (Words); they are part of the
+// public contract.
 #pragma once
 
 #include <compare>

@@ -1,6 +1,6 @@
 // lease/sim.hpp — lease::sim, a deterministic simulation of a cluster of
 // scheduler instances over one store, with faults, a recorded history and
-// the invariants of DESIGN.md §5 checked on it. Part of the library so users
+// the invariants of doc/invariants.md checked on it. Part of the library so users
 // can property-test their own job settings.
 //
 //   lease::sim::cluster<> sim(seed, opts);

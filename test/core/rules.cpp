@@ -1,4 +1,4 @@
-// The store rules (DESIGN.md §3, spec "Summary of the rules" 1–6), one test
+// The store rules (doc/store-rules.md, "Claim" cases and the laws L1–L5), one test
 // per row, on the reference store over a fake clock. Every other store is
 // held to the same answers by test/laws/store_conformance.hpp.
 #include <catch2/catch.hpp>

@@ -148,7 +148,7 @@ struct node {
   }
 };
 
-/// Options for scenario tests: the spec's defaults, no claim jitter (so the
+/// Options for scenario tests: the defaults of doc/protocol.md §17, no claim jitter (so the
 /// order of claims is the order instances are polled), no catch-up, a fixed seed.
 inline lease::options spec_options(std::string name, std::uint64_t seed) {
   lease::options o;

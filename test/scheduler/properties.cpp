@@ -2,9 +2,9 @@
 // skewed clocks), random job settings and handler scripts, random faults
 // (crash, restart, freeze, stop, slow store calls that block the caller,
 // failing store calls and lost replies, wall-clock steps, a store that loses
-// its state); every history must satisfy the invariants of DESIGN.md §5,
-// including I9 (no two handlers of one run execute at once) and "no healthy
-// runner is taken over".
+// its state); every history must satisfy the invariants of doc/invariants.md,
+// including I9 (no two handlers of one run execute at once) and "a healthy
+// runner is kept".
 //
 // At least 1,000 histories per run. RapidCheck prints the seed it uses;
 // replay a failure with RC_PARAMS="seed=<that seed>".

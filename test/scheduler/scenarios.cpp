@@ -1,4 +1,4 @@
-// Scenario tests: one per diagram and table of spec/leases.md, on fake time
+// Scenario tests: one per diagram and table of doc/protocol.md, on fake time
 // (fake_clock + manual_executor + memory_store). Handlers "run" until the
 // test runs their task, so a test decides exactly when each one ends.
 #include <catch2/catch.hpp>

@@ -1,5 +1,5 @@
 // test/sqlite/replaced.cpp — the store file deleted or replaced while
-// instances have it open (DESIGN.md §5, invariant 10), on real files: the
+// instances have it open (doc/invariants.md, I10), on real files: the
 // store notices at its next operation (the path no longer names the inode it
 // has open), opens the path again, records lost_at in the file, says so in a
 // notice, and wins no attempt until one lease after the loss; fences keep

@@ -1,6 +1,6 @@
 // test/sqlite/scheduler.cpp — sqlite_store under the scheduler: two instances,
 // each with its own store (connection) on one file, run every slot of a job
-// exactly once; and make_scheduler takes a sqlite_store by name as DESIGN.md
+// exactly once; and make_scheduler takes a sqlite_store by name as README.md
 // shows (`lease::store = lease::sqlite_store{"jobs.db"}`).
 #include <catch2/catch.hpp>
 

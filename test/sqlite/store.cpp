@@ -1,4 +1,4 @@
-// test/sqlite/store.cpp — sqlite_store keeps the store rules (DESIGN.md §3) on
+// test/sqlite/store.cpp — sqlite_store keeps the store rules (doc/store-rules.md) on
 // a real file: one test per rule on a fake clock, and a differential test that
 // sends the same random operations to sqlite_store and to memory_store (the
 // pure rules) and requires the same answer to every one.

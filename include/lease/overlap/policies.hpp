@@ -10,7 +10,7 @@
 
 namespace lease {
 
-/// A new run is refused while an earlier run of the job is alive (spec default).
+/// A new run is refused while an earlier run of the job is alive (the default; doc/protocol.md §11).
 struct skip_t {
   [[nodiscard]] constexpr overlap_mode mode() const noexcept { return overlap_mode::skip; }
 };

@@ -1,7 +1,7 @@
 // lease/scheduler/attempts.hpp — running an attempt this instance won: the
 // handler on the executor, heartbeats, the self-abort, and its result.
 //
-// The self-abort (DESIGN.md **beyond**): a runner stops its handler once no
+// The self-abort (doc/protocol.md §5, "The self-abort deadline"): a runner stops its handler once no
 // renewal has been acknowledged for lease − safety margin, counted on its
 // monotonic clock from the *send* time of the last acknowledged renewal (the
 // store started that lease when the request arrived, no earlier). The

@@ -9,8 +9,9 @@
 // after applying: a lost reply), slow store calls that block the calling
 // instance's loop while the rest of the world goes on (its handlers and its
 // watchdog too), wall-clock steps of one instance, a store that loses its
-// state, and lost announcements of a release (push hand-over). Everything is recorded in a lease::sim::history, and the invariants
-// of DESIGN.md §5 are checked on it, including I9: no two handlers of one run
+// state, and lost announcements of a release (push hand-over). Everything is
+// recorded in a lease::sim::history, and the invariants of doc/invariants.md
+// are checked on it, including I9: no two handlers of one run
 // execute at overlapping times on the simulation's global clock.
 //
 // The same seed and the same calls give the same history, so a failing

@@ -1,6 +1,6 @@
 // lease/sim/history.hpp — what a simulation records: every store operation,
 // every handler's start and end, every event, every fault, and the invariant
-// violations found while it ran (DESIGN.md §5).
+// violations found while it ran (doc/invariants.md).
 #pragma once
 
 #include <cstdint>

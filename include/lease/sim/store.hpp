@@ -1,7 +1,7 @@
 // lease/sim/store.hpp — lease::sim::store, each simulated instance's view of
 // the cluster's one memory_store: it records every call into the history,
 // can delay an instance's next calls, and checks the store-side invariants of
-// DESIGN.md §5 after every call.
+// doc/invariants.md after every call.
 #pragma once
 
 #include <deque>

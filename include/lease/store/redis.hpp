@@ -1,6 +1,6 @@
 // lease/store/redis.hpp — lease::redis_store, the Store on Redis or Valkey.
 //
-// Each operation of DESIGN.md §3 is one Lua script (store/redis/scripts.hpp)
+// Each operation of doc/store-rules.md is one Lua script (store/redis/scripts.hpp)
 // run with EVALSHA: one round trip, atomic on the server, on the server's
 // clock (Redis TIME inside the script) unless a caller-supplied clock is
 // given. All keys of a job share one hash tag (store/redis/keys.hpp), so the
@@ -86,7 +86,7 @@ struct redis_options {
 /// a sentence saying what to fix; URLs in messages never show credentials) and
 /// outcome_unknown only when a claim, finish or release was sent, its reply
 /// lost, and reading the run back failed too. A lost reply is otherwise
-/// resolved: the run is read back and the token compared (DESIGN.md §2); a
+/// resolved: the run is read back and the token compared (doc/protocol.md §14); a
 /// request proven not applied is sent once more, never blindly.
 ///
 /// Movable (a moved-from store may only be destroyed or assigned to), not
@@ -115,7 +115,7 @@ class redis_store {
     });
   }
 
-  /// DESIGN.md §3 claim. A lost reply is resolved by reading the run back.
+  /// The claim of doc/store-rules.md. A lost reply is resolved by reading the run back.
   /// `quarantined` after a detected loss of state (watch.hpp); with
   /// options().replicas, a won claim not acknowledged by enough replicas is
   /// released and thrown as unavailable (redis_errc::not_replicated).

@@ -1,7 +1,7 @@
 // lease/store/sqlite.hpp — lease::sqlite_store, the embedded store: one SQLite
 // file shared by every instance (process) on one host.
 //
-// Design. Every operation is the rule of DESIGN.md §3 written by hand in SQL,
+// Design. Every operation is the rule of doc/store-rules.md written by hand in SQL,
 // answer for answer the same as lease/rules.hpp (the conformance suite checks
 // it against those pure functions):
 //   * claim, claim_many and heartbeat_many are one `BEGIN IMMEDIATE` transaction each:
@@ -173,7 +173,7 @@ class sqlite_store {
   sqlite_store& operator=(const sqlite_store&) = delete;
   ~sqlite_store() = default;
 
-  /// A claim (DESIGN.md §3 / rules::claim), in one BEGIN IMMEDIATE transaction.
+  /// A claim (doc/store-rules.md "Claim" / rules::claim), in one BEGIN IMMEDIATE transaction.
   claim_result claim(const claim_request& req) {
     check_file();
     transaction tx(*this, "claim");

@@ -1,4 +1,4 @@
-// lease/store/redis/scripts.hpp — the store rules of DESIGN.md §3 in Lua, one
+// lease/store/redis/scripts.hpp — the store rules of doc/store-rules.md in Lua, one
 // script per operation, each run atomically by EVALSHA in one round trip.
 //
 // A faithful port of lease/rules.hpp (the conformance suite compares them
