@@ -153,8 +153,13 @@ TEST_CASE("a client frozen by SIGSTOP past its lease is fenced when it resumes")
     }
     ::_exit(code);
   }
+  ::close(ready[1]);  // a child that exits before winning must end the read below, not hang it
   char c = 0;
-  REQUIRE(::read(ready[0], &c, 1) == 1);
+  if (::read(ready[0], &c, 1) != 1) {
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    FAIL("the runner process did not win its claim (exit status " << WEXITSTATUS(status) << ")");
+  }
   std::this_thread::sleep_for(250ms);
   REQUIRE(::kill(child, SIGSTOP) == 0);
   std::this_thread::sleep_for(900ms);  // past its 600 ms lease

@@ -160,7 +160,11 @@ class cluster {
   void lose_store_state() { world_->lose_state(); }
   /// Every store call from now on takes `rt` (half on the way there, half
   /// back) during which the caller's loop waits: a real network, and with
-  /// enough work an overloaded instance.
+  /// enough work an overloaded instance. Blocked calls nest: while one
+  /// instance waits, another's call runs inside that wait and the first
+  /// resumes only once the second returned; with several busy instances
+  /// they hold each other up far more than real ones would. Model overload
+  /// with one instance.
   void store_round_trip(duration rt) { world_->round_trip = rt; }
   /// Whether the store announces releases and ends of runs to the backups
   /// (PushStore, on by default, as PostgreSQL and Redis do); off, backups

@@ -21,6 +21,7 @@
 #include <charconv>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <initializer_list>
 #include <memory>
@@ -314,15 +315,21 @@ class redis_store {
     conn_->open();  // connect (and check the server) before reading what this handle knows
     const std::optional<std::int64_t> sent_lost = watch_->lost_at;
     const std::string now = now_arg(), lost = sent_lost ? std::to_string(*sent_lost) : std::string();
-    std::vector<std::string> known;  // the fence this handle saw last, per claim
+    // argv_t holds views: every string they point to lives in `hold` (a
+    // deque: its elements never move) until the round trip is over.
+    std::deque<std::string> hold;
+    std::deque<detail::redis::job_keys> keys;
+    std::vector<std::string_view> known;  // the fence this handle saw last, per claim
     std::vector<argv_t> cmds;
     known.reserve(batch.size());
     cmds.reserve(batch.size() + 1);
-    cmds.push_back({"HMGET", detail::redis::store_key(opts_.prefix), "id", "lost"});
+    const std::string store_key = detail::redis::store_key(opts_.prefix);
+    cmds.push_back({"HMGET", store_key, "id", "lost"});
     for (const claim_request& req : batch) {
-      known.push_back(std::to_string(watch_->fence_of(req.run.job)));
+      known.push_back(hold.emplace_back(std::to_string(watch_->fence_of(req.run.job))));
+      keys.push_back(keys_of(req.run.job));
       cmds.push_back({"EVALSHA", conn_->sha(detail::redis::script::claim)});
-      claim_args(cmds.back(), req, now, known.back(), lost);
+      claim_args(cmds.back(), hold, keys.back(), req, now, known.back(), lost);
     }
     auto replies = conn_->exchange(cmds);
     std::vector<claim_result> out;
@@ -330,22 +337,27 @@ class redis_store {
     for (std::size_t i = 0; i < batch.size(); ++i) {
       detail::redis::reply_ptr reply = std::move(replies[i + 1]);
       if (detail::redis::connection::error_code_of(reply.get()) == redis_errc::noscript)  // it did not run
-        reply = conn_->eval(detail::redis::script::claim,
-                            [&](argv_t& a) { claim_args(a, batch[i], now, known[i], lost); });  // reloads the scripts
-      out.push_back(parse_claim(batch[i], reply.get(), known[i]));
+        reply = conn_->eval(detail::redis::script::claim, [&](argv_t& a) {
+          claim_args(a, hold, keys[i], batch[i], now, known[i], lost);  // reloads the scripts
+        });
+      out.push_back(parse_claim(batch[i], reply.get(), std::string(known[i])));
     }
     check_marker(replies[0].get(), sent_lost);
     for (std::size_t i = 0; i < batch.size(); ++i) out[i] = unless_quarantined(batch[i], std::move(out[i]), sent_lost);
     return out;
   }
 
-  void claim_args(argv_t& a, const claim_request& req, const std::string& now, const std::string& known,
-                  const std::string& lost) {
-    push_keys(a, keys_of(req.run.job), detail::redis::script::claim);
-    a.insert(a.end(), {now, ms(req.run.slot), req.runner, req.token, std::to_string(static_cast<int>(req.reason)),
-                       std::to_string(req.lease.count()), std::to_string(req.max_attempts), ms(req.deadline),
-                       std::to_string(static_cast<int>(req.overlap)), std::to_string(req.history_size),
-                       std::to_string(req.retain.count()), known, lost});
+  /// The claim script's keys and arguments for `req`; numbers are written
+  /// into `hold`, which must outlive `a`.
+  void claim_args(argv_t& a, std::deque<std::string>& hold, const detail::redis::job_keys& keys,
+                  const claim_request& req, std::string_view now, std::string_view known, std::string_view lost) {
+    push_keys(a, keys, detail::redis::script::claim);
+    auto num = [&](std::string v) -> std::string_view { return hold.emplace_back(std::move(v)); };
+    a.insert(a.end(), {now, num(ms(req.run.slot)), req.runner, req.token,
+                       num(std::to_string(static_cast<int>(req.reason))), num(std::to_string(req.lease.count())),
+                       num(std::to_string(req.max_attempts)), num(ms(req.deadline)),
+                       num(std::to_string(static_cast<int>(req.overlap))), num(std::to_string(req.history_size)),
+                       num(std::to_string(req.retain.count())), known, lost});
   }
 
   /// The claim script's answer as a claim_result (and a loss it detected recorded).

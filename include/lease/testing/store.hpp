@@ -73,7 +73,7 @@ inline std::string describe(const claim_result& c) {
 
 namespace conformance {
 
-enum class op_kind { claim, heartbeat, heartbeat_many, finish, release, unfinished, get, advance, boundary, lose_state };
+enum class op_kind { claim, claim_many, heartbeat, heartbeat_many, finish, release, unfinished, get, advance, boundary, lose_state };
 
 /// Which boundary a `boundary` step moves the clock to (± 1 ms).
 enum class edge { lease_end, late, prune, early, quarantine };
@@ -93,7 +93,8 @@ struct op {
   claim_reason reason = claim_reason::scheduled;
   run_status status = run_status::success;
   std::int64_t ms = 0;  ///< clock advance, or lease length for claims/heartbeats
-  std::vector<std::pair<int, int>> batch;  ///< heartbeat_many: (slot, token) per element, same job
+  std::vector<std::pair<int, int>> batch;  ///< heartbeat_many: (slot, token) per element, same job;
+                                           ///< claim_many: (job × 5 + slot, runner + 3 × reason) per claim
   edge at = edge::lease_end;  ///< boundary: which one, for run (job, slot)
   int delta = 0;              ///< boundary: −1, 0 or +1 ms from it
   int claim_slot = 0;         ///< boundary: the slot claimed once the clock is there
@@ -144,6 +145,9 @@ inline rc::Gen<op> gen_op() {
                      gen::set(&op::ms, gen::inRange<std::int64_t>(1'000, 40'000)),
                      gen::set(&op::batch, gen::container<std::vector<std::pair<int, int>>>(
                                               gen::pair(idx(5), gen::inRange(-1, 40))))),
+      gen::build<op>(gen::set(&op::kind, gen::just(op_kind::claim_many)), gen::set(&op::ms, gen_lease()),
+                     gen::set(&op::batch, gen::container<std::vector<std::pair<int, int>>>(
+                                              gen::pair(idx(15), idx(9))))),
       gen::build<op>(gen::set(&op::kind, gen::just(op_kind::finish)), gen::set(&op::job, idx(3)),
                      gen::set(&op::slot, idx(5)), gen::set(&op::token, gen::inRange(-1, 40)),
                      gen::set(&op::status, gen::element(run_status::success, run_status::failed))),
@@ -202,8 +206,7 @@ void replay(S& store, fake_clock clock, const settings& cfg, const std::vector<o
     if (accepted && fenced[k].count(t) != 0) fail("invariant 2 (fencing): a superseded attempt's token was accepted");
   };
 
-  auto do_claim = [&](int job, int slot, int runner, claim_reason reason, std::int64_t lease_ms) {
-    const time_point now = clock.now();
+  auto make_claim = [&](int job, int slot, int runner, claim_reason reason, std::int64_t lease_ms) {
     claim_request req;
     req.run = key(job, slot);
     req.runner = "runner-" + std::to_string(runner);
@@ -216,11 +219,14 @@ void replay(S& store, fake_clock clock, const settings& cfg, const std::vector<o
     req.overlap = cfg.overlap;
     req.history_size = cfg.history_size;
     req.retain = duration{cfg.retain_ms};
-    const auto before = rules::get(model, req.run);
-    const claim_result want = rules::claim(model, req, now);
-    const claim_result got = store.claim(req);
-    log << "claim " << to_string(req.reason) << " job#" << job << " slot#" << slot << " " << req.token << " lease " << lease_ms
-        << " -> " << describe(got) << "\n";
+    return req;
+  };
+  // The store's answer next to the rules' (`before`: the run as the rules
+  // held it just before this claim), and the invariants a win must keep.
+  auto check_claim = [&](const claim_request& req, const std::optional<run_record>& before, const claim_result& want,
+                         const claim_result& got, time_point now) {
+    log << "claim " << to_string(req.reason) << " " << req.run.job.substr(0, 6) << " slot " << (req.run.slot - epoch).count()
+        << " " << req.token << " lease " << req.lease.count() << " -> " << describe(got) << "\n";
     if (got.outcome != want.outcome || got.record != want.record || got.store_now != want.store_now)
       fail("claim answered differently from the rules:\n  store: " + describe(got) + "\n  rules: " + describe(want));
     if (want.outcome == claim_outcome::won) {
@@ -231,11 +237,18 @@ void replay(S& store, fake_clock clock, const settings& cfg, const std::vector<o
       if (want.record.attempt - want.record.handovers > cfg.max_attempts)
         fail("invariant 3: attempts - handovers exceeded max_attempts");
       created.emplace(req.run, now);
-    // Fences never repeat, not even after a loss of state (invariant 10).
-    auto [last, first] = last_fence.try_emplace(req.run.job, want.record.fence);
-    if (!first && want.record.fence <= last->second) fail("invariant 10: a fence repeated or went back");
-    last->second = want.record.fence;
+      // Fences never repeat, not even after a loss of state (invariant 10).
+      auto [last, first] = last_fence.try_emplace(req.run.job, want.record.fence);
+      if (!first && want.record.fence <= last->second) fail("invariant 10: a fence repeated or went back");
+      last->second = want.record.fence;
     }
+  };
+  auto do_claim = [&](int job, int slot, int runner, claim_reason reason, std::int64_t lease_ms) {
+    const time_point now = clock.now();
+    const claim_request req = make_claim(job, slot, runner, reason, lease_ms);
+    const auto before = rules::get(model, req.run);
+    const claim_result want = rules::claim(model, req, now);
+    check_claim(req, before, want, store.claim(req), now);
   };
 
   for (std::size_t step = 0; step < ops.size(); ++step) {
@@ -319,6 +332,33 @@ void replay(S& store, fake_clock clock, const settings& cfg, const std::vector<o
         log << "heartbeat job#" << o.job << " slot#" << o.slot << " " << t << " -> " << got << "\n";
         if (got != want) fail("heartbeat answered " + std::to_string(got) + ", the rules say " + std::to_string(want));
         stale_token_accepted(k, t, got);
+        break;
+      }
+      case op_kind::claim_many: {
+        // Claims in one call (BatchClaimStore): each answered as if sent
+        // alone, in order, at one reading of the store's clock.
+        std::vector<claim_request> batch;
+        std::vector<std::optional<run_record>> before;
+        std::vector<claim_result> want;
+        constexpr claim_reason reasons[] = {claim_reason::scheduled, claim_reason::catch_up, claim_reason::takeover};
+        for (auto [run, who] : o.batch) {
+          batch.push_back(make_claim(run / 5, run % 5, who % 3, reasons[who / 3], o.ms));
+          before.push_back(rules::get(model, batch.back().run));
+          want.push_back(rules::claim(model, batch.back(), now));
+        }
+        std::vector<claim_result> got;
+        if constexpr (BatchClaimStore<S>) {
+          got = store.claim_many(batch);
+        } else {
+          for (const auto& req : batch) got.push_back(store.claim(req));
+        }
+        log << "claim_many x" << batch.size() << "\n";
+        if (got.size() != batch.size()) fail("claim_many gave " + std::to_string(got.size()) + " answers to " +
+                                             std::to_string(batch.size()) + " claims");
+        for (std::size_t i = 0; i < batch.size(); ++i) {
+          log << "  [" << step << "." << i << "] ";
+          check_claim(batch[i], before[i], want[i], got[i], now);
+        }
         break;
       }
       case op_kind::heartbeat_many: {
