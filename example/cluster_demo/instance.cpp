@@ -1,5 +1,5 @@
-// cluster_demo/instance.cpp — `cluster_demo instance <name> <db>`: one
-// instance of the cluster. A lease::scheduler over the shared SQLite file runs
+// cluster_demo/instance.cpp — `cluster_demo instance <name> <store> <ns>`: one
+// instance of the cluster. A lease::scheduler over the shared store runs
 // the job "report" every 2 s and writes every event to stdout (protocol.hpp).
 // SIGTERM or SIGINT stops it gracefully: a running handler is asked to stop,
 // throws, and its run is handed over to a backup; then the process exits 0.
@@ -17,10 +17,11 @@
 #include <utility>
 
 #include <lease/lease.hpp>
-#include <lease/store/sqlite.hpp>
+#include <type_traits>
 
 #include "demo.hpp"
 #include "protocol.hpp"
+#include "stores.hpp"
 
 namespace demo {
 namespace {
@@ -56,9 +57,18 @@ class token_book {
   std::map<std::pair<lease::time_point, std::uint32_t>, std::string> tokens_;
 };
 
+/// A second store of the same type as the scheduler's (the fence probe's).
+template <class S>
+S open_as(const std::string& spec, const std::string& ns) {
+  return with_store(spec, ns, [](auto s) -> S {
+    if constexpr (std::is_same_v<decltype(s), S>) return s;
+    else throw std::logic_error("cluster_demo: a store of another kind");
+  });
+}
+
 }  // namespace
 
-int run_instance(const std::string& name, const std::string& db_path) {
+int run_instance(const std::string& name, const std::string& spec, const std::string& ns) {
   // Block the stop signals before any thread exists (threads inherit the
   // mask), then wait for them with sigwait on this thread: no async handler.
   sigset_t stop_signals;
@@ -82,8 +92,10 @@ int run_instance(const std::string& name, const std::string& db_path) {
   };
 
   try {
+    return with_store(spec, ns, [&](auto store) -> int {
+    using S = decltype(store);
     auto scheduler = lease::make_scheduler(
-        lease::store = lease::sqlite_store{db_path}, lease::executor = lease::thread_pool{2},
+        lease::store = std::move(store), lease::executor = lease::thread_pool{2},
         lease::overlap = lease::skip,
         lease::settings = lease::options{.lease = lease_time,
                                          .heartbeat = heartbeat,
@@ -94,7 +106,7 @@ int run_instance(const std::string& name, const std::string& db_path) {
                                          .instance = name});
     // A second connection, used only after `lost`: it plays a runner that
     // ignores the event and records its result anyway. The store must refuse.
-    lease::sqlite_store probe{db_path};
+    S probe = open_as<S>(spec, ns);
     token_book tokens;
 
     scheduler.add(job_name, lease::every(interval), [&](lease::run_context& ctx) {
@@ -150,6 +162,7 @@ int run_instance(const std::string& name, const std::string& db_path) {
     say('R', "stopping", std::string(sig == SIGTERM ? "SIGTERM" : "SIGINT") + ": stop() hands running runs over");
     scheduler.stop();
     return 0;
+    });
   } catch (const std::exception& e) {
     say('R', "error", e.what());
     std::fprintf(stderr, "cluster_demo instance %s: %s\n", name.c_str(), e.what());
