@@ -28,8 +28,9 @@
 //     READ COMMITTED) sees all of the first's writes. New runs of a job are
 //     inserted only under that lock, so "has a newer run" and "which runs
 //     are running" cannot change under a claim.
-//   * a claim then locks the run it asks for and the job's running runs
-//     (FOR UPDATE, in slot order) before reading the clock and deciding. A
+//   * a claim then locks the run it asks for, the job's newer runs and its
+//     running runs (one SELECT ... FOR UPDATE, in slot order, which also
+//     reads them) before reading the clock and deciding. A
 //     heartbeat, finish or release of one of those rows either committed
 //     before (the claim sees it) or waits for the claim to commit and then
 //     re-checks its WHERE clause (token current, running, not released) on
@@ -109,20 +110,33 @@ CREATE FUNCTION @.lease_claim(p_now int8, p_marker text, p_known int8, p_job byt
 LANGUAGE plpgsql VOLATILE AS $f$
 DECLARE
   v_fence int8;
+  v_row @.lease_runs%ROWTYPE;
   v_run @.lease_runs%ROWTYPE;
-  v_found bool;
-  v_newer bool;
+  v_found bool := false;
+  v_newer bool := false;
+  v_others int4 := 0;
 BEGIN
   o_detected := false;
   o_slot := p_slot;
   -- 1. The job's row: every claim of the job waits here for the one before.
   SELECT j.fence INTO v_fence FROM @.lease_jobs j WHERE j.job = p_job FOR UPDATE;
   IF NOT FOUND THEN
-    INSERT INTO @.lease_jobs (job, fence) VALUES (p_job, 0) ON CONFLICT (job) DO NOTHING;
-    SELECT j.fence INTO v_fence FROM @.lease_jobs j WHERE j.job = p_job FOR UPDATE;
+    INSERT INTO @.lease_jobs AS j (job, fence) VALUES (p_job, 0)
+      ON CONFLICT (job) DO UPDATE SET fence = j.fence RETURNING j.fence INTO v_fence;
   END IF;
-  -- 2. The run and the job's running runs, so heartbeats, finishes and releases order with us.
-  PERFORM 1 FROM @.lease_runs r WHERE r.job = p_job AND (r.slot = p_slot OR r.status = 0) ORDER BY r.slot FOR UPDATE;
+  -- 2. The run, the job's newer runs and its running runs, locked (slot
+  --    order) and read in one pass, so heartbeats, finishes and releases of
+  --    them order with this claim.
+  FOR v_row IN SELECT * FROM @.lease_runs r WHERE r.job = p_job AND (r.slot >= p_slot OR r.status = 0)
+                 ORDER BY r.slot FOR UPDATE LOOP
+    IF v_row.slot = p_slot THEN
+      v_run := v_row;
+      v_found := true;
+    ELSE
+      IF v_row.slot > p_slot THEN v_newer := true; END IF;
+      IF v_row.status = 0 THEN v_others := v_others + 1; END IF;
+    END IF;
+  END LOOP;
   -- 3. The clock, once every lock is held.
   o_now := @.lease_now(p_now);
   -- 4. Evidence of a loss of state.
@@ -138,9 +152,6 @@ BEGIN
     UPDATE @.lease_store s SET lost_at = greatest(s.lost_at, o_now) WHERE s.id = 1 RETURNING s.lost_at INTO o_lost_at;
   END IF;
   -- 5. The rules.
-  SELECT * INTO v_run FROM @.lease_runs r WHERE r.job = p_job AND r.slot = p_slot;
-  v_found := FOUND;
-  v_newer := EXISTS (SELECT 1 FROM @.lease_runs r WHERE r.job = p_job AND r.slot > p_slot);
   IF v_found THEN
     IF v_run.status <> 0 THEN
       o_outcome := 5;
@@ -167,7 +178,7 @@ BEGIN
     IF o_now > p_deadline + 10000 THEN o_outcome := 3; RETURN; END IF;
     IF p_slot > o_now + 1000 THEN o_outcome := 7; RETURN; END IF;
     IF v_newer THEN o_outcome := 4; RETURN; END IF;
-    IF p_overlap IN (0, 2) THEN
+    IF v_others > 0 AND p_overlap IN (0, 2) THEN
       SELECT * INTO v_run FROM @.lease_runs r
         WHERE r.job = p_job AND r.status = 0 AND o_now < r.lease_end ORDER BY r.slot DESC LIMIT 1;
       v_found := FOUND;
@@ -182,16 +193,20 @@ BEGIN
       o_outcome := 8;  -- a slot that may have run before the loss never starts (lease end: never)
       RETURN;
     ELSE
-      UPDATE @.lease_runs r SET status = 3
-        WHERE r.job = p_job AND r.status = 0 AND (r.lease_end <= o_now OR p_overlap = 3);
+      IF v_others > 0 THEN
+        UPDATE @.lease_runs r SET status = 3
+          WHERE r.job = p_job AND r.status = 0 AND (r.lease_end <= o_now OR p_overlap = 3);
+      END IF;
       v_fence := greatest(v_fence + 1, o_now);
       UPDATE @.lease_jobs j SET fence = v_fence WHERE j.job = p_job;
       INSERT INTO @.lease_runs VALUES (p_job, p_slot, 1, p_token, v_fence, p_runner, 0, o_now + p_lease, false, 0)
         RETURNING * INTO v_run;
+      -- Pruning: ended runs past the horizon, except the newest p_history ended ones.
       DELETE FROM @.lease_runs r
         WHERE r.job = p_job AND r.status <> 0 AND r.slot < o_now - p_retain - 10000
-          AND r.slot NOT IN (SELECT k.slot FROM @.lease_runs k WHERE k.job = p_job AND k.status <> 0
-                             ORDER BY k.slot DESC LIMIT p_history);
+          AND r.slot < coalesce((SELECT min(k.slot) FROM (SELECT k2.slot FROM @.lease_runs k2
+                                   WHERE k2.job = p_job AND k2.status <> 0 ORDER BY k2.slot DESC LIMIT p_history) k),
+                                9223372036854775807);
       o_outcome := 0;
     END IF;
   END IF;
