@@ -100,6 +100,18 @@ TEST_CASE("after a failover to a standby that had every write, instances on a tw
   REQUIRE(won.outcome == claim_outcome::won);
   REQUIRE(backup.claim(request("j", slot, "b1")).outcome == claim_outcome::running);
   p.wait_replayed();
+  {
+    // Straight to the standby, without target_session_attrs: refused with a sentence, as unavailable.
+    lease::postgres_store direct{{.conninfo = p.standby->conninfo(), .schema = p.schema, .clock = {}}};
+    try {
+      (void)direct.get({"j", slot});
+      FAIL("a standby was used");
+    } catch (const lease::store_error& e) {
+      CHECK(e.code() == lease::errc::unavailable);
+      CHECK(e.code() == lease::postgres_errc::read_only);
+      CHECK(std::string(e.what()).find("add target_session_attrs=read-write") != std::string::npos);
+    }
+  }
 
   p.fail_over();
   CHECK(until_available([&] { return runner.heartbeat({"j", slot}, "t1", 30s); }));

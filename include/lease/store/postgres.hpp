@@ -348,18 +348,26 @@ class postgres_store {
   /// notice and the marker check.
   void setup() {
     auto& c = s_->conn;
+    // A standby first: it can neither migrate nor write (a conninfo without
+    // target_session_attrs=read-write may land on one after a failover).
+    auto rec = c.exec_simple("SELECT pg_is_in_recovery()::text", "checking for a standby");
+    if (PQntuples(rec.get()) == 1 && std::string_view(PQgetvalue(rec.get(), 0, 0)) == "true")
+      detail::postgres::raise(postgres_errc::read_only,
+                              "postgres at " + where() +
+                                  " is a standby (in recovery): add target_session_attrs=read-write to the conninfo "
+                                  "so that libpq picks the primary");
     if (s_->opts.statement_timeout.count() > 0)
       c.exec_simple("SET statement_timeout = " + std::to_string(s_->opts.statement_timeout.count()), "SET statement_timeout");
     migrate();
     for (std::size_t i = 0; i < s_->sql.size(); ++i) c.prepare(detail::postgres::stmt_names[i], s_->sql[i]);
     auto r = c.exec_params(
         "SELECT current_setting('synchronous_commit'), current_setting('synchronous_standby_names'), "
-        "current_setting('fsync'), pg_is_in_recovery()::text, marker, coalesce(lost_at::text, '') FROM " +
+        "current_setting('fsync'), marker, coalesce(lost_at::text, '') FROM " +
             detail::postgres::in_schema("@.lease_store", s_->schema) + " WHERE id = 1",
         {}, "reading the server's settings");
     if (PQntuples(r.get()) != 1) bad_reply("settings");
     const detail::postgres::row x{r.get(), 0};
-    const std::string sync(x.bytes(0)), standbys(x.bytes(1)), fsync(x.bytes(2)), recovery(x.bytes(3));
+    const std::string sync(x.bytes(0)), standbys(x.bytes(1)), fsync(x.bytes(2));
     if (!s_->told_settings) {
       s_->told_settings = true;
       std::string s = "postgres at " + where() + ": synchronous_commit=" + lease::detail::printable(sync, 20) +
@@ -376,15 +384,8 @@ class postgres_store {
            "no run starts for one lease after, so none runs twice.";
       s_->notices.push_back(std::move(s));
     }
-    if (recovery == "true") {
-      s_->conn.drop();
-      detail::postgres::raise(postgres_errc::read_only,
-                              "postgres at " + s_->conn.conninfo_redacted() +
-                                  " is a standby (in recovery): add target_session_attrs=read-write to the conninfo "
-                                  "so that libpq picks the primary");
-    }
-    check_marker(std::string(x.bytes(4)), x.bytes(5).empty() ? std::nullopt
-                                                             : std::optional<std::int64_t>(std::stoll(std::string(x.bytes(5)))));
+    check_marker(std::string(x.bytes(3)), x.bytes(4).empty() ? std::nullopt
+                                                             : std::optional<std::int64_t>(std::stoll(std::string(x.bytes(4)))));
   }
 
   /// Creates the schema or checks its version, in one transaction under an
