@@ -122,6 +122,22 @@ void BM_claim(benchmark::State& state) {
   });
 }
 
+/// The steady state of a job that runs every slot: one job, the next slot
+/// each time, the previous run finished (untimed), history pruned as it goes.
+void BM_claim_next_slot_of_a_job(benchmark::State& state) {
+  auto store = make_store("next");
+  const lease::time_point base = store.now() - 12h;  // slots 1 ms apart, all due, none late
+  std::int64_t i = 0;
+  std::string token;
+  paired(state, [&] {
+    token = "tok-" + std::to_string(i);
+    if (store.claim(claim_for("job", base + lease::duration{i}, token)).outcome != lease::claim_outcome::won)
+      state.SkipWithError("claim did not win");
+  }, [&] {
+    (void)store.finish({"job", base + lease::duration{i++}}, token, lease::run_status::success);
+  });
+}
+
 void BM_heartbeat(benchmark::State& state) {
   auto store = make_store("hb");
   auto req = claim_for("job", store.now(), "tok");
@@ -188,6 +204,7 @@ void BM_heartbeat_1000_batched_vs_single(benchmark::State& state) {
 // Registration order is run order.
 BENCHMARK(BM_floor_upsert)->UseManualTime();
 BENCHMARK(BM_claim)->UseManualTime();
+BENCHMARK(BM_claim_next_slot_of_a_job)->UseManualTime();
 BENCHMARK(BM_heartbeat)->UseManualTime();
 BENCHMARK(BM_finish)->UseManualTime();
 BENCHMARK(BM_heartbeat_1000_batched_vs_single)->UseManualTime()->Unit(benchmark::kMillisecond);
