@@ -223,7 +223,9 @@ class postgres_server {
   pid_t pid_ = -1;
 };
 
-/// The one server of this test binary, started on first use.
+/// The one server of this test binary, started on first use. Call it first
+/// from a thread that lives as long as the server should (the main thread):
+/// PR_SET_PDEATHSIG fires when the thread that forked the server exits.
 inline postgres_server& shared_server() {
   static postgres_server srv;
   return srv;

@@ -354,12 +354,13 @@ TEST_CASE("a schema with a version this library does not know is a clear error")
 
 TEST_CASE("many stores starting at once on a new schema migrate it once") {
   const std::string schema = lease::testing::fresh_schema("mig");
+  const std::string ci = srv().conninfo();  // the server starts on this thread (server.hpp: PDEATHSIG)
   std::vector<std::thread> ts;
   std::atomic<int> failures{0};
   for (int i = 0; i < 6; ++i)
     ts.emplace_back([&] {
       try {
-        lease::postgres_store s{options(srv().conninfo(), schema)};
+        lease::postgres_store s{options(ci, schema)};
         (void)s.now();
       } catch (const std::exception&) {
         ++failures;
@@ -370,7 +371,7 @@ TEST_CASE("many stores starting at once on a new schema migrate it once") {
   CHECK(srv().sql("SELECT count(*) FROM \"" + schema + "\".lease_schema_version") == "1");
 }
 
-TEST_CASE("bad options are invalid_argument with a sentence; a password is never in a message") {
+TEST_CASE("bad options are invalid_argument with a sentence, and a password is never in a message") {
   auto code_of = [](auto f) {
     try {
       f();
@@ -413,7 +414,7 @@ TEST_CASE("take_notices says what the server's durability settings mean, once") 
   CHECK(store.take_notices().empty());
 }
 
-TEST_CASE("a release or finish by one store reaches another store's listener; a cut listener reconnects") {
+TEST_CASE("a release or finish by one store reaches another store's listener, and a cut listener reconnects") {
   lease::fake_clock clock{at(1'700'000'000'000)};
   const std::string schema = lease::testing::fresh_schema("push");
   lease::postgres_store watcher{options(srv().conninfo(), schema, clock)};
