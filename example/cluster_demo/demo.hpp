@@ -15,11 +15,12 @@
 
 namespace demo {
 
-/// `cluster_demo instance <name> <db>`: one scheduler process; returns its exit code.
-int run_instance(const std::string& name, const std::string& db_path);
+/// `cluster_demo instance <name> <store> <namespace>`: one scheduler process; returns its exit code.
+int run_instance(const std::string& name, const std::string& store, const std::string& ns);
 
-/// `cluster_demo [--svg PATH] [--keep]`: the scripted cluster; returns the exit code.
-int run_orchestrator(const std::string& self, const std::string& svg_path, bool keep_dir);
+/// `cluster_demo [--store URL] [--svg PATH] [--keep]`: the scripted cluster;
+/// an empty `store` is a SQLite file in the temporary directory. Returns the exit code.
+int run_orchestrator(const std::string& self, const std::string& svg_path, bool keep_dir, const std::string& store);
 
 /// Something the orchestrator did to a process.
 struct fault {

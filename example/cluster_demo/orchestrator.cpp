@@ -1,5 +1,6 @@
 // cluster_demo/orchestrator.cpp — the scripted cluster: starts three instance
-// processes on one SQLite file in a temporary directory, reads their event
+// processes on one store (a SQLite file in a temporary directory unless
+// --store names another), reads their event
 // lines, and injects faults when the events say the moment has come (never
 // after a blind sleep where an event can be awaited). Every wait has a
 // timeout that ends the demo with a message saying what did not happen.
@@ -34,6 +35,8 @@
 #include <lease/schedule/every.hpp>
 #include <lease/store/sqlite.hpp>
 #include <sqlite3.h>
+
+#include "stores.hpp"
 
 #include "demo.hpp"
 #include "protocol.hpp"
@@ -83,19 +86,20 @@ struct child {
 
 class orchestrator {
  public:
-  orchestrator(std::string self, std::string dir, history& h)
+  orchestrator(std::string self, std::string dir, history& h, const std::string& store)
       : self_(std::move(self)),
         dir_(std::move(dir)),
-        db_(dir_ + "/lease.db"),
+        db_(store.empty() ? dir_ + "/lease.db" : store),
+        ns_("lease_demo_" + std::to_string(::getpid())),
         h_(h),
-        store_(db_) {}
+        store_(open_any(db_, ns_)) {}
   orchestrator(const orchestrator&) = delete;
   orchestrator& operator=(const orchestrator&) = delete;
   /// Whatever happened: no child survives the orchestrator.
   ~orchestrator() { kill_all(); }
 
   void run() {
-    std::cout << "lease cluster demo: 3 instances share one SQLite file, " << db_ << "\n"
+    std::cout << "lease cluster demo: 3 instances share " << describe_store(db_, ns_) << "\n"
               << "job \"" << job_name << "\" every " << secs(interval) << ", lease " << secs(lease_time)
               << ", heartbeat " << secs(heartbeat) << ", max_attempts " << max_attempts << "; the handler does "
               << handler_steps << " steps of " << secs(step_time) << " and checks its stop token between steps\n";
@@ -359,7 +363,7 @@ class orchestrator {
     if (::pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe2 failed");
     // Everything the child needs is built before fork: after it, only
     // async-signal-safe calls.
-    std::vector<std::string> args{self_, "instance", name, db_};
+    std::vector<std::string> args{self_, "instance", name, db_, ns_};
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -562,6 +566,7 @@ class orchestrator {
 
   /// True if a write transaction can start on the file within 200 ms.
   bool write_lock_free() const {
+    if (kind_of(db_) != store_kind::sqlite) return true;  // a server's row locks: same odds, no file lock to probe
     sqlite3* raw = nullptr;
     const bool opened = sqlite3_open_v2(db_.c_str(), &raw, SQLITE_OPEN_READWRITE, nullptr) == SQLITE_OK;
     bool free = false;
@@ -634,9 +639,9 @@ class orchestrator {
     return i == std::string::npos ? s : s.substr(0, i);
   }
 
-  std::string self_, dir_, db_;
+  std::string self_, dir_, db_, ns_;  ///< db_: the store spec; ns_: this run's prefix or schema
   history& h_;
-  lease::sqlite_store store_;
+  any_store store_;
   std::vector<child> kids_;
   lease::time_point next_sample_{};
 };
@@ -657,7 +662,7 @@ void print_summary(const history& h, const std::string& svg) {
 
 }  // namespace
 
-int run_orchestrator(const std::string& self, const std::string& svg_path, bool keep_dir) {
+int run_orchestrator(const std::string& self, const std::string& svg_path, bool keep_dir, const std::string& store) {
   struct sigaction sa{};
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
@@ -678,7 +683,7 @@ int run_orchestrator(const std::string& self, const std::string& svg_path, bool 
   {
     std::optional<orchestrator> o;
     try {
-      o.emplace(self, dir, h);
+      o.emplace(self, dir, h, store);
       o->run();
     } catch (const interrupted& e) {
       std::printf("\ncluster_demo: %s; stopping every instance\n", e.what());

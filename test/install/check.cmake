@@ -48,7 +48,8 @@ foreach(f share/cmake/lease/lease-config.cmake share/cmake/lease/lease-config-ve
           share/cmake/lease/components/redis.cmake
           share/pkgconfig/lease.pc share/pkgconfig/lease-sqlite.pc share/pkgconfig/lease-redis.pc
           share/pkgconfig/lease-testing.pc share/pkgconfig/lease-prometheus.pc
-          share/cmake/lease/lease-prometheus-targets.cmake
+          share/cmake/lease/lease-prometheus-targets.cmake share/cmake/lease/lease-postgres-targets.cmake
+          share/pkgconfig/lease-postgres.pc
           share/doc/lease/LICENSE share/doc/lease/README.md share/doc/lease/doc/protocol.md
           include/lease/lease.hpp include/lease/testing/store.hpp include/lease/store/redis.hpp)
   if(NOT EXISTS ${prefix}/${f})
@@ -73,7 +74,7 @@ run(${WORK_DIR}/build-core/consumer)
 
 # An unknown REQUIRED component fails find_package, saying which.
 consumer(unknown FAIL ARGS "-DREQUIRED_COMPONENTS=nosuch" "-DLINK=lease::lease"
-         MATCH "required components of lease are missing: lease has no component \"nosuch\" \\(it has: sqlite, redis, testing, prometheus")
+         MATCH "required components of lease are missing: lease has no component \"nosuch\" \\(it has: sqlite, redis, testing, postgres, prometheus")
 
 # lease::redis linked without asking for it: a sentence, not "target not found".
 consumer(unasked FAIL ARGS "-DREQUIRED_COMPONENTS=sqlite" "-DLINK=lease::lease,lease::sqlite,lease::redis"

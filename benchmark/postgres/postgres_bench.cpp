@@ -1,0 +1,212 @@
+// postgres_store operations per second from one connection, next to the
+// floor: a one-row `INSERT … ON CONFLICT (k) DO UPDATE` round trip, prepared,
+// with binary parameters, through the same connection class, with the same
+// synchronous_commit (the session's), timed right after each operation so
+// both see the same load. `vs_floor` = floor time / op time (1.0 = as fast
+// as the floor; aim ≥ 0.7). Then 1,000 running attempts renewed by 1,000
+// heartbeat() calls vs one heartbeat_many(): round trips of each, and
+// `speedup` = single time / batched time (aim ≥ 10×). The store's clock is
+// the server's clock_timestamp(), as in production.
+//
+//   postgres_bench [--benchmark_min_time=2]
+//   LEASE_BENCH_POSTGRES='host=… dbname=…' postgres_bench   (your server; fsync and
+//   synchronous_commit as it has them; the bench server runs with fsync=off)
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <benchmark/benchmark.h>
+
+#include "lease/store/postgres.hpp"
+#include "postgres/server.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+
+std::unique_ptr<lease::testing::postgres_server> own;  // null with LEASE_BENCH_POSTGRES
+
+const std::string& conninfo() {
+  static const std::string ci = [] {
+    if (const char* c = std::getenv("LEASE_BENCH_POSTGRES"); c != nullptr && *c != '\0') return std::string(c);
+    own = std::make_unique<lease::testing::postgres_server>();
+    return own->conninfo();
+  }();
+  return ci;
+}
+
+std::string unique_schema(const char* what) {
+  static int n = 0;
+  return std::string("bench_") + what + "_" + std::to_string(::getpid()) + "_" + std::to_string(++n);
+}
+
+lease::postgres_store make_store(const char* what) {
+  lease::postgres_options o;
+  o.conninfo = conninfo();
+  o.schema = unique_schema(what);
+  return lease::postgres_store{std::move(o)};
+}
+
+lease::claim_request claim_for(std::string job, lease::time_point slot, std::string token) {
+  lease::claim_request r;
+  r.run = {std::move(job), slot};
+  r.runner = "bench";
+  r.token = std::move(token);
+  r.lease = 60s;
+  r.deadline = slot + 24h;
+  return r;
+}
+
+using clock_type = std::chrono::steady_clock;
+double seconds_since(clock_type::time_point t) { return std::chrono::duration<double>(clock_type::now() - t).count(); }
+
+/// The floor, on a connection of its own: one prepared one-row upsert.
+class floor_probe {
+ public:
+  floor_probe() : conn_({conninfo(), 2000ms, 5000ms, 25ms, 1000ms, "lease-bench"}) {
+    conn_.open();
+    conn_.exec_simple("CREATE TABLE IF NOT EXISTS lease_bench_floor (k int8 PRIMARY KEY, v int8 NOT NULL)", "floor");
+    conn_.prepare("floor", "INSERT INTO lease_bench_floor VALUES ($1::int8, $2::int8) "
+                           "ON CONFLICT (k) DO UPDATE SET v = excluded.v");
+  }
+  double once() {
+    lease::detail::postgres::params p;
+    p.i64(static_cast<std::int64_t>(::getpid())).i64(++n_);
+    const auto t = clock_type::now();
+    benchmark::DoNotOptimize(conn_.exec_prepared("floor", p, "floor"));
+    return seconds_since(t);
+  }
+
+ private:
+  lease::detail::postgres::connection conn_;
+  std::int64_t n_ = 0;
+};
+
+template <class Op, class Also = void (*)()>
+double paired(benchmark::State& state, Op op, Also also = [] {}) {
+  floor_probe floor;
+  double op_total = 0, floor_total = 0;
+  for (auto _ : state) {
+    const auto t = clock_type::now();
+    op();
+    const double s = seconds_since(t);
+    state.SetIterationTime(s);
+    op_total += s;
+    floor_total += floor.once();
+    also();  // untimed: e.g. setting up the next iteration
+  }
+  state.counters["floor_us"] = 1e6 * floor_total / static_cast<double>(state.iterations());
+  state.counters["vs_floor"] = floor_total / op_total;
+  state.SetItemsProcessed(state.iterations());
+  return op_total;
+}
+
+void BM_floor_upsert(benchmark::State& state) {
+  floor_probe floor;
+  for (auto _ : state) state.SetIterationTime(floor.once());
+  state.SetItemsProcessed(state.iterations());
+}
+
+void BM_claim(benchmark::State& state) {
+  auto store = make_store("claim");
+  const lease::time_point slot = store.now();
+  std::int64_t i = 0;
+  paired(state, [&] {
+    // A new job each time: a claim that wins on a job with no live run, the common case at every slot.
+    const std::string n = std::to_string(i++);
+    if (store.claim(claim_for("job-" + n, slot, "tok-" + n)).outcome != lease::claim_outcome::won)
+      state.SkipWithError("claim did not win");
+  });
+}
+
+/// The steady state of a job that runs every slot: one job, the next slot
+/// each time, the previous run finished (untimed), history pruned as it goes.
+void BM_claim_next_slot_of_a_job(benchmark::State& state) {
+  auto store = make_store("next");
+  const lease::time_point base = store.now() - 12h;  // slots 1 ms apart, all due, none late
+  std::int64_t i = 0;
+  std::string token;
+  paired(state, [&] {
+    token = "tok-" + std::to_string(i);
+    if (store.claim(claim_for("job", base + lease::duration{i}, token)).outcome != lease::claim_outcome::won)
+      state.SkipWithError("claim did not win");
+  }, [&] {
+    (void)store.finish({"job", base + lease::duration{i++}}, token, lease::run_status::success);
+  });
+}
+
+void BM_heartbeat(benchmark::State& state) {
+  auto store = make_store("hb");
+  auto req = claim_for("job", store.now(), "tok");
+  if (store.claim(req).outcome != lease::claim_outcome::won) state.SkipWithError("claim did not win");
+  paired(state, [&] {
+    if (!store.heartbeat(req.run, req.token, 60s)) state.SkipWithError("heartbeat refused");
+  });
+}
+
+void BM_finish(benchmark::State& state) {
+  auto store = make_store("finish");
+  const lease::time_point slot = store.now();
+  std::int64_t i = 0;
+  auto claim_next = [&] { (void)store.claim(claim_for("job-" + std::to_string(i), slot, "tok-" + std::to_string(i))); };
+  claim_next();
+  paired(state, [&] {
+    if (!store.finish({"job-" + std::to_string(i), slot}, "tok-" + std::to_string(i), lease::run_status::success))
+      state.SkipWithError("finish refused");
+  }, [&] {
+    ++i;
+    claim_next();
+  });
+}
+
+constexpr int batch_size = 1000;
+
+void BM_heartbeat_1000_batched_vs_single(benchmark::State& state) {
+  auto store = make_store("batch");
+  const lease::time_point slot = store.now();
+  std::vector<lease::heartbeat_request> batch;
+  for (int i = 0; i < batch_size; ++i) {
+    auto req = claim_for("job-" + std::to_string(i), slot, "tok-" + std::to_string(i));
+    (void)store.claim(req);
+    batch.push_back({req.run, req.token, 60s});
+  }
+  double single_total = 0, batched_total = 0;
+  std::uint64_t single_trips = 0, batched_trips = 0;
+  for (auto _ : state) {
+    auto rt = store.round_trips();
+    auto t = clock_type::now();
+    for (const auto& h : batch)
+      if (!store.heartbeat(h.run, h.token, h.lease)) state.SkipWithError("heartbeat refused");
+    single_total += seconds_since(t);
+    single_trips += store.round_trips() - rt;
+
+    rt = store.round_trips();
+    t = clock_type::now();
+    auto ok = store.heartbeat_many(batch);
+    const double s = seconds_since(t);
+    batched_trips += store.round_trips() - rt;
+    if (ok.size() != batch.size() || std::find(ok.begin(), ok.end(), false) != ok.end())
+      state.SkipWithError("heartbeat refused");
+    state.SetIterationTime(s);
+    batched_total += s;
+  }
+  const auto n = static_cast<double>(state.iterations());
+  state.counters["single_ms"] = 1e3 * single_total / n;
+  state.counters["speedup"] = single_total / batched_total;
+  state.counters["trips_single"] = static_cast<double>(single_trips) / n;
+  state.counters["trips_batched"] = static_cast<double>(batched_trips) / n;
+  state.SetItemsProcessed(state.iterations() * batch_size);
+}
+
+// Registration order is run order.
+BENCHMARK(BM_floor_upsert)->UseManualTime();
+BENCHMARK(BM_claim)->UseManualTime();
+BENCHMARK(BM_claim_next_slot_of_a_job)->UseManualTime();
+BENCHMARK(BM_heartbeat)->UseManualTime();
+BENCHMARK(BM_finish)->UseManualTime();
+BENCHMARK(BM_heartbeat_1000_batched_vs_single)->UseManualTime()->Unit(benchmark::kMillisecond);
+
+}  // namespace

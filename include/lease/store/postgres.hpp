@@ -1,0 +1,656 @@
+// lease/store/postgres.hpp — lease::postgres_store, the Store on PostgreSQL.
+//
+// Each operation of DESIGN.md §3 is one round trip: claim is one call of a
+// plpgsql function (lease_claim), heartbeat, finish and release are single
+// UPDATEs, heartbeat_many is one UPDATE over unnest()ed arrays, get and
+// unfinished single SELECTs — all prepared once per connection, all atomic,
+// correct at READ COMMITTED by row locks (the argument is in
+// store/postgres/schema.hpp). The store's clock is the server's
+// clock_timestamp() in ms, read inside the statement after its locks are
+// held, unless a clock is injected (postgres_options::clock).
+//
+// The schema (tables and functions in a schema of its own, default "lease")
+// is created or migrated at the first connection, under an advisory lock, so
+// many instances starting at once migrate once (schema.hpp).
+//
+// Loss of state (a failover to a standby that lacked the last writes, a
+// restored backup, the schema dropped) is detected, not believed, the way
+// redis_store does it: the handle remembers the store's marker (a random id
+// written when the schema was created) and the highest fence it saw per job.
+// Both travel with every claim and are checked inside lease_claim, under
+// the job's lock: another marker, or a job's fence counter below one seen
+// before, can only be a loss. It is recorded (lease_store.lost_at) and from
+// then on no attempt is won for one lease, a slot that may have run before
+// the loss never starts again (claim_outcome::quarantined), and
+// take_notices() says what happened. A handle that never saw the state
+// before the loss cannot tell (the same blind spot as Redis).
+//
+// finish() and release() announce the job with pg_notify in the same
+// statement, on the channel "<schema>.lease"; listen_releases() LISTENs on a
+// connection and thread of its own (PushStore, store/postgres/listener.hpp).
+//
+// Link lease::postgres (libpq).
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "lease/detail/printable.hpp"
+#include "lease/error.hpp"
+#include "lease/run.hpp"
+#include "lease/store/concept.hpp"
+#include "lease/store/postgres/connection.hpp"
+#include "lease/store/postgres/error.hpp"
+#include "lease/store/postgres/listener.hpp"
+#include "lease/store/postgres/schema.hpp"
+#include "lease/time.hpp"
+
+namespace lease {
+
+/// How a postgres_store connects, where it keeps its tables, whose clock it uses.
+struct postgres_options {
+  /// A libpq connection string or URI, passed to libpq as it is: e.g.
+  /// "postgresql://app@db1:5432,db2:5432/jobs?target_session_attrs=read-write&sslmode=verify-full"
+  /// or "service=jobs". Passwords are best kept in PGPASSFILE / ~/.pgpass;
+  /// one in the string works too and is never printed (messages show only
+  /// host, port, dbname, user, sslmode, target_session_attrs, service).
+  std::string conninfo = "postgresql:///postgres";
+  /// The schema holding the store's tables and functions: letters, digits
+  /// and '_', at most 50 bytes, not starting with a digit. Created if missing.
+  std::string schema = "lease";
+  std::chrono::milliseconds connect_timeout{2000};
+  /// Longest wait for one answer; past it the connection is dropped and the
+  /// operation fails (unavailable, or resolved by reading back for a claim,
+  /// finish or release).
+  std::chrono::milliseconds command_timeout{5000};
+  /// Non-zero: the session's statement_timeout (a statement stuck on a lock
+  /// longer fails with SQLSTATE 57014, nothing applied: unavailable).
+  std::chrono::milliseconds statement_timeout{0};
+  /// Empty (the default): the store's clock is the server's clock_timestamp().
+  /// Set: its now() is sent with each operation instead (the conformance
+  /// suite runs on lease::fake_clock this way).
+  std::function<lease::time_point()> clock;
+  /// After a failed connect, calls fail fast for a backoff that doubles from
+  /// 25 ms up to this, so a down server is probed, not hammered.
+  std::chrono::milliseconds max_backoff{1000};
+};
+
+/// The Store on PostgreSQL (12+; tested on 15).
+///
+/// Connects lazily on first use; after a failure the next call reconnects
+/// (with backoff after failed connects). Errors are lease::store_error with a
+/// lease::postgres_errc code that compares equal to a lease::errc:
+/// unavailable (refused or lost connection, server restart, 57P01
+/// admin_shutdown, 40001/40P01, a read-only standby 25006 after a failover,
+/// statement timeout 57014, class 53), invalid_argument (bad conninfo or
+/// schema name, refused credentials, missing privilege), corrupt (a schema
+/// version this library does not know, a stored value it did not write), and
+/// outcome_unknown only when a claim, finish or release was sent, its answer
+/// lost, and reading the run back failed too. A lost answer is otherwise
+/// resolved: the run is read back and the token compared; a request proven
+/// not applied is sent once more, never blindly. Requests the server refused
+/// whole (40001, 40P01, the schema dropped under the connection) are retried
+/// once at once; the rest is left to the caller's backoff.
+///
+/// Movable (a moved-from store may only be destroyed or assigned to), not
+/// copyable. Not thread-safe: one thread at a time; the release listener runs
+/// on a thread of its own. Do not carry a store across fork(): open it in the
+/// process that uses it.
+class postgres_store {
+ public:
+  /// Checks the options (store_error invalid_argument if bad); does not connect.
+  explicit postgres_store(postgres_options opts) : s_(std::make_unique<state>(std::move(opts))) {}
+
+  postgres_store(postgres_store&&) noexcept = default;
+  postgres_store& operator=(postgres_store&&) noexcept = default;
+  postgres_store(const postgres_store&) = delete;
+  postgres_store& operator=(const postgres_store&) = delete;
+  ~postgres_store() = default;
+
+  /// DESIGN.md §3 claim, in one call of lease_claim. A lost answer is
+  /// resolved by reading the run back.
+  claim_result claim(const claim_request& req) {
+    try {
+      return send_claim(req);
+    } catch (const detail::postgres::transport_error& e) {
+      if (!e.maybe_applied()) throw;
+      return resolve_claim(req, e);
+    }
+  }
+
+  /// Extends the lease to store-now + `lease` if `token` is current. A lost
+  /// answer is an unavailable error: a heartbeat is safe to repeat.
+  bool heartbeat(const run_key& run, std::string_view token, duration lease) {
+    detail::postgres::params p;
+    p.opt_i64(now_arg()).bytes(run.job).i64(ms(run.slot)).bytes(token).i64(lease.count());
+    auto r = exec(detail::postgres::stmt::heartbeat, p, "heartbeat");
+    return affected(r.get()) == 1;
+  }
+
+  /// heartbeat() for every element in one statement (one round trip, one
+  /// transaction); answers in order.
+  std::vector<bool> heartbeat_many(std::span<const heartbeat_request> batch) {
+    if (batch.empty()) return {};
+    std::vector<const heartbeat_request*> xs;
+    xs.reserve(batch.size());
+    for (const auto& h : batch) xs.push_back(&h);
+    using detail::postgres::params;
+    params p;
+    p.opt_i64(now_arg());
+    p.array(xs, 17, [](const heartbeat_request* h) { return h->run.job; });
+    p.array(xs, 20, [](const heartbeat_request* h) { return params::be(static_cast<std::uint64_t>(ms(h->run.slot)), 8); });
+    p.array(xs, 17, [](const heartbeat_request* h) { return h->token; });
+    p.array(xs, 20, [](const heartbeat_request* h) { return params::be(static_cast<std::uint64_t>(h->lease.count()), 8); });
+    auto r = exec(detail::postgres::stmt::heartbeat_many, p, "heartbeat_many");
+    if (PQntuples(r.get()) != 1) bad_reply("heartbeat_many");
+    return parse_bool_array(detail::postgres::row{r.get(), 0}.bytes(0), batch.size());
+  }
+
+  /// Ends the current attempt with `status` (success, failed or interrupted)
+  /// if `token` is current; announces the job to listeners.
+  bool finish(const run_key& run, std::string_view token, run_status status) {
+    if (status == run_status::running) return false;  // the rules refuse it; no round trip
+    if (static_cast<int>(status) > static_cast<int>(run_status::interrupted))
+      detail::postgres::raise(postgres_errc::bad_option, "finish: not a run_status");
+    auto send = [&] {
+      detail::postgres::params p;
+      p.bytes(run.job).i64(ms(run.slot)).bytes(token).i32(static_cast<std::int32_t>(status)).text(channel());
+      return PQntuples(exec(detail::postgres::stmt::finish, p, "finish").get()) == 1;
+    };
+    try {
+      return send();
+    } catch (const detail::postgres::transport_error& e) {
+      if (!e.maybe_applied()) throw;
+      auto rec = read_back(run, e);  // applied iff the run ended with our token and this status
+      if (rec && rec->token == token && rec->status == status) return true;
+      return resend(send, e);
+    }
+  }
+
+  /// Hands the run over: lease end = now, released, handovers + 1, if `token`
+  /// is current; announces the job to listeners.
+  bool release(const run_key& run, std::string_view token) {
+    auto send = [&] {
+      detail::postgres::params p;
+      p.opt_i64(now_arg()).bytes(run.job).i64(ms(run.slot)).bytes(token).text(channel());
+      return PQntuples(exec(detail::postgres::stmt::release, p, "release").get()) == 1;
+    };
+    try {
+      return send();
+    } catch (const detail::postgres::transport_error& e) {
+      if (!e.maybe_applied()) throw;
+      auto rec = read_back(run, e);  // applied iff released under our token
+      if (rec && rec->token == token && rec->status == run_status::running && rec->released) return true;
+      return resend(send, e);
+    }
+  }
+
+  /// The job's running runs, whatever their lease, oldest first.
+  std::vector<run_record> unfinished(std::string_view job) {
+    detail::postgres::params p;
+    p.bytes(job);
+    auto r = exec(detail::postgres::stmt::unfinished, p, "unfinished");
+    std::vector<run_record> out;
+    for (int i = 0; i < PQntuples(r.get()); ++i) {
+      out.push_back(parse_record(detail::postgres::row{r.get(), i}, 0, job, "unfinished"));
+      saw_fence(job, out.back().fence);
+    }
+    return out;
+  }
+
+  /// One run's record, if it has state.
+  std::optional<run_record> get(const run_key& run) {
+    detail::postgres::params p;
+    p.bytes(run.job).i64(ms(run.slot));
+    auto r = exec(detail::postgres::stmt::get, p, "get");
+    if (PQntuples(r.get()) == 0) return std::nullopt;
+    run_record rec = parse_record(detail::postgres::row{r.get(), 0}, 0, run.job, "get");
+    saw_fence(run.job, rec.fence);
+    return rec;
+  }
+
+  /// The store's clock: the injected clock if any, else the server's.
+  time_point now() {
+    if (s_->opts.clock) return s_->opts.clock();
+    auto r = exec(detail::postgres::stmt::now, {}, "now");
+    if (PQntuples(r.get()) != 1) bad_reply("now");
+    return time_point{duration{detail::postgres::row{r.get(), 0}.i64(0, "now")}};
+  }
+
+  /// What this store learnt that an operator should read (NoticeStore): the
+  /// server's durability settings at the first connect, each loss of state
+  /// detected or learnt of. Each sentence once.
+  std::vector<std::string> take_notices() { return std::exchange(s_->notices, {}); }
+
+  /// PushStore: from now on call `f(job)` (from a thread of the store's own)
+  /// whenever any store on this schema finishes or releases a run of `job`.
+  /// An empty `f` stops; it returns after the last call of the previous
+  /// listener has returned.
+  void listen_releases(release_listener f) {
+    s_->listener.reset();
+    if (f) s_->listener = std::make_unique<detail::postgres::listener_thread>(settings_of(s_->opts), channel(), std::move(f));
+  }
+
+  /// When the store noticed a loss of its state (store clock), if ever. Checks
+  /// the store now (one round trip; a schema replaced under this handle is
+  /// noticed here).
+  std::optional<time_point> lost_at() {
+    auto r = exec(detail::postgres::stmt::state, {}, "reading the store's state");
+    if (PQntuples(r.get()) != 1) bad_reply("state");
+    adopt_state(detail::postgres::row{r.get(), 0});
+    if (!s_->lost_at) return std::nullopt;
+    return time_point{duration{*s_->lost_at}};
+  }
+
+  [[nodiscard]] const postgres_options& options() const noexcept { return s_->opts; }
+  /// Round trips to the server so far (connection setup counts too): to
+  /// check that batching batches.
+  [[nodiscard]] std::uint64_t round_trips() const noexcept { return s_->conn.round_trips(); }
+  /// The server process of this store's connection (0 if not connected), for
+  /// tests that terminate it and operators that look for it in pg_stat_activity.
+  [[nodiscard]] int backend_pid() const noexcept { return s_->conn.backend_pid(); }
+  /// The release listener's connections so far (0 if none).
+  [[nodiscard]] std::uint64_t listener_connects() const noexcept {
+    return s_->listener ? s_->listener->connects() : 0;
+  }
+
+ private:
+  using stmt = detail::postgres::stmt;
+
+  static detail::postgres::connection_settings settings_of(const postgres_options& o) {
+    return {o.conninfo, o.connect_timeout, o.command_timeout, std::chrono::milliseconds{25}, o.max_backoff, "lease"};
+  }
+  static const std::string& checked_schema(const std::string& s) {
+    bool ok = !s.empty() && s.size() <= 50 && !(s[0] >= '0' && s[0] <= '9');
+    for (char c : s)
+      ok = ok && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_');
+    if (!ok)
+      detail::postgres::raise(postgres_errc::bad_option,
+                              "bad schema name '" + lease::detail::printable(s, 80) +
+                                  "': use 1 to 50 letters, digits and '_', not starting with a digit");
+    return s;
+  }
+
+  /// Everything a store owns, on the heap: a store moves as one pointer, and
+  /// the listener thread never sees the store move.
+  struct state {
+    explicit state(postgres_options o)
+        : opts(std::move(o)), schema(checked_schema(opts.schema)), conn(settings_of(opts)) {
+      if (opts.conninfo.find('\0') != std::string::npos)
+        detail::postgres::raise(postgres_errc::bad_option, "the conninfo contains a NUL byte");
+      char* err = nullptr;
+      PQconninfoOption* parsed = PQconninfoParse(opts.conninfo.c_str(), &err);
+      if (err != nullptr) PQfreemem(err);  // it may quote the password: not shown
+      if (parsed == nullptr)
+        detail::postgres::raise(postgres_errc::bad_option,
+                                "the conninfo is neither a libpq connection string (key=value ...) nor a "
+                                "postgresql:// URI that libpq can parse (its text is not shown: it may hold a password)");
+      PQconninfoFree(parsed);
+      for (std::size_t i = 0; i < sql.size(); ++i)
+        sql[i] = detail::postgres::in_schema(detail::postgres::stmt_sql[i], schema);
+    }
+    postgres_options opts;
+    std::string schema;
+    detail::postgres::connection conn;
+    std::array<std::string, static_cast<std::size_t>(stmt::count_)> sql{};
+    std::string marker;                  ///< the store's marker last seen; "" before the first connect
+    std::optional<std::int64_t> lost_at; ///< the recorded loss, if any
+    std::map<std::string, std::uint64_t, std::less<>> fences;  ///< highest fence seen, per job
+    std::vector<std::string> notices;
+    bool told_settings = false;
+    std::unique_ptr<detail::postgres::listener_thread> listener;  ///< last: stopped first
+  };
+
+  static std::int64_t ms(time_point t) { return t.time_since_epoch().count(); }
+  [[nodiscard]] std::optional<std::int64_t> now_arg() const {
+    if (s_->opts.clock) return ms(s_->opts.clock());
+    return std::nullopt;
+  }
+  [[nodiscard]] std::string channel() const { return s_->schema + ".lease"; }
+  [[nodiscard]] std::string where() const { return s_->conn.where(); }
+
+  void saw_fence(std::string_view job, std::uint64_t f) {
+    auto it = s_->fences.find(job);
+    if (it == s_->fences.end()) s_->fences.emplace(std::string(job), f);
+    else if (f > it->second) it->second = f;
+  }
+  [[nodiscard]] std::uint64_t fence_of(std::string_view job) const {
+    auto it = s_->fences.find(job);
+    return it == s_->fences.end() ? 0 : it->second;
+  }
+
+  /// Connects if needed; a new connection is set up before anything is sent on it.
+  void open() {
+    if (!s_) detail::postgres::raise(postgres_errc::bad_option, "this store was moved from");
+    if (!s_->conn.open()) return;
+    try {
+      setup();
+    } catch (...) {
+      s_->conn.drop();
+      throw;
+    }
+  }
+
+  /// A new connection: session settings, the schema (created or migrated
+  /// under the advisory lock), the prepared statements, the durability
+  /// notice and the marker check.
+  void setup() {
+    auto& c = s_->conn;
+    // A standby first: it can neither migrate nor write (a conninfo without
+    // target_session_attrs=read-write may land on one after a failover).
+    auto rec = c.exec_simple("SELECT pg_is_in_recovery()::text", "checking for a standby");
+    if (PQntuples(rec.get()) == 1 && std::string_view(PQgetvalue(rec.get(), 0, 0)) == "true")
+      detail::postgres::raise(postgres_errc::read_only,
+                              "postgres at " + where() +
+                                  " is a standby (in recovery): add target_session_attrs=read-write to the conninfo "
+                                  "so that libpq picks the primary");
+    if (s_->opts.statement_timeout.count() > 0)
+      c.exec_simple("SET statement_timeout = " + std::to_string(s_->opts.statement_timeout.count()), "SET statement_timeout");
+    migrate();
+    for (std::size_t i = 0; i < s_->sql.size(); ++i) c.prepare(detail::postgres::stmt_names[i], s_->sql[i]);
+    auto r = c.exec_params(
+        "SELECT current_setting('synchronous_commit'), current_setting('synchronous_standby_names'), "
+        "current_setting('fsync'), marker, coalesce(lost_at::text, '') FROM " +
+            detail::postgres::in_schema("@.lease_store", s_->schema) + " WHERE id = 1",
+        {}, "reading the server's settings");
+    if (PQntuples(r.get()) != 1) bad_reply("settings");
+    const detail::postgres::row x{r.get(), 0};
+    const std::string sync(x.bytes(0)), standbys(x.bytes(1)), fsync(x.bytes(2));
+    if (!s_->told_settings) {
+      s_->told_settings = true;
+      std::string s = "postgres at " + where() + ": synchronous_commit=" + lease::detail::printable(sync, 20) +
+                      ", fsync=" + lease::detail::printable(fsync, 10) + ", synchronous_standby_names='" +
+                      lease::detail::printable(standbys, 80) + "'";
+      if (fsync != "on" || sync == "off")
+        s += ": a crash of the server may lose the last acknowledged runs";
+      else if (standbys.empty())
+        s += ": a crash keeps every acknowledged run, but a failover to an asynchronous standby may lose the last "
+             "ones (set synchronous_standby_names and synchronous_commit=on or remote_apply for failover without loss)";
+      else
+        s += ": acknowledged runs survive a crash and a failover to a synchronous standby";
+      s += ". A lost run is detected by the instances that had seen its job (fences) or the store's marker, and "
+           "no run starts for one lease after, so none runs twice.";
+      s_->notices.push_back(std::move(s));
+    }
+    check_marker(std::string(x.bytes(3)), x.bytes(4).empty() ? std::nullopt
+                                                             : std::optional<std::int64_t>(std::stoll(std::string(x.bytes(4)))));
+  }
+
+  /// Creates the schema or checks its version, in one transaction under an
+  /// advisory lock on the schema's name.
+  void migrate() {
+    auto& c = s_->conn;
+    c.exec_simple("BEGIN", "migration");
+    try {
+      detail::postgres::params p;
+      p.text("lease:" + s_->schema);
+      c.exec_params("SELECT pg_advisory_xact_lock(hashtextextended($1::text, 0))", p, "taking the migration lock");
+      detail::postgres::params q;
+      q.text(detail::postgres::in_schema("@.lease_schema_version", s_->schema));
+      auto r = c.exec_params("SELECT (to_regclass($1::text) IS NOT NULL)::int4", q, "looking for the schema");
+      if (detail::postgres::row{r.get(), 0}.i32(0, "migration") == 0) {
+        c.exec_simple(detail::postgres::in_schema(detail::postgres::create_v1, s_->schema), "creating the schema");
+      } else {
+        auto v = c.exec_simple(detail::postgres::in_schema("SELECT max(version)::text FROM @.lease_schema_version", s_->schema),
+                               "reading the schema version");
+        const std::string ver = PQntuples(v.get()) == 1 && PQgetisnull(v.get(), 0, 0) == 0 ? PQgetvalue(v.get(), 0, 0) : "";
+        if (ver != std::to_string(detail::postgres::schema_version))
+          detail::postgres::raise(postgres_errc::schema_version,
+                                  "postgres at " + where() + ": schema \"" + s_->schema + "\" has lease schema version '" +
+                                      lease::detail::printable(ver, 20) + "', this library knows version " +
+                                      std::to_string(detail::postgres::schema_version) +
+                                      " only: use a newer lease, or another schema");
+      }
+      c.exec_simple("COMMIT", "migration");
+    } catch (...) {
+      if (c.connected()) {
+        try {
+          c.exec_simple("ROLLBACK", "migration");
+        } catch (const store_error&) {
+          c.drop();
+        }
+      }
+      throw;
+    }
+  }
+
+  /// A marker other than the one this handle saw before: the state was
+  /// replaced (schema dropped and recreated, a restore). Record the loss.
+  void check_marker(const std::string& marker, std::optional<std::int64_t> lost) {
+    const bool replaced = !s_->marker.empty() && marker != s_->marker;
+    s_->marker = marker;
+    if (replaced) {
+      s_->fences.clear();  // fences seen in the old state prove nothing about the new one
+      detail::postgres::params p;
+      p.opt_i64(now_arg());
+      auto r = s_->conn.exec_prepared(detail::postgres::stmt_names[static_cast<unsigned>(stmt::note_loss)], p,
+                                      "recording a loss of state");
+      if (PQntuples(r.get()) != 1) bad_reply("note_loss");
+      const std::int64_t at = detail::postgres::row{r.get(), 0}.i64(0, "note_loss");
+      s_->lost_at = at;
+      s_->notices.push_back(loss_notice("the store's marker changed: its schema was dropped and created again, or "
+                                        "restored from a backup",
+                                        at));
+      return;
+    }
+    learn_lost(lost);
+  }
+
+  /// Adopts a loss recorded in the store (by another handle, or this one).
+  void learn_lost(std::optional<std::int64_t> lost) {
+    if (lost && (!s_->lost_at || *lost > *s_->lost_at)) {
+      s_->lost_at = lost;
+      s_->notices.push_back(loss_notice("another instance noticed it", *lost));
+    }
+  }
+
+  void adopt_state(const detail::postgres::row& x) {
+    const std::string marker(x.bytes(0));
+    if (!s_->marker.empty() && marker != s_->marker) {
+      check_marker(marker, std::nullopt);
+      return;
+    }
+    s_->marker = marker;
+    learn_lost(x.opt_i64(1, "state"));
+  }
+
+  [[nodiscard]] std::string loss_notice(std::string_view why, std::int64_t at) const {
+    return "postgres at " + where() + " lost its state (" + std::string(why) + "); loss noticed at " +
+           iso_utc(at) + " (store clock): no run starts until one lease after it, when any runner of a forgotten "
+           "run has stopped, and a slot that may have run before the loss never starts again";
+  }
+
+  static std::string iso_utc(std::int64_t ms) {
+    using namespace std::chrono;
+    const sys_time<milliseconds> t{milliseconds{ms}};
+    const auto day = floor<days>(t);
+    const year_month_day ymd{day};
+    const hh_mm_ss<milliseconds> hms{t - day};
+    char buf[48];
+    std::snprintf(buf, sizeof buf, "%04d-%02u-%02uT%02lld:%02lld:%02lld.%03lldZ", static_cast<int>(ymd.year()),
+                  static_cast<unsigned>(ymd.month()), static_cast<unsigned>(ymd.day()),
+                  static_cast<long long>(hms.hours().count()), static_cast<long long>(hms.minutes().count()),
+                  static_cast<long long>(hms.seconds().count()), static_cast<long long>(hms.subseconds().count()));
+    return buf;
+  }
+
+  /// Runs prepared statement `which`. Refused whole for a reason that a
+  /// second try fixes (a deadlock or serialization failure, the schema
+  /// dropped under this connection, which setup() recreates): once more.
+  detail::postgres::result_ptr exec(stmt which, const detail::postgres::params& p, std::string_view what) {
+    for (int attempt = 0;; ++attempt) {
+      open();
+      try {
+        return s_->conn.exec_prepared(detail::postgres::stmt_names[static_cast<unsigned>(which)], p, what);
+      } catch (const detail::postgres::sql_error& e) {
+        if (attempt > 0) throw;
+        if (e.schema_missing()) {
+          s_->conn.drop();  // the next open() migrates again and checks the marker
+          continue;
+        }
+        if (e.code() == postgres_errc::retryable) continue;
+        throw;
+      }
+    }
+  }
+
+  static int affected(PGresult* r) {
+    const char* n = PQcmdTuples(r);
+    return n != nullptr && *n != '\0' ? std::atoi(n) : 0;
+  }
+
+  claim_result send_claim(const claim_request& req) {
+    open();  // connect (and check the marker) before reading what this handle knows
+    detail::postgres::params p;
+    p.opt_i64(now_arg())
+        .text(s_->marker)
+        .i64(static_cast<std::int64_t>(fence_of(req.run.job)))
+        .bytes(req.run.job)
+        .i64(ms(req.run.slot))
+        .bytes(req.runner)
+        .bytes(req.token)
+        .i32(static_cast<std::int32_t>(req.reason))
+        .i64(req.lease.count())
+        .i32(static_cast<std::int32_t>(req.max_attempts))
+        .i64(ms(req.deadline))
+        .i32(static_cast<std::int32_t>(req.overlap))
+        .i32(static_cast<std::int32_t>(req.history_size))
+        .i64(req.retain.count());
+    auto r = exec(stmt::claim, p, "claim");
+    if (PQntuples(r.get()) != 1 || PQnfields(r.get()) != 14) bad_reply("claim");
+    const detail::postgres::row x{r.get(), 0};
+    const std::int32_t outcome = x.i32(0, "claim");
+    if (outcome < 0 || outcome > static_cast<int>(claim_outcome::quarantined)) bad_reply("claim");
+    claim_result res;
+    res.outcome = static_cast<claim_outcome>(outcome);
+    res.store_now = time_point{duration{x.i64(1, "claim")}};
+    const bool detected = x.boolean(2, "claim");
+    const std::string marker(x.bytes(3));
+    const auto lost = x.opt_i64(4, "claim");
+    res.record.job = req.run.job;
+    res.record.slot = req.run.slot;
+    if (res.outcome == claim_outcome::quarantined) {
+      const auto end = x.opt_i64(11, "claim");
+      res.record.lease_end = end ? time_point{duration{*end}} : time_point::max();
+    } else if (!x.is_null(6)) {
+      res.record = parse_record(x, 5, req.run.job, "claim");
+      saw_fence(req.run.job, res.record.fence);
+    }
+    if (detected) {
+      const bool by_marker = marker != s_->marker;
+      s_->marker = marker;
+      if (by_marker) s_->fences.clear();
+      s_->lost_at = lost;
+      s_->notices.push_back(loss_notice(by_marker ? "the store's marker changed under this connection: its schema "
+                                                    "was replaced or restored from a backup"
+                                                  : "a claim of job '" + lease::detail::printable(req.run.job, 80) +
+                                                        "' found its fence counter below a fence seen before: a "
+                                                        "failover to a standby that lacked the last writes, or a restore",
+                                        lost.value_or(0)));
+    } else {
+      learn_lost(lost);
+    }
+    return res;
+  }
+
+  /// The claim's answer was lost. Our token in the run ⇒ it was applied:
+  /// won (store_now is then the record's lease end − lease). Otherwise it
+  /// had not won when read back, so sending it again — same token — lets the
+  /// rules answer on the state now.
+  claim_result resolve_claim(const claim_request& req, const detail::postgres::transport_error& e) {
+    auto rec = read_back(req.run, e);
+    if (rec && rec->token == req.token) {
+      const bool ours = rec->status == run_status::running && !rec->released;
+      return claim_result{ours ? claim_outcome::won : claim_outcome::finished, *rec, rec->lease_end - req.lease};
+    }
+    claim_result res = resend([&] { return send_claim(req); }, e);
+    if (res.outcome == claim_outcome::running && res.record.token == req.token && !res.record.released)
+      res.outcome = claim_outcome::won;
+    return res;
+  }
+
+  /// Reads the run back after a lost answer; if even that fails, the outcome is unknown.
+  std::optional<run_record> read_back(const run_key& run, const detail::postgres::transport_error& lost) {
+    try {
+      return get(run);
+    } catch (const store_error& again) {
+      detail::postgres::raise(postgres_errc::reply_lost, std::string(lost.what()) + "; reading the run back failed",
+                              again.what());
+    }
+  }
+
+  /// Sends a request proven not applied once more; a second lost answer is outcome_unknown.
+  template <class Send>
+  auto resend(Send&& send, const detail::postgres::transport_error& lost) -> decltype(send()) {
+    try {
+      return send();
+    } catch (const detail::postgres::transport_error& again) {
+      if (!again.maybe_applied()) throw;
+      detail::postgres::raise(postgres_errc::reply_lost, std::string(lost.what()) + "; then again", again.what());
+    }
+  }
+
+  [[noreturn]] void bad_reply(std::string_view what) const {
+    detail::postgres::raise(postgres_errc::bad_reply, "postgres at " + where() + ": " + std::string(what),
+                            "reply of unexpected shape");
+  }
+
+  static std::vector<bool> parse_bool_array(std::string_view b, std::size_t n) {
+    // Binary array: ndim, has_null, elem oid, [size, lbound], then (len, byte) per element.
+    std::vector<bool> out;
+    auto u32 = [&](std::size_t at) {
+      std::uint32_t v = 0;
+      for (std::size_t i = 0; i < 4; ++i) v = (v << 8) | static_cast<unsigned char>(b[at + i]);
+      return v;
+    };
+    if (b.size() < 20 + n * 5 || u32(0) != 1 || u32(12) != n)
+      detail::postgres::raise(postgres_errc::bad_reply, "heartbeat_many", "an answer array of unexpected shape");
+    for (std::size_t i = 0, at = 20; i < n; ++i, at += 5) {
+      if (u32(at) != 1) detail::postgres::raise(postgres_errc::bad_reply, "heartbeat_many", "a NULL answer");
+      out.push_back(b[at + 4] != 0);
+    }
+    return out;
+  }
+
+  /// A record from 9 columns starting at `c` (slot, attempt, token, fence,
+  /// runner, status, lease_end, released, handovers).
+  static run_record parse_record(const detail::postgres::row& x, int c, std::string_view job, std::string_view what) {
+    run_record rec;
+    rec.job = std::string(job);
+    rec.slot = time_point{duration{x.i64(c, what)}};
+    const std::int32_t attempt = x.i32(c + 1, what), status = x.i32(c + 5, what), handovers = x.i32(c + 8, what);
+    const std::int64_t fence = x.i64(c + 3, what);
+    if (attempt < 0 || handovers < 0 || fence < 0 || status < 0 || status > 3)
+      detail::postgres::raise(postgres_errc::bad_reply, what, "a stored run holds a value lease did not write");
+    rec.attempt = static_cast<std::uint32_t>(attempt);
+    rec.token = std::string(x.bytes(c + 2));
+    rec.fence = static_cast<std::uint64_t>(fence);
+    rec.runner = std::string(x.bytes(c + 4));
+    rec.status = static_cast<run_status>(status);
+    rec.lease_end = time_point{duration{x.i64(c + 6, what)}};
+    rec.released = x.boolean(c + 7, what);
+    rec.handovers = static_cast<std::uint32_t>(handovers);
+    return rec;
+  }
+
+  std::unique_ptr<state> s_;
+};
+
+static_assert(Store<postgres_store>);
+static_assert(BatchHeartbeatStore<postgres_store>);
+static_assert(NoticeStore<postgres_store>);
+static_assert(PushStore<postgres_store>);
+
+}  // namespace lease

@@ -1,0 +1,363 @@
+// lease/store/postgres/connection.hpp — one libpq connection that reconnects
+// with backoff and runs prepared statements with a deadline.
+//
+// Built from a libpq conninfo string or URI, handed to libpq unchanged
+// (PQconnectdbParams with expand_dbname), so everything libpq reads works as
+// users expect: sslmode and the other ssl* keywords, several hosts with
+// target_session_attrs=read-write, PGPASSFILE and ~/.pgpass, service files,
+// the PG* environment. Defaults this store adds (connect_timeout,
+// application_name) come before it: the user's own keywords win.
+//
+// Failures are store_errors (error.hpp). A failure after a request was sent
+// is a `transport_error` with maybe_applied() true, so the store can resolve
+// it by reading the run back. Parameters and results travel in binary
+// format: job names, tokens and runners are bytea, any bytes round-trip, and
+// they never meet SQL text.
+#pragma once
+
+#include <algorithm>
+#include <bit>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <libpq-fe.h>
+#include <poll.h>
+
+#include "lease/store/postgres/error.hpp"
+
+namespace lease::detail::postgres {
+
+struct pg_conn_free {
+  void operator()(PGconn* c) const noexcept { PQfinish(c); }
+};
+struct pg_result_free {
+  void operator()(PGresult* r) const noexcept { PQclear(r); }
+};
+using conn_ptr = std::unique_ptr<PGconn, pg_conn_free>;
+using result_ptr = std::unique_ptr<PGresult, pg_result_free>;
+
+/// libpq's messages end with a newline; messages of ours should not.
+[[nodiscard]] inline std::string trimmed(const char* s) {
+  std::string out = s != nullptr ? s : "";
+  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+  return out;
+}
+
+/// The conninfo as something safe to print: the keywords libpq parsed from it
+/// that say where it goes (host, hostaddr, port, dbname, user, sslmode,
+/// target_session_attrs, service), never a password — whatever the string
+/// holds, even when it cannot be parsed.
+[[nodiscard]] inline std::string redact_conninfo(const std::string& conninfo) {
+  char* err = nullptr;
+  PQconninfoOption* opts = PQconninfoParse(conninfo.c_str(), &err);
+  if (err != nullptr) PQfreemem(err);  // it may quote the string: never shown
+  if (opts == nullptr) return "(a conninfo that libpq cannot parse)";
+  std::string out;
+  static constexpr std::string_view shown[] = {"host", "hostaddr", "port", "dbname", "user",
+                                               "sslmode", "target_session_attrs", "service"};
+  for (PQconninfoOption* o = opts; o->keyword != nullptr; ++o) {
+    if (o->val == nullptr || *o->val == '\0') continue;
+    if (std::find(std::begin(shown), std::end(shown), std::string_view(o->keyword)) == std::end(shown)) continue;
+    if (!out.empty()) out += ' ';
+    out += o->keyword;
+    out += '=';
+    out += o->val;
+  }
+  PQconninfoFree(opts);
+  return out.empty() ? std::string("(libpq defaults)") : lease::detail::printable(out, 200);
+}
+
+/// Binary parameters for one statement. Values are copied: nothing a caller
+/// passes must outlive the call.
+class params {
+ public:
+  params& i64(std::int64_t v) { return raw(be(static_cast<std::uint64_t>(v), 8)); }
+  params& i32(std::int32_t v) { return raw(be(static_cast<std::uint32_t>(v), 4)); }
+  params& bytes(std::string_view v) { return raw(std::string(v)); }
+  params& text(std::string_view v) { return raw(std::string(v)); }
+  params& null() {
+    values_.emplace_back();
+    nulls_.push_back(true);
+    return *this;
+  }
+  params& opt_i64(std::optional<std::int64_t> v) { return v ? i64(*v) : null(); }
+  /// A one-dimensional array in PostgreSQL's binary array format.
+  template <class T, class F>
+  params& array(const std::vector<T>& xs, std::uint32_t elem_oid, F&& encode) {
+    std::string a = be(1, 4) + be(0, 4) + be(elem_oid, 4) + be(static_cast<std::uint32_t>(xs.size()), 4) + be(1, 4);
+    for (const T& x : xs) {
+      const std::string e = encode(x);
+      a += be(static_cast<std::uint32_t>(e.size()), 4);
+      a += e;
+    }
+    return raw(std::move(a));
+  }
+  static std::string be(std::uint64_t v, int n) {
+    std::string s(static_cast<std::size_t>(n), '\0');
+    for (int i = n - 1; i >= 0; --i, v >>= 8) s[static_cast<std::size_t>(i)] = static_cast<char>(v & 0xFF);
+    return s;
+  }
+
+  [[nodiscard]] int size() const noexcept { return static_cast<int>(values_.size()); }
+  void pointers(std::vector<const char*>& v, std::vector<int>& len, std::vector<int>& fmt) const {
+    for (std::size_t i = 0; i < values_.size(); ++i) {
+      v.push_back(nulls_[i] ? nullptr : values_[i].data());
+      len.push_back(static_cast<int>(values_[i].size()));
+      fmt.push_back(1);
+    }
+  }
+
+ private:
+  params& raw(std::string v) {
+    values_.push_back(std::move(v));
+    nulls_.push_back(false);
+    return *this;
+  }
+  std::vector<std::string> values_;
+  std::vector<bool> nulls_;
+};
+
+/// Reading binary result columns.
+struct row {
+  const PGresult* r;
+  int i;
+  [[nodiscard]] bool is_null(int c) const { return PQgetisnull(r, i, c) != 0; }
+  [[nodiscard]] std::string_view bytes(int c) const {
+    return {PQgetvalue(r, i, c), static_cast<std::size_t>(PQgetlength(r, i, c))};
+  }
+  [[nodiscard]] std::uint64_t be(int c, int n, std::string_view what) const {
+    const std::string_view b = bytes(c);
+    if (is_null(c) || b.size() != static_cast<std::size_t>(n)) raise(postgres_errc::bad_reply, what, "a column of unexpected size");
+    std::uint64_t v = 0;
+    for (char ch : b) v = (v << 8) | static_cast<unsigned char>(ch);
+    return v;
+  }
+  [[nodiscard]] std::int64_t i64(int c, std::string_view what) const { return static_cast<std::int64_t>(be(c, 8, what)); }
+  [[nodiscard]] std::int32_t i32(int c, std::string_view what) const {
+    return static_cast<std::int32_t>(static_cast<std::uint32_t>(be(c, 4, what)));
+  }
+  [[nodiscard]] bool boolean(int c, std::string_view what) const { return be(c, 1, what) != 0; }
+  [[nodiscard]] std::optional<std::int64_t> opt_i64(int c, std::string_view what) const {
+    if (is_null(c)) return std::nullopt;
+    return i64(c, what);
+  }
+};
+
+/// Settings of a connection.
+struct connection_settings {
+  std::string conninfo;
+  std::chrono::milliseconds connect_timeout{2000};
+  std::chrono::milliseconds command_timeout{5000};
+  std::chrono::milliseconds backoff_min{25};
+  std::chrono::milliseconds backoff_max{1000};
+  std::string application_name = "lease";  ///< unless the conninfo names one
+};
+
+/// A reconnecting libpq connection. Not thread-safe: one thread at a time.
+class connection {
+ public:
+  explicit connection(connection_settings s) : s_(std::move(s)), where_(redact_conninfo(s_.conninfo)) {}
+
+  /// Where it connects, printable and without a password.
+  [[nodiscard]] std::string where() const {
+    if (c_ && PQstatus(c_.get()) == CONNECTION_OK) {
+      const char* h = PQhost(c_.get());
+      const char* p = PQport(c_.get());
+      return std::string(h != nullptr ? h : "?") + ":" + (p != nullptr ? p : "?") + " (" + where_ + ")";
+    }
+    return where_;
+  }
+  [[nodiscard]] const std::string& conninfo_redacted() const noexcept { return where_; }
+
+  /// Connects if not connected (or the connection broke while idle).
+  /// Returns true if this call made a new connection: the caller then
+  /// prepares its statements and checks the schema.
+  bool open() {
+    if (c_) {
+      // A server that restarted or a terminated backend closed the socket
+      // while we were idle: notice it now, before sending anything.
+      if (PQstatus(c_.get()) == CONNECTION_OK && PQconsumeInput(c_.get()) == 1 &&
+          PQstatus(c_.get()) == CONNECTION_OK) {
+        return false;
+      }
+      c_.reset();
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (now < retry_at_)
+      raise(postgres_errc::backing_off, "postgres at " + where_ + ": the last connect failed (" + last_failure_ +
+                                            "); retrying after a backoff");
+    const std::string timeout =
+        std::to_string(std::max<std::int64_t>(2, (s_.connect_timeout.count() + 999) / 1000));
+    const char* keys[] = {"connect_timeout", "application_name", "dbname", nullptr};
+    const char* vals[] = {timeout.c_str(), s_.application_name.c_str(), s_.conninfo.c_str(), nullptr};
+    ++round_trips_;
+    conn_ptr c{PQconnectdbParams(keys, vals, /*expand_dbname=*/1)};
+    if (!c || PQstatus(c.get()) != CONNECTION_OK) {
+      last_failure_ = c ? lease::detail::printable(trimmed(PQerrorMessage(c.get())), 300) : "out of memory";
+      backoff_ = backoff_.count() == 0 ? s_.backoff_min : std::min(backoff_ * 2, s_.backoff_max);
+      retry_at_ = now + backoff_;
+      const bool auth = last_failure_.find("password authentication failed") != std::string::npos ||
+                        last_failure_.find("no password supplied") != std::string::npos;
+      raise(auth ? postgres_errc::auth : postgres_errc::connect_failed,
+            "cannot connect to postgres at " + where_, last_failure_);
+    }
+    backoff_ = {};
+    retry_at_ = {};
+    // libpq prints server NOTICEs to stderr by default: a library must not.
+    PQsetNoticeProcessor(c.get(), [](void*, const char*) {}, nullptr);
+    c_ = std::move(c);
+    ++connects_;
+    return true;
+  }
+
+  [[nodiscard]] bool connected() const noexcept { return c_ != nullptr; }
+  void drop() noexcept { c_.reset(); }
+  [[nodiscard]] PGconn* get() const noexcept { return c_.get(); }
+  [[nodiscard]] std::uint64_t round_trips() const noexcept { return round_trips_; }
+  [[nodiscard]] std::uint64_t connects() const noexcept { return connects_; }
+  /// The backend's process id (for tests that terminate it), 0 when not connected.
+  [[nodiscard]] int backend_pid() const noexcept { return c_ ? PQbackendPID(c_.get()) : 0; }
+
+  /// Prepares `sql` as statement `name` on the current connection.
+  void prepare(const char* name, const std::string& sql) {
+    result_ptr r{PQprepare(c_.get(), name, sql.c_str(), 0, nullptr)};
+    ++round_trips_;
+    check(r.get(), std::string("preparing ") + name, false);
+  }
+
+  /// Runs a plain statement (no parameters, text results): setup only.
+  result_ptr exec_simple(const std::string& sql, std::string_view what) {
+    return wait_for(PQsendQuery(c_.get(), sql.c_str()), what);
+  }
+
+  /// Runs a statement with binary parameters and binary results.
+  result_ptr exec_params(const std::string& sql, const params& p, std::string_view what) {
+    std::vector<const char*> v;
+    std::vector<int> len, fmt;
+    p.pointers(v, len, fmt);
+    return wait_for(PQsendQueryParams(c_.get(), sql.c_str(), p.size(), nullptr, v.data(), len.data(), fmt.data(), 1),
+                    what);
+  }
+
+  /// Runs prepared statement `name` with binary parameters and results.
+  result_ptr exec_prepared(const char* name, const params& p, std::string_view what) {
+    std::vector<const char*> v;
+    std::vector<int> len, fmt;
+    p.pointers(v, len, fmt);
+    return wait_for(PQsendQueryPrepared(c_.get(), name, p.size(), v.data(), len.data(), fmt.data(), 1), what);
+  }
+
+  /// Throws for an error result. `sent`: the request reached the server, so
+  /// if the connection is gone now it may have been applied.
+  void check(PGresult* r, std::string_view what, bool sent) {
+    const ExecStatusType st = r != nullptr ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+    if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) return;
+    const char* state = r != nullptr ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : nullptr;
+    const std::string msg = trimmed(r != nullptr ? PQresultErrorMessage(r) : PQerrorMessage(c_.get()));
+    const bool broken = !c_ || PQstatus(c_.get()) != CONNECTION_OK;
+    postgres_errc code = state != nullptr ? classify_sqlstate(state) : postgres_errc::connection_lost;
+    const std::string text = "postgres at " + where() + ": " + std::string(what) +
+                             (state != nullptr ? std::string(" (SQLSTATE ") + state + ")" : std::string());
+    if (broken || drop_connection_after(code)) c_.reset();
+    if (broken && sent) {
+      // The request was sent and the connection died before a clean answer
+      // (a restart, 57P01, a cut): it may have been applied.
+      throw transport_error(make_error_code(code == postgres_errc::server_error ? postgres_errc::connection_lost : code),
+                            std::string(message_prefix) + text + ": " + lease::detail::printable(msg, 400), true);
+    }
+    if (broken) throw transport_error(make_error_code(postgres_errc::connection_lost),
+                                      std::string(message_prefix) + text + ": " + lease::detail::printable(msg, 400), false);
+    if (state == nullptr) raise(code, text, msg);
+    throw sql_error(make_error_code(code),
+                    std::string(message_prefix) + text + ": " + lease::detail::printable(msg, 400), state);
+  }
+
+  /// Notifications received on this connection (LISTEN), in order.
+  std::vector<std::string> take_notifications() {
+    std::vector<std::string> out;
+    if (!c_) return out;
+    while (PGnotify* n = PQnotifies(c_.get())) {
+      out.emplace_back(n->extra != nullptr ? n->extra : "");
+      PQfreemem(n);
+    }
+    return out;
+  }
+
+  /// Waits up to `ms` for input (notifications); false if the connection broke.
+  bool wait_input(int ms) {
+    if (!c_) return false;
+    pollfd p{PQsocket(c_.get()), POLLIN, 0};
+    if (::poll(&p, 1, ms) < 0) return true;
+    if (PQconsumeInput(c_.get()) != 1 || PQstatus(c_.get()) != CONNECTION_OK) {
+      c_.reset();
+      return false;
+    }
+    return true;
+  }
+
+ private:
+  /// After a PQsend*: waits for the whole answer until command_timeout.
+  result_ptr wait_for(int sent_ok, std::string_view what) {
+    ++round_trips_;
+    if (sent_ok != 1) {
+      const std::string msg = trimmed(PQerrorMessage(c_.get()));
+      c_.reset();
+      throw transport_error(make_error_code(postgres_errc::connection_lost),
+                            std::string(message_prefix) + "postgres at " + where_ + ": " + std::string(what) +
+                                ": cannot send: " + lease::detail::printable(msg, 300),
+                            false);
+    }
+    const auto deadline = std::chrono::steady_clock::now() + s_.command_timeout;
+    result_ptr last;
+    for (;;) {
+      while (PQisBusy(c_.get()) == 0) {
+        result_ptr r{PQgetResult(c_.get())};
+        if (!r) {
+          if (!last) check(nullptr, what, true);
+          check(last.get(), what, true);
+          return last;
+        }
+        // Keep the first error, else the last result.
+        if (!last || PQresultStatus(last.get()) == PGRES_COMMAND_OK || PQresultStatus(last.get()) == PGRES_TUPLES_OK)
+          last = std::move(r);
+      }
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) {
+        c_.reset();  // the statement may still commit on the server
+        throw transport_error(make_error_code(postgres_errc::timeout),
+                              std::string(message_prefix) + "postgres at " + where_ + ": " + std::string(what) +
+                                  ": no answer within " + std::to_string(s_.command_timeout.count()) + " ms",
+                              true);
+      }
+      pollfd p{PQsocket(c_.get()), POLLIN, 0};
+      (void)::poll(&p, 1, static_cast<int>(std::min<std::int64_t>(left.count(), 1000)));
+      if (PQconsumeInput(c_.get()) != 1) {
+        // The connection broke while the request was in flight: maybe applied.
+        const std::string msg = trimmed(PQerrorMessage(c_.get()));
+        c_.reset();
+        throw transport_error(make_error_code(postgres_errc::connection_lost),
+                              std::string(message_prefix) + "postgres at " + where_ + ": " + std::string(what) +
+                                  ": the connection broke after the request was sent: " +
+                                  lease::detail::printable(msg, 300),
+                              true);
+      }
+    }
+  }
+
+  connection_settings s_;
+  std::string where_;
+  conn_ptr c_;
+  std::chrono::steady_clock::time_point retry_at_{};
+  std::chrono::milliseconds backoff_{0};
+  std::string last_failure_;
+  std::uint64_t round_trips_ = 0;
+  std::uint64_t connects_ = 0;
+};
+
+}  // namespace lease::detail::postgres

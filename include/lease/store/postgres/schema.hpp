@@ -1,0 +1,272 @@
+// lease/store/postgres/schema.hpp — the store's tables and functions in its
+// own schema, created (or migrated) on first use, and the statements each
+// operation prepares.
+//
+// Tables (all in the store's schema):
+//   lease_schema_version(version)   one row: the layout below is version 1
+//   lease_store(id = 1, marker, lost_at)
+//       marker: a random id written when the schema is created; a handle
+//       that finds another one than it saw before knows the state was
+//       replaced (schema dropped and recreated, a restored backup).
+//       lost_at: when a loss of state was detected (store clock, ms), if ever.
+//   lease_jobs(job, fence)          one row per job: its fence counter, and
+//       the row every claim of the job locks first
+//   lease_runs(job, slot, attempt, token, fence, runner, status, lease_end,
+//              released, handovers)  one row per run, key (job, slot)
+// Job names, tokens and runners are bytea (any bytes, NUL included); times
+// are int8 ms since the epoch on the store's clock; status is run_status.
+//
+// Why it is correct at READ COMMITTED, by row locks (no SERIALIZABLE, no
+// luck): every write of a run happens either in lease_claim, which first
+// locks the job's lease_jobs row (SELECT ... FOR UPDATE, the row created by
+// INSERT ... ON CONFLICT DO NOTHING if new), or in a single UPDATE of one
+// run row (heartbeat, finish, release; heartbeat_many is one UPDATE of its
+// rows). So:
+//   * two claims of one job run one after the other: the second waits on the
+//     job row until the first commits, and every later statement of the
+//     second (a new snapshot per statement in a VOLATILE plpgsql function at
+//     READ COMMITTED) sees all of the first's writes. New runs of a job are
+//     inserted only under that lock, so "has a newer run" and "which runs
+//     are running" cannot change under a claim.
+//   * a claim then locks the run it asks for, the job's newer runs and its
+//     running runs (one SELECT ... FOR UPDATE, in slot order, which also
+//     reads them) before reading the clock and deciding. A
+//     heartbeat, finish or release of one of those rows either committed
+//     before (the claim sees it) or waits for the claim to commit and then
+//     re-checks its WHERE clause (token current, running, not released) on
+//     the claim's version of the row (PostgreSQL's EvalPlanQual), and
+//     computes its lease end then. Either order is one of the rules' orders.
+//   * the clock (clock_timestamp(), read inside the statement) is read after
+//     the locks are held, so the times of conflicting writes follow their
+//     commit order.
+//   * heartbeat_many locks its rows in whatever order the join meets them;
+//     two batches sharing runs in opposite orders could deadlock (40P01):
+//     PostgreSQL aborts one, nothing of it is applied, and the store
+//     retries it. Claims never wait on a batch while holding a run row a
+//     batch waits for in another order: a claim locks its run rows in one
+//     statement, after the job row that no batch takes.
+//
+// Migrations run under pg_advisory_xact_lock on a key derived from the
+// schema name, in one transaction: many instances starting at once migrate
+// once; the others wait, then find the current version. A version above the
+// one this library knows is an error (an older library must not write a
+// newer layout).
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace lease::detail::postgres {
+
+/// The layout version this library writes.
+inline constexpr int schema_version = 1;
+
+/// `sql` with every '@' replaced by the quoted schema name (a validated
+/// identifier: letters, digits, '_').
+[[nodiscard]] inline std::string in_schema(std::string_view sql, const std::string& schema) {
+  std::string out;
+  out.reserve(sql.size() + 64);
+  for (char c : sql) {
+    if (c == '@') out += '"' + schema + '"';
+    else out += c;
+  }
+  return out;
+}
+
+/// Version 1: the tables and functions above. Run inside the migration's transaction.
+inline constexpr std::string_view create_v1 = R"SQL(
+CREATE SCHEMA IF NOT EXISTS @;
+CREATE TABLE @.lease_schema_version (version int4 NOT NULL);
+INSERT INTO @.lease_schema_version VALUES (1);
+CREATE TABLE @.lease_store (id int4 PRIMARY KEY CHECK (id = 1), marker text NOT NULL, lost_at int8);
+INSERT INTO @.lease_store VALUES (1, gen_random_uuid()::text, NULL);
+CREATE TABLE @.lease_jobs (job bytea PRIMARY KEY, fence int8 NOT NULL);
+CREATE TABLE @.lease_runs (
+  job bytea NOT NULL, slot int8 NOT NULL, attempt int4 NOT NULL, token bytea NOT NULL, fence int8 NOT NULL,
+  runner bytea NOT NULL, status int2 NOT NULL CHECK (status BETWEEN 0 AND 3), lease_end int8 NOT NULL,
+  released bool NOT NULL, handovers int4 NOT NULL, PRIMARY KEY (job, slot));
+CREATE INDEX lease_runs_running ON @.lease_runs (job, slot) WHERE status = 0;
+
+-- The store's clock: the caller's (p_now) or the server's, in ms.
+CREATE FUNCTION @.lease_now(p_now int8) RETURNS int8 LANGUAGE sql VOLATILE AS
+$f$ SELECT coalesce(p_now, floor(extract(epoch FROM clock_timestamp()) * 1000)::int8) $f$;
+
+-- A loss of state noticed now: the quarantine starts now unless a later one is recorded.
+CREATE FUNCTION @.lease_note_loss(p_now int8) RETURNS int8 LANGUAGE sql VOLATILE AS
+$f$ UPDATE @.lease_store SET lost_at = greatest(lost_at, @.lease_now(p_now)) WHERE id = 1 RETURNING lost_at $f$;
+
+-- A claim: rules::claim of lease/rules.hpp, answer for answer. Outcomes are
+-- claim_outcome's values (won 0, running 1, overlap 2, late 3, superseded 4,
+-- finished 5, none 6, early 7, quarantined 8); reasons and overlap modes
+-- likewise. p_marker: the store marker the caller saw ('' if none);
+-- p_known: the highest fence of the job the caller saw (0 if none): a
+-- stored fence below it can only be a loss of state.
+CREATE FUNCTION @.lease_claim(p_now int8, p_marker text, p_known int8, p_job bytea, p_slot int8, p_runner bytea,
+    p_token bytea, p_reason int4, p_lease int8, p_max_attempts int4, p_deadline int8, p_overlap int4,
+    p_history int4, p_retain int8,
+    OUT o_outcome int4, OUT o_now int8, OUT o_detected bool, OUT o_marker text, OUT o_lost_at int8,
+    OUT o_slot int8, OUT o_attempt int4, OUT o_token bytea, OUT o_fence int8, OUT o_runner bytea,
+    OUT o_status int4, OUT o_lease_end int8, OUT o_released bool, OUT o_handovers int4)
+LANGUAGE plpgsql VOLATILE AS $f$
+DECLARE
+  v_fence int8;
+  v_row @.lease_runs%ROWTYPE;
+  v_run @.lease_runs%ROWTYPE;
+  v_found bool := false;
+  v_newer bool := false;
+  v_others int4 := 0;
+BEGIN
+  o_detected := false;
+  o_slot := p_slot;
+  -- 1. The job's row: every claim of the job waits here for the one before.
+  SELECT j.fence INTO v_fence FROM @.lease_jobs j WHERE j.job = p_job FOR UPDATE;
+  IF NOT FOUND THEN
+    INSERT INTO @.lease_jobs AS j (job, fence) VALUES (p_job, 0)
+      ON CONFLICT (job) DO UPDATE SET fence = j.fence RETURNING j.fence INTO v_fence;
+  END IF;
+  -- 2. The run, the job's newer runs and its running runs, locked (slot
+  --    order) and read in one pass, so heartbeats, finishes and releases of
+  --    them order with this claim.
+  FOR v_row IN SELECT * FROM @.lease_runs r WHERE r.job = p_job AND (r.slot >= p_slot OR r.status = 0)
+                 ORDER BY r.slot FOR UPDATE LOOP
+    IF v_row.slot = p_slot THEN
+      v_run := v_row;
+      v_found := true;
+    ELSE
+      IF v_row.slot > p_slot THEN v_newer := true; END IF;
+      IF v_row.status = 0 THEN v_others := v_others + 1; END IF;
+    END IF;
+  END LOOP;
+  -- 3. The clock, once every lock is held.
+  o_now := @.lease_now(p_now);
+  -- 4. Evidence of a loss of state.
+  SELECT s.marker, s.lost_at INTO o_marker, o_lost_at FROM @.lease_store s WHERE s.id = 1;
+  IF p_marker <> '' AND p_marker <> o_marker THEN
+    o_detected := true;
+  ELSIF p_known > v_fence THEN
+    o_detected := true;
+    v_fence := p_known;  -- fences never go back, not even after a loss
+    UPDATE @.lease_jobs j SET fence = v_fence WHERE j.job = p_job;
+  END IF;
+  IF o_detected THEN
+    UPDATE @.lease_store s SET lost_at = greatest(s.lost_at, o_now) WHERE s.id = 1 RETURNING s.lost_at INTO o_lost_at;
+  END IF;
+  -- 5. The rules.
+  IF v_found THEN
+    IF v_run.status <> 0 THEN
+      o_outcome := 5;
+    ELSIF o_now < v_run.lease_end THEN
+      o_outcome := 1;
+    ELSIF v_newer OR v_run.attempt - v_run.handovers >= p_max_attempts THEN
+      UPDATE @.lease_runs r SET status = 3 WHERE r.job = p_job AND r.slot = p_slot;
+      v_run.status := 3;
+      o_outcome := 5;
+    ELSIF o_lost_at IS NOT NULL AND o_now < o_lost_at + p_lease THEN
+      o_outcome := 8;
+      o_lease_end := o_lost_at + p_lease;
+      RETURN;
+    ELSE
+      v_fence := greatest(v_fence + 1, o_now);
+      UPDATE @.lease_jobs j SET fence = v_fence WHERE j.job = p_job;
+      UPDATE @.lease_runs r SET attempt = r.attempt + 1, token = p_token, runner = p_runner, fence = v_fence,
+          status = 0, lease_end = o_now + p_lease, released = false
+        WHERE r.job = p_job AND r.slot = p_slot RETURNING r.* INTO v_run;
+      o_outcome := 0;
+    END IF;
+  ELSE
+    IF p_reason = 2 THEN o_outcome := 6; RETURN; END IF;
+    IF o_now > p_deadline + 10000 THEN o_outcome := 3; RETURN; END IF;
+    IF p_slot > o_now + 1000 THEN o_outcome := 7; RETURN; END IF;
+    IF v_newer THEN o_outcome := 4; RETURN; END IF;
+    IF v_others > 0 AND p_overlap IN (0, 2) THEN
+      SELECT * INTO v_run FROM @.lease_runs r
+        WHERE r.job = p_job AND r.status = 0 AND o_now < r.lease_end ORDER BY r.slot DESC LIMIT 1;
+      v_found := FOUND;
+    END IF;
+    IF v_found THEN
+      o_outcome := 2;
+    ELSIF o_lost_at IS NOT NULL AND o_now < o_lost_at + p_lease THEN
+      o_outcome := 8;
+      o_lease_end := o_lost_at + p_lease;
+      RETURN;
+    ELSIF o_lost_at IS NOT NULL AND p_slot <= o_lost_at + 1000 THEN
+      o_outcome := 8;  -- a slot that may have run before the loss never starts (lease end: never)
+      RETURN;
+    ELSE
+      IF v_others > 0 THEN
+        UPDATE @.lease_runs r SET status = 3
+          WHERE r.job = p_job AND r.status = 0 AND (r.lease_end <= o_now OR p_overlap = 3);
+      END IF;
+      v_fence := greatest(v_fence + 1, o_now);
+      UPDATE @.lease_jobs j SET fence = v_fence WHERE j.job = p_job;
+      INSERT INTO @.lease_runs VALUES (p_job, p_slot, 1, p_token, v_fence, p_runner, 0, o_now + p_lease, false, 0)
+        RETURNING * INTO v_run;
+      -- Pruning: ended runs past the horizon, except the newest p_history ended ones.
+      DELETE FROM @.lease_runs r
+        WHERE r.job = p_job AND r.status <> 0 AND r.slot < o_now - p_retain - 10000
+          AND r.slot < coalesce((SELECT min(k.slot) FROM (SELECT k2.slot FROM @.lease_runs k2
+                                   WHERE k2.job = p_job AND k2.status <> 0 ORDER BY k2.slot DESC LIMIT p_history) k),
+                                9223372036854775807);
+      o_outcome := 0;
+    END IF;
+  END IF;
+  o_slot := v_run.slot; o_attempt := v_run.attempt; o_token := v_run.token; o_fence := v_run.fence;
+  o_runner := v_run.runner; o_status := v_run.status; o_lease_end := v_run.lease_end;
+  o_released := v_run.released; o_handovers := v_run.handovers;
+END
+$f$;
+)SQL";
+
+/// The prepared statements, by index.
+enum class stmt : unsigned { claim, heartbeat, heartbeat_many, finish, release, get, unfinished, now, note_loss, state, count_ };
+
+inline constexpr const char* stmt_names[] = {"lease_claim", "lease_heartbeat", "lease_heartbeat_many", "lease_finish",
+                                             "lease_release", "lease_get", "lease_unfinished", "lease_now",
+                                             "lease_note_loss", "lease_state"};
+
+#define LEASE_PG_RECORD "slot, attempt, token, fence, runner, status::int4, lease_end, released, handovers"
+#define LEASE_PG_PAYLOAD "CASE WHEN octet_length(job) <= 3900 THEN encode(job, 'hex') ELSE '' END"
+
+/// Each statement's text ('@' = the schema). The channel of NOTIFY is $5/$4.
+inline constexpr std::string_view stmt_sql[] = {
+    // claim
+    "SELECT o_outcome, o_now, o_detected, o_marker, o_lost_at, o_slot, o_attempt, o_token, o_fence, o_runner, "
+    "o_status, o_lease_end, o_released, o_handovers FROM @.lease_claim($1::int8, $2::text, $3::int8, $4::bytea, "
+    "$5::int8, $6::bytea, $7::bytea, $8::int4, $9::int8, $10::int4, $11::int8, $12::int4, $13::int4, $14::int8)",
+    // heartbeat: now, job, slot, token, lease
+    "UPDATE @.lease_runs SET lease_end = @.lease_now($1::int8) + $5::int8 "
+    "WHERE job = $2::bytea AND slot = $3::int8 AND token = $4::bytea AND status = 0 AND NOT released",
+    // heartbeat_many: now, jobs[], slots[], tokens[], leases[]. The same run
+    // twice with its token: the later lease wins, as in sequential calls.
+    "WITH b AS (SELECT * FROM unnest($2::bytea[], $3::int8[], $4::bytea[], $5::int8[]) WITH ORDINALITY "
+    "             AS b(job, slot, token, lease, i)), "
+    "     l AS (SELECT DISTINCT ON (job, slot, token) job, slot, token, lease FROM b ORDER BY job, slot, token, i DESC), "
+    "     u AS (UPDATE @.lease_runs r SET lease_end = @.lease_now($1::int8) + l.lease FROM l "
+    "           WHERE r.job = l.job AND r.slot = l.slot AND r.token = l.token AND r.status = 0 AND NOT r.released "
+    "           RETURNING r.job, r.slot, r.token) "
+    "SELECT array_agg(u.job IS NOT NULL ORDER BY b.i)::bool[] FROM b LEFT JOIN u "
+    "  ON u.job = b.job AND u.slot = b.slot AND u.token = b.token",
+    // finish: job, slot, token, status, channel
+    "UPDATE @.lease_runs SET status = $4::int4 "
+    "WHERE job = $1::bytea AND slot = $2::int8 AND token = $3::bytea AND status = 0 AND NOT released "
+    "RETURNING pg_notify($5::text, " LEASE_PG_PAYLOAD ")::text",
+    // release: now, job, slot, token, channel
+    "UPDATE @.lease_runs SET lease_end = @.lease_now($1::int8), released = true, handovers = handovers + 1 "
+    "WHERE job = $2::bytea AND slot = $3::int8 AND token = $4::bytea AND status = 0 AND NOT released "
+    "RETURNING pg_notify($5::text, " LEASE_PG_PAYLOAD ")::text",
+    // get: job, slot
+    "SELECT " LEASE_PG_RECORD " FROM @.lease_runs WHERE job = $1::bytea AND slot = $2::int8",
+    // unfinished: job
+    "SELECT " LEASE_PG_RECORD " FROM @.lease_runs WHERE job = $1::bytea AND status = 0 ORDER BY slot",
+    // now
+    "SELECT @.lease_now(NULL)",
+    // note_loss: now
+    "SELECT @.lease_note_loss($1::int8)",
+    // state
+    "SELECT marker, lost_at FROM @.lease_store WHERE id = 1",
+};
+
+#undef LEASE_PG_RECORD
+#undef LEASE_PG_PAYLOAD
+
+}  // namespace lease::detail::postgres

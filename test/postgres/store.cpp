@@ -1,0 +1,465 @@
+// postgres_store beyond the conformance suite, against the binary's one real
+// server: real schedulers, a 4-process race, hostile job names, the faults
+// (57P01, statement timeout, a restart in the middle of heartbeats, an
+// answer lost after the request was sent), schema versions, secrets in
+// messages, batching, and the release listener (push hand-over).
+#include <algorithm>
+#include <atomic>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+
+#include "laws/two_schedulers.hpp"
+#include "lease/clock/fake.hpp"
+#include "lease/store/postgres.hpp"
+#include "postgres/server.hpp"
+#include "redis/proxy.hpp"  // cut_proxy: a loopback TCP proxy that loses one answer
+
+using namespace std::chrono_literals;
+using lease::claim_outcome;
+using lease::claim_reason;
+using lease::claim_request;
+using lease::run_key;
+using lease::run_status;
+using lease::time_point;
+
+namespace {
+
+time_point at(std::int64_t ms) { return time_point{lease::duration{ms}}; }
+
+lease::postgres_options options(std::string conninfo, std::string schema,
+                                std::optional<lease::fake_clock> clock = std::nullopt) {
+  lease::postgres_options o;
+  o.conninfo = std::move(conninfo);
+  o.schema = std::move(schema);
+  if (clock) o.clock = [c = *clock] { return c.now(); };
+  return o;
+}
+
+claim_request request(std::string job, time_point slot, std::string token,
+                      claim_reason reason = claim_reason::scheduled) {
+  claim_request r;
+  r.run = {std::move(job), slot};
+  r.runner = "runner-" + token;
+  r.token = std::move(token);
+  r.reason = reason;
+  r.lease = 30s;
+  r.deadline = slot + 1h;
+  return r;
+}
+
+/// Calls `op` until it stops throwing an unavailable store_error (bounded).
+template <class Op>
+auto until_available(Op op, std::chrono::seconds bound = 30s) {
+  const auto end = std::chrono::steady_clock::now() + bound;
+  for (;;) {
+    try {
+      return op();
+    } catch (const lease::store_error& e) {
+      INFO(e.what());
+      REQUIRE(e.code() == lease::errc::unavailable);
+      REQUIRE(std::chrono::steady_clock::now() < end);
+      std::this_thread::sleep_for(20ms);
+    }
+  }
+}
+
+lease::testing::postgres_server& srv() { return lease::testing::shared_server(); }
+
+}  // namespace
+
+TEST_CASE("two schedulers on one postgres schema run every slot exactly once") {
+  const std::string schema = lease::testing::fresh_schema("two");
+  lease::testing::check_two_schedulers_run_each_slot_once(
+      [&](lease::fake_clock c) { return lease::postgres_store{options(srv().conninfo(), schema, c)}; });
+}
+
+TEST_CASE("four processes racing for the same runs on the server's clock get exactly one winner per attempt") {
+  constexpr int processes = 4, slots = 40, takeovers = 4;
+  constexpr std::uint32_t max_attempts = 3;
+  const auto o = options(srv().conninfo(), lease::testing::fresh_schema("race"));
+  // Creates the schema before the race, and gives slots in the past.
+  const time_point base = lease::postgres_store{o}.now() - lease::duration{1000 * slots};
+  char tmpl[] = "/tmp/lease-pg-race-XXXXXX";
+  REQUIRE(::mkdtemp(tmpl) != nullptr);
+  const std::string dir = tmpl;
+
+  int go[2];
+  REQUIRE(::pipe(go) == 0);
+  std::vector<pid_t> children;
+  for (int p = 0; p < processes; ++p) {
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid != 0) {
+      children.push_back(pid);
+      continue;
+    }
+    int code = 0;
+    try {
+      ::close(go[1]);
+      char c;
+      (void)!::read(go[0], &c, 1);  // EOF when the parent closes: all start together
+      lease::postgres_store store{o};  // opened in the child: a connection must not cross fork()
+      std::ofstream out(dir + "/wins-" + std::to_string(p));
+      for (int s = 0; s < slots; ++s) {
+        claim_request req;
+        req.run = {"race", base + lease::duration{1000 * s}};
+        req.runner = "p" + std::to_string(p);
+        req.lease = 1ms;  // expired almost at once: takeovers race as well
+        req.max_attempts = max_attempts;
+        req.deadline = req.run.slot + 1h;
+        req.overlap = lease::overlap_mode::allow;
+        for (int k = 0; k <= takeovers; ++k) {
+          req.reason = k == 0 ? claim_reason::scheduled : claim_reason::takeover;
+          req.token = "p" + std::to_string(p) + "-s" + std::to_string(s) + "-k" + std::to_string(k);
+          auto res = store.claim(req);
+          if (res.outcome == claim_outcome::won)
+            out << s << ' ' << res.record.attempt << ' ' << res.record.fence << ' ' << res.record.token << '\n';
+        }
+      }
+    } catch (...) {
+      code = 1;
+    }
+    ::_exit(code);
+  }
+  ::close(go[0]);
+  ::close(go[1]);
+  for (pid_t c : children) {
+    int status = 0;
+    REQUIRE(::waitpid(c, &status, 0) == c);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+  }
+  std::map<std::pair<int, std::uint32_t>, std::vector<std::string>> winners;
+  std::set<std::uint64_t> fences;
+  std::size_t wins = 0;
+  for (int p = 0; p < processes; ++p) {
+    std::ifstream in(dir + "/wins-" + std::to_string(p));
+    int s = 0;
+    std::uint32_t attempt = 0;
+    std::uint64_t fence = 0;
+    std::string token;
+    while (in >> s >> attempt >> fence >> token) {
+      winners[{s, attempt}].push_back(token);
+      CHECK(fences.insert(fence).second);  // every win its own fence
+      ++wins;
+    }
+  }
+  std::filesystem::remove_all(dir);
+  lease::postgres_store reader{o};
+  for (int s = 0; s < slots; ++s) {
+    const auto rec = reader.get({"race", base + lease::duration{1000 * s}});
+    REQUIRE(rec);
+    CHECK(rec->attempt <= max_attempts);
+    for (std::uint32_t a = 1; a <= rec->attempt; ++a) {
+      INFO("slot " << s << " attempt " << a);
+      CHECK(winners[{s, a}].size() == 1);  // exactly one winner per attempt
+    }
+  }
+  CHECK(wins == winners.size());
+}
+
+TEST_CASE("hostile job names round-trip as parameters, never as SQL") {
+  const auto o = options(srv().conninfo(), lease::testing::fresh_schema("names"));
+  lease::postgres_store store{o};
+  const std::vector<std::string> names{
+      "it's a \"job\"", "back\\slash\\\\", "'; DROP TABLE lease_runs; --", "\"; DROP SCHEMA public CASCADE; --",
+      std::string(10'000, 'x') + "'", "Bericht über Größe — 報告 🚀", std::string("nul\0byte", 8), "$1 $$ %s @"};
+  const time_point slot = store.now();
+  int n = 0;
+  for (const auto& job : names) {
+    INFO("job #" << n);
+    const std::string token = "tok-" + std::to_string(n++);
+    auto res = store.claim(request(job, slot, token));
+    REQUIRE(res.outcome == claim_outcome::won);
+    CHECK(res.record.job == job);
+    auto rec = store.get({job, slot});
+    REQUIRE(rec);
+    CHECK(rec->job == job);
+    CHECK(rec->token == token);
+    CHECK(store.heartbeat({job, slot}, token, 30s));
+    const auto open = store.unfinished(job);
+    REQUIRE(open.size() == 1);
+    CHECK(open.front().job == job);
+    CHECK(store.finish({job, slot}, token, run_status::success));
+  }
+  CHECK(srv().sql("SELECT count(*) FROM \"" + o.schema + "\".lease_runs") == std::to_string(names.size()));
+}
+
+TEST_CASE("heartbeat_many renews a batch in one round trip, answers in order") {
+  lease::fake_clock clock{at(1'700'000'000'000)};
+  lease::postgres_store store{options(srv().conninfo(), lease::testing::fresh_schema("batch"), clock)};
+  std::vector<lease::heartbeat_request> batch;
+  for (int i = 0; i < 50; ++i) {
+    const std::string job = "job-" + std::to_string(i);
+    REQUIRE(store.claim(request(job, clock.now(), "t" + std::to_string(i))).outcome == claim_outcome::won);
+    batch.push_back({{job, clock.now()}, i % 5 == 0 ? "stale" : "t" + std::to_string(i), 60s});
+  }
+  const auto before = store.round_trips();
+  const auto answers = store.heartbeat_many(batch);
+  CHECK(store.round_trips() == before + 1);
+  REQUIRE(answers.size() == batch.size());
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    CHECK(answers[i] == (i % 5 != 0));
+    CHECK(store.get(batch[i].run)->lease_end == clock.now() + (i % 5 != 0 ? 60s : 30s));
+  }
+}
+
+TEST_CASE("57P01 admin_shutdown of the store's connection: the next call reconnects, the run is still the runner's") {
+  lease::fake_clock clock{at(1'700'000'000'000)};
+  lease::postgres_store store{options(srv().conninfo(), lease::testing::fresh_schema("term"), clock)};
+  const run_key run{"j", clock.now()};
+  REQUIRE(store.claim(request("j", run.slot, "t1")).outcome == claim_outcome::won);
+  const int pid = store.backend_pid();
+  REQUIRE(pid > 0);
+  CHECK(srv().sql("SELECT pg_terminate_backend(" + std::to_string(pid) + ")") == "t");
+  // The idle connection's end is noticed before sending: the heartbeat reconnects and goes through.
+  CHECK(until_available([&] { return store.heartbeat(run, "t1", 30s); }));
+  CHECK(store.backend_pid() != pid);
+  // Another instance finds the run alive: no second winner.
+  auto other = lease::postgres_store{options(srv().conninfo(), store.options().schema, clock)};
+  CHECK(other.claim(request("j", run.slot, "t2")).outcome == claim_outcome::running);
+}
+
+TEST_CASE("a statement stuck on a lock past statement_timeout is unavailable, applied nothing, and the next call works") {
+  lease::fake_clock clock{at(1'700'000'000'000)};
+  auto o = options(srv().conninfo(), lease::testing::fresh_schema("stmt"), clock);
+  o.statement_timeout = 300ms;
+  lease::postgres_store store{o};
+  const run_key run{"j", clock.now()};
+  REQUIRE(store.claim(request("j", run.slot, "t1")).outcome == claim_outcome::won);
+  // Another session holds the job's row lock in an open transaction.
+  PGconn* c = PQconnectdb(srv().conninfo().c_str());
+  REQUIRE(PQstatus(c) == CONNECTION_OK);
+  PQclear(PQexec(c, "BEGIN"));
+  PGresult* r = PQexec(c, ("SELECT 1 FROM \"" + o.schema + "\".lease_jobs FOR UPDATE").c_str());
+  REQUIRE(PQresultStatus(r) == PGRES_TUPLES_OK);
+  PQclear(r);
+  clock.advance(31s);  // expired: a takeover would win
+  try {
+    (void)store.claim(request("j", run.slot, "t2", claim_reason::takeover));
+    FAIL("the claim went through a held lock");
+  } catch (const lease::store_error& e) {
+    CHECK(e.code() == lease::errc::unavailable);
+    CHECK(e.code() == lease::postgres_errc::statement_timeout);
+    CHECK(std::string(e.what()).find("57014") != std::string::npos);
+  }
+  PQclear(PQexec(c, "ROLLBACK"));
+  PQfinish(c);
+  CHECK(store.get(run)->token == "t1");  // nothing applied
+  auto res = store.claim(request("j", run.slot, "t3", claim_reason::takeover));
+  CHECK(res.outcome == claim_outcome::won);
+  CHECK(res.record.attempt == 2);
+}
+
+TEST_CASE("claim, finish and release whose answers were lost are resolved by reading the run back") {
+  lease::testing::cut_proxy proxy{srv().port()};
+  lease::fake_clock clock{at(1'700'000'000'000)};
+  const std::string ci = "host=127.0.0.1 port=" + std::to_string(proxy.port()) + " user=postgres dbname=postgres";
+  lease::postgres_store store{options(ci, lease::testing::fresh_schema("doubt"), clock)};
+  const run_key run{"j", clock.now()};
+  REQUIRE_FALSE(store.get(run));  // connected (and the schema made) through the proxy
+
+  proxy.lose_next_reply();
+  auto res = store.claim(request("j", run.slot, "t1"));
+  CHECK(proxy.cuts() == 1);
+  REQUIRE(res.outcome == claim_outcome::won);
+  CHECK(res.record.token == "t1");
+  CHECK(res.record.attempt == 1);
+  CHECK(res.record.fence == 1'700'000'000'000);  // applied once: the fence moved once
+  CHECK(res.store_now == clock.now());
+
+  proxy.lose_next_reply();
+  CHECK(store.release(run, "t1"));
+  CHECK(proxy.cuts() == 2);
+  auto rec = store.get(run);
+  CHECK(rec->released);
+  CHECK(rec->handovers == 1);  // once
+
+  auto again = store.claim(request("j", run.slot, "t2", claim_reason::takeover));
+  REQUIRE(again.outcome == claim_outcome::won);
+  proxy.lose_next_reply();
+  CHECK(store.finish(run, "t2", run_status::success));
+  CHECK(proxy.cuts() == 3);
+  CHECK(store.get(run)->status == run_status::success);
+
+  // A claim that lost: read back shows another token; sent again, the rules answer.
+  proxy.lose_next_reply();
+  auto lost = store.claim(request("j", run.slot, "t9"));
+  CHECK(lost.outcome == claim_outcome::finished);
+  CHECK(lost.record.token == "t2");
+}
+
+TEST_CASE("a server restarted in the middle of heartbeats: unavailable, then the same runner carries on, no second winner") {
+  // A server of its own: restarting the shared one would disturb nothing
+  // here, but other test cases may run in the same process.
+  lease::testing::postgres_server own;
+  const std::string schema = lease::testing::fresh_schema("restart");
+  lease::postgres_store runner{options(own.conninfo(), schema)};
+  lease::postgres_store backup{options(own.conninfo(), schema)};
+  const time_point slot = runner.now();
+  auto won = runner.claim(request("j", slot, "t1"));
+  REQUIRE(won.outcome == claim_outcome::won);
+  REQUIRE(runner.heartbeat({"j", slot}, "t1", 30s));
+  REQUIRE(backup.claim(request("j", slot, "b1")).outcome == claim_outcome::running);
+
+  std::atomic<bool> stop{false};
+  std::atomic<int> ok{0}, refused{0}, errors{0};
+  std::thread beats([&] {
+    while (!stop) {
+      try {
+        (runner.heartbeat({"j", slot}, "t1", 30s) ? ok : refused)++;
+      } catch (const lease::store_error& e) {
+        if (e.code() != lease::errc::unavailable) refused += 1000;
+        ++errors;
+      }
+      std::this_thread::sleep_for(5ms);
+    }
+  });
+  while (ok < 5) std::this_thread::sleep_for(5ms);
+  own.restart();
+  const int after_restart = ok;
+  while (ok < after_restart + 5) std::this_thread::sleep_for(5ms);
+  stop = true;
+  beats.join();
+  CHECK(errors >= 1);     // the restart was seen as unavailable…
+  CHECK(refused == 0);    // …never as a refusal: the run is still ours
+  auto second = until_available([&] { return backup.claim(request("j", slot, "b2", claim_reason::takeover)); });
+  CHECK(second.outcome == claim_outcome::running);
+  CHECK(second.record.token == "t1");
+  CHECK(second.record.fence == won.record.fence);
+}
+
+TEST_CASE("a schema with a version this library does not know is a clear error") {
+  const std::string schema = lease::testing::fresh_schema("ver");
+  { (void)lease::postgres_store{options(srv().conninfo(), schema)}.now(); }
+  srv().sql("UPDATE \"" + schema + "\".lease_schema_version SET version = 99");
+  lease::postgres_store store{options(srv().conninfo(), schema)};
+  try {
+    (void)store.get({"j", at(0)});
+    FAIL("a newer schema was used");
+  } catch (const lease::store_error& e) {
+    CHECK(e.code() == lease::errc::corrupt);
+    CHECK(std::string(e.what()).find("has lease schema version '99', this library knows version 1") !=
+          std::string::npos);
+  }
+}
+
+TEST_CASE("many stores starting at once on a new schema migrate it once") {
+  const std::string schema = lease::testing::fresh_schema("mig");
+  const std::string ci = srv().conninfo();  // the server starts on this thread (server.hpp: PDEATHSIG)
+  std::vector<std::thread> ts;
+  std::atomic<int> failures{0};
+  for (int i = 0; i < 6; ++i)
+    ts.emplace_back([&] {
+      try {
+        lease::postgres_store s{options(ci, schema)};
+        (void)s.now();
+      } catch (const std::exception&) {
+        ++failures;
+      }
+    });
+  for (auto& t : ts) t.join();
+  CHECK(failures == 0);
+  CHECK(srv().sql("SELECT count(*) FROM \"" + schema + "\".lease_schema_version") == "1");
+}
+
+TEST_CASE("bad options are invalid_argument with a sentence, and a password is never in a message") {
+  auto code_of = [](auto f) {
+    try {
+      f();
+    } catch (const lease::store_error& e) {
+      CHECK(std::string(e.what()).find("s3cret") == std::string::npos);
+      return e.code().default_error_condition();
+    }
+    FAIL("no error");
+    return std::error_condition{};
+  };
+  CHECK(code_of([] { lease::postgres_store{options("host=127.0.0.1", "bad-name")}; }) == lease::errc::invalid_argument);
+  CHECK(code_of([] { lease::postgres_store{options("host=127.0.0.1", "1abc")}; }) == lease::errc::invalid_argument);
+  CHECK(code_of([] { lease::postgres_store{options("password=s3cret host", "ok")}; }) == lease::errc::invalid_argument);
+  const int closed = lease::testing::free_port();
+  for (const std::string& ci : {"postgresql://app:s3cret@127.0.0.1:" + std::to_string(closed) + "/db",
+                               "host=127.0.0.1 port=" + std::to_string(closed) + " password=s3cret user=app"}) {
+    lease::postgres_store s{options(ci, "ok")};
+    try {
+      (void)s.get({"j", at(0)});
+      FAIL("connected to a closed port");
+    } catch (const lease::store_error& e) {
+      const std::string what = e.what();
+      CHECK(e.code() == lease::errc::unavailable);
+      CHECK(what.find("s3cret") == std::string::npos);
+      CHECK(what.find("127.0.0.1") != std::string::npos);
+      CHECK(what.find("user=app") != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("take_notices says what the server's durability settings mean, once") {
+  lease::postgres_store store{options(srv().conninfo(), lease::testing::fresh_schema("notice"))};
+  (void)store.now();
+  const auto notices = store.take_notices();
+  REQUIRE(notices.size() == 1);
+  CHECK(notices.front().find("synchronous_commit=on") != std::string::npos);
+  CHECK(notices.front().find("fsync=off") != std::string::npos);  // the test server runs without fsync
+  CHECK(notices.front().find("a crash of the server may lose the last acknowledged runs") != std::string::npos);
+  (void)store.now();
+  CHECK(store.take_notices().empty());
+}
+
+TEST_CASE("a release or finish by one store reaches another store's listener, and a cut listener reconnects") {
+  lease::fake_clock clock{at(1'700'000'000'000)};
+  const std::string schema = lease::testing::fresh_schema("push");
+  lease::postgres_store watcher{options(srv().conninfo(), schema, clock)};
+  lease::postgres_store runner{options(srv().conninfo(), schema, clock)};
+  std::mutex m;
+  std::vector<std::string> heard;
+  watcher.listen_releases([&](std::string_view job) {
+    std::scoped_lock lock(m);
+    heard.emplace_back(job);
+  });
+  auto heard_job = [&](const std::string& job) {
+    std::scoped_lock lock(m);
+    return std::count(heard.begin(), heard.end(), job) > 0;
+  };
+  auto wait_for = [&](auto pred) {  // bounded poll
+    for (int i = 0; i < 1000 && !pred(); ++i) std::this_thread::sleep_for(10ms);
+    return pred();
+  };
+  REQUIRE(wait_for([&] { return watcher.listener_connects() == 1; }));
+
+  const std::string job = "it's {a} job ✓";
+  REQUIRE(runner.claim(request(job, clock.now(), "t1")).outcome == claim_outcome::won);
+  CHECK(runner.release({job, clock.now()}, "t1"));
+  CHECK(wait_for([&] { return heard_job(job); }));
+
+  REQUIRE(runner.claim(request("ends", clock.now(), "t2")).outcome == claim_outcome::won);
+  CHECK(runner.finish({"ends", clock.now()}, "t2", run_status::success));
+  CHECK(wait_for([&] { return heard_job("ends"); }));
+
+  // Cut the listener's connection: it reconnects and hears the next release.
+  CHECK(srv().sql("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = "
+                  "'lease-listener' AND query LIKE 'LISTEN%" + schema + "%'") == "1");
+  REQUIRE(wait_for([&] { return watcher.listener_connects() == 2; }));
+  clock.advance(1s);
+  REQUIRE(runner.claim(request("after", clock.now(), "t3")).outcome == claim_outcome::won);
+  CHECK(runner.release({"after", clock.now()}, "t3"));
+  CHECK(wait_for([&] { return heard_job("after"); }));
+
+  // Stopped: nothing more is heard, and stop returned after the last call.
+  watcher.listen_releases({});
+  const std::size_t n = [&] { std::scoped_lock lock(m); return heard.size(); }();
+  clock.advance(1s);
+  REQUIRE(runner.claim(request("late", clock.now(), "t4")).outcome == claim_outcome::won);
+  CHECK(runner.release({"late", clock.now()}, "t4"));
+  std::this_thread::sleep_for(200ms);  // a negative: give a stray notification the time to arrive
+  std::scoped_lock lock(m);
+  CHECK(heard.size() == n);
+}
