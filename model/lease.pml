@@ -158,7 +158,8 @@ bool rel[NS];
 byte lastfence;
 
 /* ---- time and fault budgets --------------------------------------------- */
-byte now = T0;
+byte now = T0 - 1;   /* the world's first move makes it T0 */
+byte stepped = 7;    /* bit x: instance x took its turn this tick */
 byte nfaults = NFAULTS;
 byte nclock = NCLOCK;
 
@@ -791,8 +792,18 @@ inline env_on(x) {
   fi
 }
 
+/* One instance: one turn per tick (its poll), in any order with the others.
+ * One proctype for the three, so the verifier holds its code once. */
+active [NI] proctype inst() {
+end:
+  do
+  :: atomic { !(stepped & (1 << _pid)) -> step(_pid); safety(); CLEAR_TMP; stepped = stepped | (1 << _pid) }
+  od
+}
+
+/* The world: once every instance took its turn, time moves on a tick, P6 is
+ * checked, and the checker may inject faults before the instances' turns. */
 active proctype world() {
-  byte stepped;
   atomic {
     for (i : 0 .. NS - 1) { exp_t[i] = NONE; le[i] = 0 }
     for (i : 0 .. NI - 1) {
@@ -800,27 +811,20 @@ active proctype world() {
       pc_s[i] = NONE; pc_first[i] = NONE; pc_at[i] = NONE; a_s[i] = NONE
     }
     for (i : 0 .. NI * NS - 1) { w_at[i] = NONE }
+    CLEAR_TMP
   }
   do
-  :: now < TMAX ->
-     /* faults hit at most one instance per tick */
-     atomic {
+  :: atomic {
+       stepped == 7 && now < TMAX ->
+       now++;
+       liveness();
        if
        :: skip
-       :: env_on(0)
-       :: env_on(1)
-       :: env_on(2)
+       :: select (k : 0 .. NI - 1); env_on(k)
        fi;
+       stepped = 0;
        CLEAR_TMP
      }
-     stepped = 0;
-     do
-     :: stepped == 7 -> break
-     :: atomic { !(stepped & 1) -> step(0); safety(); CLEAR_TMP; stepped = stepped | 1 }
-     :: atomic { !(stepped & 2) -> step(1); safety(); CLEAR_TMP; stepped = stepped | 2 }
-     :: atomic { !(stepped & 4) -> step(2); safety(); CLEAR_TMP; stepped = stepped | 4 }
-     od;
-     atomic { now++; stepped = 0; liveness(); CLEAR_TMP }
-  :: now >= TMAX -> break
+  :: atomic { stepped == 7 && now >= TMAX -> break }
   od
 }
