@@ -177,3 +177,22 @@ TEST_CASE("model trail TAKEOVER_NO_REREAD: a backup's check never takes a live r
   CHECK(w.count(event_kind::success) == 1);
   CHECK(w.sim.violations().empty());
 }
+
+// RESEND_NEW_TOKEN, spin's shortest trail (the scheduled claim):
+//   @3 i2's claim wins attempt 1; FAULT: its reply is lost.
+//   @4 i2 resends with a new token: `running`, not its own; it becomes the
+//      backup of its own phantom, which nobody runs — P1.
+// Real code: the resend carries the same token and i2 runs attempt 1.
+TEST_CASE("model trail RESEND_NEW_TOKEN (scheduled claim): a claim whose reply was lost is run by its claimer") {
+  model_world w(16);
+  w.sim.run_for(60s - tick);
+  for (std::size_t i = 0; i < 3; ++i) w.sim.fail_store(i, lease::errc::unavailable, 1, /*applied=*/true);
+  w.sim.run_for(tick + 10 * tick);
+  INFO(w.sim.describe());
+  const auto& h = w.sim.recorded().handlers;
+  REQUIRE(h.size() == 1);
+  CHECK(h[0].attempt == 1);
+  CHECK(w.sim.backing_store().get(w.run)->attempt == 1);
+  CHECK(w.count(event_kind::takeover) == 0);
+  CHECK(w.sim.violations().empty());
+}
