@@ -1,0 +1,198 @@
+// The model's counterexamples, replayed against the real scheduler.
+//
+// scripts/model-check --mutant NAME breaks model/lease.pml the way a plausible
+// bug would, and spin prints the shortest history it found that breaks a
+// property. Each test below is that history, played on lease::sim with the
+// model's sizes (1 tick = 500 ms: lease 4 ticks = 2 s, heartbeat 1 tick,
+// safety margin 200 ms, max_attempts 2), and its assertions are the property
+// the mutant broke. The trail is quoted above each test, in ticks.
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "lease/schedule/every.hpp"
+#include "lease/sim.hpp"
+
+using namespace std::chrono_literals;
+using lease::duration;
+using lease::event_kind;
+using lease::time_point;
+
+namespace {
+
+constexpr duration tick = 500ms;
+
+/// The model's world: three instances, one job every 60 s whose handler runs
+/// `runs_for` and honours its stop token at once (a throw: a hand-over).
+struct model_world {
+  lease::sim::cluster<> sim;
+  explicit model_world(std::uint64_t seed, duration runs_for = 30s)
+      : sim(seed, [] {
+          lease::options o;
+          o.lease = 4 * tick;
+          o.heartbeat = tick;
+          o.max_attempts = 2;
+          o.catch_up = 0ms;
+          o.claim_jitter = 0ms;
+          return o;
+        }()) {
+    sim.add_job("report", lease::every(60s), [runs_for](const lease::run_context&) {
+      return lease::sim::script{.runs_for = runs_for, .honours_stop = 0ms};
+    });
+    for (const char* n : {"i0", "i1", "i2"}) sim.add_instance(n);
+    sim.start_all();
+  }
+  /// Index of the instance that ran handler `k`.
+  std::size_t ran(std::size_t k) {
+    const std::string name = sim.recorded().handlers.at(k).instance;
+    for (std::size_t i = 0; i < sim.size(); ++i)
+      if (sim.instance_at(i).instance() == name) return i;
+    FAIL("no such instance");
+    return 0;
+  }
+  std::size_t count(event_kind k) const {
+    std::size_t n = 0;
+    for (const auto& e : sim.recorded().events) n += e.kind == k;
+    return n;
+  }
+  const lease::run_key run{"report", time_point{} + 1h + 60s};
+};
+
+}  // namespace
+
+// HB_NO_TOKEN (heartbeat, finish and release do not check the token):
+//   @3 i0 wins attempt 1.  FAULT freeze i0 for 5 ticks.
+//   @7 lease ends; i1 takes over as attempt 2.
+//   @8 i0 wakes: its self-abort deadline has passed, its handler throws; its
+//      stale release is ACCEPTED on attempt 2's record: lease ends now.
+//   @9 i2 takes over as attempt 3 while i1 still executes attempt 2 — P2.
+// Real code: the woken runner's heartbeat and release are refused (`lost`).
+TEST_CASE("model trail HB_NO_TOKEN: a woken runner's stale token can neither renew nor release the run taken over") {
+  model_world w(11);
+  w.sim.run_for(60s + tick / 5);
+  REQUIRE(w.sim.recorded().handlers.size() == 1);
+  const std::size_t r = w.ran(0);
+  w.sim.freeze(r, 5 * tick);
+  w.sim.run_for(10 * tick);
+  INFO(w.sim.describe());
+  const auto& h = w.sim.recorded().handlers;
+  REQUIRE(h.size() == 2);  // one takeover, no third runner
+  CHECK(h[1].attempt == 2);
+  CHECK(w.sim.backing_store().get(w.run)->attempt == 2);
+  CHECK(w.sim.backing_store().get(w.run)->handovers == 0);  // the stale release was refused
+  CHECK(w.count(event_kind::lost) == 1);
+  CHECK(w.sim.violations().empty());
+}
+
+// REPLY_DEADLINE (the self-abort deadline counted from a renewal's reply):
+//   @3 i0 wins attempt 1 (lease end 7, deadline 6).
+//   @4 its heartbeat is applied at once (lease end 8), the reply comes at 6:
+//      deadline 4 + 3 = 7 (the mutant: 6 + 3 = 9).
+//   @6 its next heartbeat hangs: it arrives at 10.
+//   @8 lease ends; i1 takes over. i0's handler still executes (mutant) — P2.
+// Real code: i0's handler is stopped at 7, before the lease can end at 8.
+TEST_CASE("model trail REPLY_DEADLINE: a late reply to a renewal does not move the self-abort past the lease") {
+  model_world w(12);
+  w.sim.run_for(60s + tick / 5);
+  REQUIRE(w.sim.recorded().handlers.size() == 1);
+  const std::size_t r = w.ran(0);
+  w.sim.slow_store(r, 2 * tick, 1, /*applied_first=*/true);  // the next heartbeat: applied, its reply 2 ticks late
+  w.sim.slow_store(r, 4 * tick, 1);                          // the one after: arrives 4 ticks late
+  w.sim.run_for(10 * tick);
+  INFO(w.sim.describe());
+  const auto& h = w.sim.recorded().handlers;
+  REQUIRE(h.size() == 2);
+  CHECK(h[0].observed_stop);
+  CHECK(h[0].active_until <= h[1].start);
+  CHECK(w.sim.violations().empty());
+}
+
+// RESEND_NEW_TOKEN (an in-doubt claim resent with a new token):
+//   @3 i0 wins attempt 1. FAULT crash i0.
+//   @7 lease ends; i1's takeover wins attempt 2, its reply is lost.
+//   @9 i1 resends with a new token: `running`, not its own: attempt 2 is a
+//      phantom nobody runs — P1; at 11 its lease ends and attempt 3 would
+//      exceed max_attempts 2: the run is interrupted, never run again.
+// Real code: the resend carries the same token, the answer is `running` with
+// it, and i1 runs attempt 2.
+TEST_CASE("model trail RESEND_NEW_TOKEN: a takeover whose reply was lost is run by its claimer, never left a phantom") {
+  model_world w(13);
+  w.sim.run_for(60s + tick / 5);
+  REQUIRE(w.sim.recorded().handlers.size() == 1);
+  const std::size_t r = w.ran(0);
+  w.sim.crash(r);
+  w.sim.run_until(time_point{} + 1h + 60s + 4 * tick);  // the lease from the claim at 60 s ends now
+  for (std::size_t i = 0; i < 3; ++i)
+    if (i != r) w.sim.fail_store(i, lease::errc::unavailable, 1, /*applied=*/true);  // the next call's reply is lost
+  w.sim.run_for(10 * tick);
+  INFO(w.sim.describe());
+  const auto& h = w.sim.recorded().handlers;
+  REQUIRE(h.size() == 2);
+  CHECK(h[1].attempt == 2);
+  CHECK(w.sim.backing_store().get(w.run)->attempt == 2);  // no attempt that nobody ran
+  CHECK(w.sim.backing_store().get(w.run)->status == lease::run_status::running);
+  CHECK(w.count(event_kind::interrupted) == 0);
+  CHECK(w.sim.violations().empty());
+}
+
+// HANDOVER_COUNTED (a hand-over counted as an attempt):
+//   @3 i0 wins attempt 1. FAULT stop i0: its handler throws, the run is
+//      released (1 hand-over).
+//   @5 i1 takes over as attempt 2. FAULT crash i1.
+//   @9 lease ends; attempt 3 is due (3 - 1 hand-over = 2 counted <= 2), but
+//      the mutant counts 3 > 2 and marks the run interrupted — P6.
+// Real code: i2 takes over as attempt 3.
+TEST_CASE("model trail HANDOVER_COUNTED: after a hand-over and a dead runner, the run is still taken over") {
+  model_world w(14);
+  w.sim.run_for(60s + tick / 5);
+  REQUIRE(w.sim.recorded().handlers.size() == 1);
+  w.sim.stop(w.ran(0), 10s);
+  w.sim.run_for(4 * tick);
+  INFO(w.sim.describe());
+  REQUIRE(w.sim.recorded().handlers.size() == 2);
+  REQUIRE(w.sim.backing_store().get(w.run)->handovers == 1);
+  w.sim.crash(w.ran(1));
+  w.sim.run_for(10 * tick);
+  const auto& h = w.sim.recorded().handlers;
+  REQUIRE(h.size() == 3);
+  CHECK(h[2].attempt == 3);
+  CHECK(w.sim.backing_store().get(w.run)->status == lease::run_status::running);
+  CHECK(w.count(event_kind::interrupted) == 0);
+  CHECK(w.sim.violations().empty());
+}
+
+// TAKEOVER_NO_REREAD (a takeover wins without the store re-reading the lease):
+//   @3 i0 wins attempt 1; i1, i2 are its backups.
+//   @5 i1's first backup check wins attempt 2 while i0 renews — P2.
+// Real code: the check is answered `running`; nobody takes a healthy runner's run.
+TEST_CASE("model trail TAKEOVER_NO_REREAD: a backup's check never takes a live run over") {
+  model_world w(15, 5s);
+  w.sim.run_for(60s + 8s);
+  INFO(w.sim.describe());
+  const auto& h = w.sim.recorded().handlers;
+  REQUIRE(h.size() == 1);
+  CHECK(w.count(event_kind::backup) == 2);
+  CHECK(w.count(event_kind::takeover) == 0);
+  CHECK(w.count(event_kind::success) == 1);
+  CHECK(w.sim.violations().empty());
+}
+
+// RESEND_NEW_TOKEN, spin's shortest trail (the scheduled claim):
+//   @3 i2's claim wins attempt 1; FAULT: its reply is lost.
+//   @4 i2 resends with a new token: `running`, not its own; it becomes the
+//      backup of its own phantom, which nobody runs — P1.
+// Real code: the resend carries the same token and i2 runs attempt 1.
+TEST_CASE("model trail RESEND_NEW_TOKEN (scheduled claim): a claim whose reply was lost is run by its claimer") {
+  model_world w(16);
+  w.sim.run_for(60s - tick);
+  for (std::size_t i = 0; i < 3; ++i) w.sim.fail_store(i, lease::errc::unavailable, 1, /*applied=*/true);
+  w.sim.run_for(tick + 10 * tick);
+  INFO(w.sim.describe());
+  const auto& h = w.sim.recorded().handlers;
+  REQUIRE(h.size() == 1);
+  CHECK(h[0].attempt == 1);
+  CHECK(w.sim.backing_store().get(w.run)->attempt == 1);
+  CHECK(w.count(event_kind::takeover) == 0);
+  CHECK(w.sim.violations().empty());
+}
