@@ -8,7 +8,7 @@ lease_packages=(
   libsqlite3-dev libhiredis-dev libpq-dev
   catch2 librapidcheck-dev libbenchmark-dev
   redis-server postgresql   # real servers the store tests start on loopback
-  spin                      # model/: the protocol checked exhaustively
+  spin python3              # model/: the protocol checked exhaustively (scripts/model-check)
   prometheus-cpp-dev prometheus libcli11-dev  # lease::prometheus (promtool validates it), leasectl
   faketime libfaketime  # test/chaos: a stepped wall clock in one instance process
 )
