@@ -23,9 +23,10 @@
 // (test/laws/store_conformance.hpp checks this for every model):
 //   L1  A claim for a run with no state wins (attempt 1, fence + 1, lease end
 //       = now + lease) unless it is a takeover (none), late (now > deadline +
-//       10 s), superseded (a newer run has state) or, in skip mode, overlaps a
-//       live run of the job; winning marks older expired running runs
-//       interrupted.
+//       10 s), early (slot > now + 1 s), superseded (a newer run has state),
+//       in skip mode overlaps a live run of the job, or falls in the
+//       quarantine after a detected loss of state; winning marks older
+//       expired running runs interrupted (doc/store-rules.md has every case).
 //   L2  A heartbeat extends the lease only with the current token, only while
 //       the run is running and not released.
 //   L3  A claim on an expired running run wins the next attempt, unless a newer
@@ -39,7 +40,7 @@
 //       lease::errc; losing a race is an outcome, never an error.
 //
 // Models: memory_store (store/memory.hpp), sqlite_store (store/sqlite.hpp),
-//         redis_store (store/redis.hpp).
+//         redis_store (store/redis.hpp), postgres_store (store/postgres.hpp).
 // Thread-safety: a store object is used by one thread at a time unless the
 // model says otherwise; the scheduler calls it only from its loop thread.
 #pragma once

@@ -1,6 +1,6 @@
 // lease/store/postgres.hpp — lease::postgres_store, the Store on PostgreSQL.
 //
-// Each operation of DESIGN.md §3 is one round trip: claim is one call of a
+// Each operation of the store rules (doc/store-rules.md) is one round trip: claim is one call of a
 // plpgsql function (lease_claim), heartbeat, finish and release are single
 // UPDATEs, heartbeat_many is one UPDATE over unnest()ed arrays, get and
 // unfinished single SELECTs — all prepared once per connection, all atomic,
@@ -119,7 +119,7 @@ class postgres_store {
   postgres_store& operator=(const postgres_store&) = delete;
   ~postgres_store() = default;
 
-  /// DESIGN.md §3 claim, in one call of lease_claim. A lost answer is
+  /// The claim of doc/store-rules.md, in one call of lease_claim. A lost answer is
   /// resolved by reading the run back.
   claim_result claim(const claim_request& req) {
     try {
