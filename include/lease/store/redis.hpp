@@ -463,7 +463,9 @@ class redis_store {
 
   /// Whether opts_.replicas acknowledged every write so far (one WAIT).
   bool replicated() {
-    const argv_t cmd{"WAIT", std::to_string(opts_.replicas), std::to_string(opts_.replica_timeout.count())};
+    // argv_t holds views: the numbers must outlive the exchange.
+    const std::string n = std::to_string(opts_.replicas), t = std::to_string(opts_.replica_timeout.count());
+    const argv_t cmd{"WAIT", n, t};
     try {
       auto replies = conn_->exchange(std::span(&cmd, 1));
       detail::redis::connection::throw_if_error(replies.front().get(), "WAIT");
