@@ -35,7 +35,13 @@ class thread_pool {
   thread_pool& operator=(thread_pool&&) noexcept = default;
   ~thread_pool() {
     if (!state_) return;
-    for (auto& w : state_->workers) w.request_stop();
+    {
+      // Under the mutex: a worker tests stop_requested() under it and then
+      // waits, so a stop requested without the lock can fall between the two
+      // and its notify be lost, leaving the worker (and this join) asleep.
+      std::scoped_lock lock(state_->mutex);
+      for (auto& w : state_->workers) w.request_stop();
+    }
     state_->ready.notify_all();
     state_->workers.clear();  // joins
   }
