@@ -274,3 +274,45 @@ TEST_CASE("a runner whose monotonic clock runs slower than the margin covers is 
   }
   CHECK(overlapped > 0);
 }
+
+// LATE_BOUNDARY (the late rule off by one: a claim that reaches the store one
+// tick past its deadline still wins):
+//   @8 slot 1 is due; i0 and i1 are answered `overlap` (slot 0 still runs).
+//   @7–11 i2's loop waits in a heartbeat that arrives at 11; at 11 it claims
+//      slot 1, past its deadline 8 + 2 = 10, and wins — P8.
+// Played: what matters to the store is when the claim arrives, however it
+// came to be late; here every instance's wall clock is behind the store's, so
+// the claims of slot 60 s arrive at 60 s + max_late + late_tolerance (+ 1 ms).
+// Real code: exactly at the deadline the run starts; 1 ms past it nothing
+// starts, and each instance says why with a `late` event.
+TEST_CASE("model trail LATE_BOUNDARY: a claim that reaches the store past its deadline starts nothing") {
+  for (const duration past : {0ms, 1ms}) {
+    lease::options o;
+    o.lease = 4 * tick;
+    o.heartbeat = tick;
+    o.max_late = tick;
+    o.catch_up = 0ms;
+    o.claim_jitter = 0ms;
+    lease::sim::cluster<> sim(17, o);
+    sim.add_job("report", lease::every(60s),
+                [](const lease::run_context&) { return lease::sim::script{.runs_for = 10s}; });
+    const duration behind = o.max_late + lease::late_tolerance + past;
+    for (const char* n : {"i0", "i1", "i2"}) sim.add_instance(n, -behind);
+    sim.start_all();
+    sim.run_for(60s + behind + tick);
+    INFO("claims arrive " << past.count() << " ms past the deadline\n" << sim.describe());
+    const lease::run_key run{"report", time_point{} + 1h + 60s};
+    std::size_t late = 0, ran = 0;
+    for (const auto& e : sim.recorded().events) late += e.kind == event_kind::late && e.run == run;
+    for (const auto& h : sim.recorded().handlers) ran += h.run == run;
+    if (past == 0ms) {
+      CHECK(ran == 1);
+      CHECK(late == 0);
+    } else {
+      CHECK(ran == 0);
+      CHECK(late == 3);
+      CHECK_FALSE(sim.backing_store().get(run).has_value());
+    }
+    CHECK(sim.violations().empty());
+  }
+}
