@@ -316,3 +316,26 @@ TEST_CASE("model trail LATE_BOUNDARY: a claim that reaches the store past its de
     CHECK(sim.violations().empty());
   }
 }
+
+// FENCE_NOT_INCREMENTED (a won attempt reuses the last fence):
+//   @3 i2 wins attempt 1 with fence 0, the fence the job had before — P3.
+// Played: the first attempt, then a takeover after its runner crashed, then
+// the next slot. Real code: each won attempt's fence is above every earlier
+// one of the job (and at least the store's clock in ms, so that it keeps
+// growing after the store forgot the job).
+TEST_CASE("model trail FENCE_NOT_INCREMENTED: every won attempt's fence is above the job's last one") {
+  model_world w(18);
+  w.sim.run_for(60s + tick / 5);
+  REQUIRE(w.sim.recorded().handlers.size() == 1);
+  w.sim.crash(w.ran(0));
+  w.sim.run_for(60s);  // taken over, then the next slot
+  INFO(w.sim.describe());
+  const auto& h = w.sim.recorded().handlers;
+  REQUIRE(h.size() == 3);
+  CHECK(h[0].fence > 0);
+  CHECK(h[1].attempt == 2);
+  CHECK(h[1].fence > h[0].fence);
+  CHECK(h[2].run.slot > h[1].run.slot);
+  CHECK(h[2].fence > h[1].fence);
+  CHECK(w.sim.violations().empty());
+}
