@@ -213,6 +213,15 @@ void step_clock(cluster& c, const fake_time& ft, const std::string& who, const s
   c.run_for(2s);
 }
 
+/// The clock-step test of a networked store (Redis, PostgreSQL): the store's
+/// clock is the server's, so only instance i3's wall clock steps.
+void step_one_instance_clock(backend& b, const lease::testing::temp_dir& d) {
+  const fake_time ft(d);
+  scenario(
+      "clock-step", b, d, 1, [&](cluster& c) { step_clock(c, ft, "i3", "i3"); },
+      [&](const std::string& n) { return n == "i3" ? ft.env() : std::vector<std::string>{}; });
+}
+
 /// Pins every thread of `pid` to `cpu` (or all CPUs if -1) at nice `nice`.
 void pin(pid_t pid, int cpu, int nice) {
   cpu_set_t set;
@@ -423,10 +432,7 @@ TEST_CASE("redis: the server stalled by DEBUG SLEEP and CLIENT PAUSE, then kille
 TEST_CASE("redis: one instance's wall clock stepped ahead 17 s and back 60 s while it runs", "[chaos][redis]") {
   lease::testing::temp_dir d;
   redis_backend b;
-  const fake_time ft(d);
-  scenario(
-      "clock-step", b, d, 1, [&](cluster& c) { step_clock(c, ft, "i3", "i3"); },
-      [&](const std::string& n) { return n == "i3" ? ft.env() : std::vector<std::string>{}; });
+  step_one_instance_clock(b, d);
 }
 
 TEST_CASE("redis: the runner starved of CPU", "[chaos][redis]") {
@@ -510,10 +516,7 @@ TEST_CASE("postgres: the server frozen, its sessions terminated, stopped, crashe
 TEST_CASE("postgres: one instance's wall clock stepped ahead 17 s and back 60 s while it runs", "[chaos][postgres]") {
   lease::testing::temp_dir d;
   postgres_backend b;
-  const fake_time ft(d);
-  scenario(
-      "clock-step", b, d, 1, [&](cluster& c) { step_clock(c, ft, "i3", "i3"); },
-      [&](const std::string& n) { return n == "i3" ? ft.env() : std::vector<std::string>{}; });
+  step_one_instance_clock(b, d);
 }
 
 // One round (two on the other stores): starvation hits the instance, not the
