@@ -497,9 +497,40 @@ TEST_CASE("a schema with a version this library does not know is a clear error")
     FAIL("a newer schema was used");
   } catch (const lease::store_error& e) {
     CHECK(e.code() == lease::errc::corrupt);
-    CHECK(std::string(e.what()).find("has lease schema version '99', this library knows version 1") !=
+    CHECK(std::string(e.what()).find("has lease schema version '99', this library knows version 2") !=
           std::string::npos);
   }
+}
+
+TEST_CASE("a version 1 schema with live runs is migrated to version 2 at the first connect, and its runs carry on") {
+  const std::string schema = lease::testing::fresh_schema("v1");
+  // The layout and the claim function as version 1 of this library made them, and a run won through it.
+  srv().sql(lease::detail::postgres::in_schema(lease::detail::postgres::create_v1, schema));
+  const std::string q = "\"" + schema + "\"";
+  CHECK(srv().sql("SELECT o_outcome::text FROM " + q + ".lease_claim(1700000000000, '', 0, 'old'::bytea, "
+                  "1700000000000, 'r1'::bytea, 't1'::bytea, 0, 30000, 3, 1700003600000, 0, 10, 300000)") == "0");
+  CHECK(srv().sql("SELECT max(version)::text FROM " + q + ".lease_schema_version") == "1");
+
+  lease::fake_clock clock{at(1'700'000'000'000)};  // the time of that claim
+  lease::postgres_store store{options(srv().conninfo(), schema, clock)};
+  const auto rec = store.get({"old", at(1'700'000'000'000)});  // connects: migrates
+  CHECK(srv().sql("SELECT max(version)::text FROM " + q + ".lease_schema_version") == "2");
+  CHECK(srv().sql("SELECT count(*)::text FROM " + q + ".lease_schema_version") == "1");
+  CHECK(srv().sql("SELECT (prosrc LIKE '%never claimed%')::text FROM pg_proc WHERE proname = 'lease_claim' AND "
+                  "pronamespace = '" + q + "'::regnamespace") == "true");
+  REQUIRE(rec);
+  CHECK(rec->token == "t1");
+  // The run won under version 1 is still the runner's; its job's fence goes on from where it was.
+  CHECK(store.claim(request("old", rec->slot, "t2", claim_reason::takeover)).outcome == claim_outcome::running);
+  CHECK(store.heartbeat({"old", rec->slot}, "t1", 30s));
+  auto next = store.claim(request("old", rec->slot + 1s, "t3"));
+  CHECK(next.outcome == claim_outcome::overlap);
+  CHECK(store.finish({"old", rec->slot}, "t1", run_status::success));
+  next = store.claim(request("old", rec->slot + 1s, "t3"));
+  REQUIRE(next.outcome == claim_outcome::won);
+  CHECK(next.record.fence == rec->fence + 1);
+  // A new job on the migrated schema.
+  CHECK(store.claim(request("new", clock.now(), "n1")).outcome == claim_outcome::won);
 }
 
 TEST_CASE("many stores starting at once on a new schema migrate it once") {

@@ -411,19 +411,26 @@ class postgres_store {
       detail::postgres::params q;
       q.text(detail::postgres::in_schema("@.lease_schema_version", s_->schema));
       auto r = c.exec_params("SELECT (to_regclass($1::text) IS NOT NULL)::int4", q, "looking for the schema");
+      std::string ver = "0";
       if (detail::postgres::row{r.get(), 0}.i32(0, "migration") == 0) {
         c.exec_simple(detail::postgres::in_schema(detail::postgres::create_v1, s_->schema), "creating the schema");
+        ver = "1";
       } else {
         auto v = c.exec_simple(detail::postgres::in_schema("SELECT max(version)::text FROM @.lease_schema_version", s_->schema),
                                "reading the schema version");
-        const std::string ver = PQntuples(v.get()) == 1 && PQgetisnull(v.get(), 0, 0) == 0 ? PQgetvalue(v.get(), 0, 0) : "";
-        if (ver != std::to_string(detail::postgres::schema_version))
-          detail::postgres::raise(postgres_errc::schema_version,
-                                  "postgres at " + where() + ": schema \"" + s_->schema + "\" has lease schema version '" +
-                                      lease::detail::printable(ver, 20) + "', this library knows version " +
-                                      std::to_string(detail::postgres::schema_version) +
-                                      " only: use a newer lease, or another schema");
+        ver = PQntuples(v.get()) == 1 && PQgetisnull(v.get(), 0, 0) == 0 ? PQgetvalue(v.get(), 0, 0) : "";
       }
+      // Each step takes the layout one version up, in this transaction.
+      if (ver == "1") {
+        c.exec_simple(detail::postgres::in_schema(detail::postgres::upgrade_to_v2, s_->schema), "migrating to version 2");
+        ver = "2";
+      }
+      if (ver != std::to_string(detail::postgres::schema_version))
+        detail::postgres::raise(postgres_errc::schema_version,
+                                "postgres at " + where() + ": schema \"" + s_->schema + "\" has lease schema version '" +
+                                    lease::detail::printable(ver, 20) + "', this library knows version " +
+                                    std::to_string(detail::postgres::schema_version) +
+                                    " and the ones before it only: use a newer lease, or another schema");
       c.exec_simple("COMMIT", "migration");
     } catch (...) {
       if (c.connected()) {
