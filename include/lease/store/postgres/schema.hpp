@@ -3,7 +3,8 @@
 // operation prepares.
 //
 // Tables (all in the store's schema):
-//   lease_schema_version(version)   one row: the layout below is version 1
+//   lease_schema_version(version)   one row: the layout below is version 2
+//       (version 1: the same tables, a slower lease_claim; migrated on connect)
 //   lease_store(id = 1, marker, lost_at)
 //       marker: a random id written when the schema is created; a handle
 //       that finds another one than it saw before knows the state was
@@ -39,6 +40,14 @@
 //   * the clock (clock_timestamp(), read inside the statement) is read after
 //     the locks are held, so the times of conflicting writes follow their
 //     commit order.
+//   * a job's first claim (no row for it yet, version 2) has nothing to lock
+//     but the row it creates: it reads the clock, then inserts the job's row
+//     and its run in one statement (INSERT ... ON CONFLICT DO NOTHING). A
+//     concurrent first claim of the same job waits on that insert and, once
+//     it commits, finds the row and does nothing; it then takes the general
+//     path (lock the row, read the runs, read the clock again), so it is
+//     ordered after the first, with a later clock reading. Runs exist only
+//     under their job's row, so a job without one has no run to examine.
 //   * heartbeat_many locks its rows in whatever order the join meets them;
 //     two batches sharing runs in opposite orders could deadlock (40P01):
 //     PostgreSQL aborts one, nothing of it is applied, and the store
