@@ -5,7 +5,8 @@
 // both see the same load. `vs_floor` = floor time / op time (1.0 = as fast
 // as the floor; aim ≥ 0.7). Then 1,000 running attempts renewed by 1,000
 // heartbeat() calls vs one heartbeat_many(): round trips of each, and
-// `speedup` = single time / batched time (aim ≥ 10×). The store's clock is
+// `speedup` = single time / batched time (aim ≥ 10×); the same for 100
+// claims of new jobs, claim() each vs one claim_many(). The store's clock is
 // the server's clock_timestamp(), as in production.
 //
 //   postgres_bench [--benchmark_min_time=2]
@@ -201,6 +202,49 @@ void BM_heartbeat_1000_batched_vs_single(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * batch_size);
 }
 
+constexpr int claim_batch_size = 100;
+
+/// 100 claims of new jobs due together: 100 claim() calls vs one
+/// claim_many() (pipelined: one round trip, each claim its own transaction).
+void BM_claim_100_batched_vs_single(benchmark::State& state) {
+  auto store = make_store("cbatch");
+  const lease::time_point slot = store.now();
+  std::int64_t n = 0;
+  auto fresh = [&] {
+    std::vector<lease::claim_request> b;
+    for (int i = 0; i < claim_batch_size; ++i, ++n) b.push_back(claim_for("job-" + std::to_string(n), slot, "tok"));
+    return b;
+  };
+  double single_total = 0, batched_total = 0;
+  std::uint64_t single_trips = 0, batched_trips = 0;
+  for (auto _ : state) {
+    auto singles = fresh();
+    auto rt = store.round_trips();
+    auto t = clock_type::now();
+    for (const auto& c : singles)
+      if (store.claim(c).outcome != lease::claim_outcome::won) state.SkipWithError("claim did not win");
+    single_total += seconds_since(t);
+    single_trips += store.round_trips() - rt;
+
+    auto batch = fresh();
+    rt = store.round_trips();
+    t = clock_type::now();
+    const auto got = store.claim_many(batch);
+    const double s = seconds_since(t);
+    batched_trips += store.round_trips() - rt;
+    for (const auto& r : got)
+      if (r.outcome != lease::claim_outcome::won) state.SkipWithError("claim did not win");
+    state.SetIterationTime(s);
+    batched_total += s;
+  }
+  const auto k = static_cast<double>(state.iterations());
+  state.counters["single_ms"] = 1e3 * single_total / k;
+  state.counters["speedup"] = single_total / batched_total;
+  state.counters["trips_single"] = static_cast<double>(single_trips) / k;
+  state.counters["trips_batched"] = static_cast<double>(batched_trips) / k;
+  state.SetItemsProcessed(state.iterations() * claim_batch_size);
+}
+
 // Registration order is run order.
 BENCHMARK(BM_floor_upsert)->UseManualTime();
 BENCHMARK(BM_claim)->UseManualTime();
@@ -208,5 +252,6 @@ BENCHMARK(BM_claim_next_slot_of_a_job)->UseManualTime();
 BENCHMARK(BM_heartbeat)->UseManualTime();
 BENCHMARK(BM_finish)->UseManualTime();
 BENCHMARK(BM_heartbeat_1000_batched_vs_single)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_claim_100_batched_vs_single)->UseManualTime()->Unit(benchmark::kMillisecond);
 
 }  // namespace
