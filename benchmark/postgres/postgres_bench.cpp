@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -62,6 +63,17 @@ lease::claim_request claim_for(std::string job, lease::time_point slot, std::str
 }
 
 using clock_type = std::chrono::steady_clock;
+
+/// CPU time the server process `pid` has run so far (ns), from
+/// /proc/<pid>/schedstat; -1 when it cannot be read (a server elsewhere).
+/// CPU time, unlike wall time, hardly moves with the machine's load.
+double backend_cpu_ns(int pid) {
+  if (pid <= 0) return -1;
+  std::ifstream f("/proc/" + std::to_string(pid) + "/schedstat");
+  double ns = -1;
+  if (!(f >> ns)) return -1;
+  return ns;
+}
 double seconds_since(clock_type::time_point t) { return std::chrono::duration<double>(clock_type::now() - t).count(); }
 
 /// The floor, on a connection of its own: one prepared one-row upsert.
@@ -73,6 +85,7 @@ class floor_probe {
     conn_.prepare("floor", "INSERT INTO lease_bench_floor VALUES ($1::int8, $2::int8) "
                            "ON CONFLICT (k) DO UPDATE SET v = excluded.v");
   }
+  [[nodiscard]] int pid() const noexcept { return conn_.backend_pid(); }
   double once() {
     lease::detail::postgres::params p;
     p.i64(static_cast<std::int64_t>(::getpid())).i64(++n_);
@@ -86,21 +99,38 @@ class floor_probe {
   std::int64_t n_ = 0;
 };
 
-template <class Op, class Also = void (*)()>
-double paired(benchmark::State& state, Op op, Also also = [] {}) {
+/// Times `op` and the floor alternately; with `pid` (the store's server
+/// process) also the server's CPU time of each, so the ratio can be read on a
+/// loaded machine too (`cpu_vs_floor`).
+template <class Op, class Pid, class Also = void (*)()>
+double paired(benchmark::State& state, Op op, Pid pid, Also also = [] {}) {
   floor_probe floor;
-  double op_total = 0, floor_total = 0;
+  double op_total = 0, floor_total = 0, op_cpu = 0, floor_cpu = 0;
+  bool cpu = true;
   for (auto _ : state) {
+    const double c0 = backend_cpu_ns(pid());
     const auto t = clock_type::now();
     op();
     const double s = seconds_since(t);
+    const double c1 = backend_cpu_ns(pid());
     state.SetIterationTime(s);
     op_total += s;
+    const double f0 = backend_cpu_ns(floor.pid());
     floor_total += floor.once();
+    const double f1 = backend_cpu_ns(floor.pid());
+    if (c0 < 0 || c1 < 0 || f0 < 0 || f1 < 0) cpu = false;
+    op_cpu += c1 - c0;
+    floor_cpu += f1 - f0;
     also();  // untimed: e.g. setting up the next iteration
   }
-  state.counters["floor_us"] = 1e6 * floor_total / static_cast<double>(state.iterations());
+  const auto n = static_cast<double>(state.iterations());
+  state.counters["floor_us"] = 1e6 * floor_total / n;
   state.counters["vs_floor"] = floor_total / op_total;
+  if (cpu && op_cpu > 0) {
+    state.counters["srv_cpu_us"] = op_cpu / n / 1e3;
+    state.counters["floor_srv_cpu_us"] = floor_cpu / n / 1e3;
+    state.counters["cpu_vs_floor"] = floor_cpu / op_cpu;
+  }
   state.SetItemsProcessed(state.iterations());
   return op_total;
 }
@@ -120,7 +150,7 @@ void BM_claim(benchmark::State& state) {
     const std::string n = std::to_string(i++);
     if (store.claim(claim_for("job-" + n, slot, "tok-" + n)).outcome != lease::claim_outcome::won)
       state.SkipWithError("claim did not win");
-  });
+  }, [&] { return store.backend_pid(); });
 }
 
 /// The steady state of a job that runs every slot: one job, the next slot
@@ -134,7 +164,7 @@ void BM_claim_next_slot_of_a_job(benchmark::State& state) {
     token = "tok-" + std::to_string(i);
     if (store.claim(claim_for("job", base + lease::duration{i}, token)).outcome != lease::claim_outcome::won)
       state.SkipWithError("claim did not win");
-  }, [&] {
+  }, [&] { return store.backend_pid(); }, [&] {
     (void)store.finish({"job", base + lease::duration{i++}}, token, lease::run_status::success);
   });
 }
@@ -145,7 +175,7 @@ void BM_heartbeat(benchmark::State& state) {
   if (store.claim(req).outcome != lease::claim_outcome::won) state.SkipWithError("claim did not win");
   paired(state, [&] {
     if (!store.heartbeat(req.run, req.token, 60s)) state.SkipWithError("heartbeat refused");
-  });
+  }, [&] { return store.backend_pid(); });
 }
 
 void BM_finish(benchmark::State& state) {
@@ -157,7 +187,7 @@ void BM_finish(benchmark::State& state) {
   paired(state, [&] {
     if (!store.finish({"job-" + std::to_string(i), slot}, "tok-" + std::to_string(i), lease::run_status::success))
       state.SkipWithError("finish refused");
-  }, [&] {
+  }, [&] { return store.backend_pid(); }, [&] {
     ++i;
     claim_next();
   });
