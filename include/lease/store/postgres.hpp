@@ -1,7 +1,8 @@
 // lease/store/postgres.hpp — lease::postgres_store, the Store on PostgreSQL.
 //
 // Each operation of the store rules (doc/store-rules.md) is one round trip: claim is one call of a
-// plpgsql function (lease_claim), heartbeat, finish and release are single
+// plpgsql function (lease_claim), claim_many pipelines those calls (one
+// round trip, each call its own transaction), heartbeat, finish and release are single
 // UPDATEs, heartbeat_many is one UPDATE over unnest()ed arrays, get and
 // unfinished single SELECTs — all prepared once per connection, all atomic,
 // correct at READ COMMITTED by row locks (the argument is in
