@@ -9,6 +9,11 @@
 // heartbeat_many() renews a whole batch with pipelined EVALSHAs: one round
 // trip, each element still a separate atomic script (its own cluster slot).
 //
+// finish() and release() announce the change on the job's release channel
+// (sharded pub/sub); listen_releases() subscribes on a connection and thread
+// of its own (PushStore, store/redis/subscriber.hpp), so a backup takes a
+// hand-over over in milliseconds instead of at its next periodic check.
+//
 // A loss of the server's state (restart without persistence, eviction,
 // FLUSHALL, failover to a lagging replica) is detected, not believed:
 // store/redis/watch.hpp says how, and why that way. Once detected, no attempt
@@ -39,6 +44,7 @@
 #include "lease/store/redis/error.hpp"
 #include "lease/store/redis/keys.hpp"
 #include "lease/store/redis/scripts.hpp"
+#include "lease/store/redis/subscriber.hpp"
 #include "lease/store/redis/url.hpp"
 #include "lease/store/redis/watch.hpp"
 #include "lease/time.hpp"
@@ -93,7 +99,9 @@ struct redis_options {
 /// Movable (a moved-from store may only be destroyed or assigned to), not
 /// copyable. Not thread-safe: one thread at a time (the scheduler calls it
 /// from its loop thread); use one store per thread or process, each with its
-/// own connection. SIGPIPE is blocked in the
+/// own connection. The release listener (listen_releases) runs on a thread
+/// and connection of the store's own; it hears the jobs this store has
+/// asked about. SIGPIPE is blocked in the
 /// calling thread during each exchange (store/redis/sigpipe.hpp).
 class redis_store {
  public:
@@ -270,6 +278,26 @@ class redis_store {
     return time_point{duration{s * 1000 + us / 1000}};
   }
 
+  /// PushStore: from now on, call `f(job)` after any store's release() or
+  /// finish() of a run of a job this store has asked about (claimed,
+  /// heartbeated, read) since, from a thread of the store's own.
+  /// listen_releases({}) stops, returning after the last call of `f`.
+  /// Announcements sent while the subscriber reconnects are lost: that
+  /// costs the scheduler time (its periodic checks stay), never safety.
+  void listen_releases(release_listener f) {
+    subscriber_.reset();
+    if (f)
+      subscriber_ = std::make_unique<detail::redis::release_subscriber>(conn_->settings(), opts_.prefix, std::move(f));
+  }
+  /// The release subscriber's connections so far (0 if not listening).
+  [[nodiscard]] std::uint64_t listener_connects() const noexcept {
+    return subscriber_ ? subscriber_->connects() : 0;
+  }
+  /// Release channels the server confirmed on the subscriber's current connection.
+  [[nodiscard]] std::uint64_t listener_channels() const noexcept {
+    return subscriber_ ? subscriber_->subscribed() : 0;
+  }
+
   [[nodiscard]] const redis_options& options() const noexcept { return opts_; }
   /// Round trips to the server so far (a pipelined batch counts once; connection
   /// setup counts too): for metrics, and to check that batching batches.
@@ -278,7 +306,9 @@ class redis_store {
  private:
   using argv_t = detail::redis::argv_t;
 
-  [[nodiscard]] detail::redis::job_keys keys_of(std::string_view job) const {
+  /// The job's keys; a listening store subscribes to the job's releases too.
+  [[nodiscard]] detail::redis::job_keys keys_of(std::string_view job) {
+    if (subscriber_) subscriber_->watch(job);
     return detail::redis::keys_for(opts_.prefix, job);
   }
   /// numkeys and the keys `which` declares (scripts.hpp key_counts).
@@ -579,11 +609,13 @@ class redis_store {
   std::unique_ptr<detail::redis::connection> conn_;
   std::unique_ptr<detail::redis::watch> watch_;
   std::int64_t last_acked_ = 0;  ///< replicas that acknowledged the last WAIT (-1: unknown)
+  std::unique_ptr<detail::redis::release_subscriber> subscriber_;  ///< last: stopped first
 };
 
 static_assert(Store<redis_store>);
 static_assert(BatchHeartbeatStore<redis_store>);
 static_assert(BatchClaimStore<redis_store>);
 static_assert(NoticeStore<redis_store>);
+static_assert(PushStore<redis_store>);
 
 }  // namespace lease
