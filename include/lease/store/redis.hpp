@@ -3,9 +3,10 @@
 // Each operation of doc/store-rules.md is one Lua script (store/redis/scripts.hpp)
 // run with EVALSHA: one round trip, atomic on the server, on the server's
 // clock (Redis TIME inside the script) unless a caller-supplied clock is
-// given. All keys of a job share one hash tag (store/redis/keys.hpp), so the
-// store works unchanged on Redis Cluster and Valkey cluster nodes behind a
-// cluster-aware proxy, and any job name (braces, NULs, 10 kB) is safe.
+// given. All keys of a job share one hash tag (store/redis/keys.hpp), so any
+// job name (braces, NULs, 10 kB) is safe and every script touches one cluster
+// slot: with redis_options::cluster the store routes each job to the master
+// owning its slot itself (store/redis/router.hpp), following MOVED and ASK.
 // heartbeat_many() renews a whole batch with pipelined EVALSHAs: one round
 // trip, each element still a separate atomic script (its own cluster slot).
 //
@@ -88,7 +89,8 @@ struct redis_options {
   std::vector<std::string> seeds{};
 };
 
-/// The Store on one Redis or Valkey server (7.0+).
+/// The Store on one Redis or Valkey server (7.0+), or on a Redis Cluster
+/// (redis_options::cluster).
 ///
 /// Connects lazily on first use; after a connection failure the next call
 /// reconnects (with backoff after failed connects). Errors are
@@ -293,6 +295,10 @@ class redis_store {
   /// listen_releases({}) stops, returning after the last call of `f`.
   /// Announcements sent while the subscriber reconnects are lost: that
   /// costs the scheduler time (its periodic checks stay), never safety.
+  /// On a cluster the subscriber is not routed yet: it subscribes on the
+  /// url's node, which refuses channels of slots it does not serve (and one
+  /// SSUBSCRIBE spanning slots whole), so announcements are mostly not
+  /// heard there and the periodic checks take the hand-overs over.
   void listen_releases(release_listener f) {
     subscriber_.reset();
     if (f)
