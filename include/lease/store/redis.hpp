@@ -3,11 +3,17 @@
 // Each operation of doc/store-rules.md is one Lua script (store/redis/scripts.hpp)
 // run with EVALSHA: one round trip, atomic on the server, on the server's
 // clock (Redis TIME inside the script) unless a caller-supplied clock is
-// given. All keys of a job share one hash tag (store/redis/keys.hpp), so the
-// store works unchanged on Redis Cluster and Valkey cluster nodes behind a
-// cluster-aware proxy, and any job name (braces, NULs, 10 kB) is safe.
+// given. All keys of a job share one hash tag (store/redis/keys.hpp), so any
+// job name (braces, NULs, 10 kB) is safe and every script touches one cluster
+// slot: with redis_options::cluster the store routes each job to the master
+// owning its slot itself (store/redis/router.hpp), following MOVED and ASK.
 // heartbeat_many() renews a whole batch with pipelined EVALSHAs: one round
 // trip, each element still a separate atomic script (its own cluster slot).
+//
+// finish() and release() announce the change on the job's release channel
+// (sharded pub/sub); listen_releases() subscribes on a connection and thread
+// of its own (PushStore, store/redis/subscriber.hpp), so a backup takes a
+// hand-over over in milliseconds instead of at its next periodic check.
 //
 // A loss of the server's state (restart without persistence, eviction,
 // FLUSHALL, failover to a lagging replica) is detected, not believed:
@@ -38,7 +44,9 @@
 #include "lease/store/redis/connection.hpp"
 #include "lease/store/redis/error.hpp"
 #include "lease/store/redis/keys.hpp"
+#include "lease/store/redis/router.hpp"
 #include "lease/store/redis/scripts.hpp"
+#include "lease/store/redis/subscriber.hpp"
 #include "lease/store/redis/url.hpp"
 #include "lease/store/redis/watch.hpp"
 #include "lease/time.hpp"
@@ -73,9 +81,16 @@ struct redis_options {
   int replicas = 0;
   /// How long a claim waits for the replicas (must be > 0: WAIT 0 blocks forever).
   std::chrono::milliseconds replica_timeout{200};
+  /// Redis Cluster: route each job's scripts to the master owning its hash
+  /// slot (store/redis/router.hpp). The url's node is the first seed (its
+  /// credentials apply to every node; the database must be 0).
+  bool cluster = false;
+  /// More seed nodes, "host:port", asked for the slot map when the url's is down.
+  std::vector<std::string> seeds{};
 };
 
-/// The Store on one Redis or Valkey server (7.0+).
+/// The Store on one Redis or Valkey server (7.0+), or on a Redis Cluster
+/// (redis_options::cluster).
 ///
 /// Connects lazily on first use; after a connection failure the next call
 /// reconnects (with backoff after failed connects). Errors are
@@ -93,16 +108,16 @@ struct redis_options {
 /// Movable (a moved-from store may only be destroyed or assigned to), not
 /// copyable. Not thread-safe: one thread at a time (the scheduler calls it
 /// from its loop thread); use one store per thread or process, each with its
-/// own connection. SIGPIPE is blocked in the
+/// own connection. The release listener (listen_releases) runs on a thread
+/// and connection of the store's own; it hears the jobs this store has
+/// asked about. SIGPIPE is blocked in the
 /// calling thread during each exchange (store/redis/sigpipe.hpp).
 class redis_store {
  public:
   /// Parses the URL and prefix (store_error invalid_argument if bad); does not connect.
   explicit redis_store(redis_options opts)
       : opts_(std::move(opts)),
-        conn_(std::make_unique<detail::redis::connection>(detail::redis::connection_settings{
-            detail::redis::parse_url(opts_.url), opts_.connect_timeout, opts_.command_timeout,
-            std::chrono::milliseconds{25}, opts_.max_backoff})),
+        conn_(make_router(opts_)),
         watch_(std::make_unique<detail::redis::watch>()) {
     detail::redis::check_prefix(opts_.prefix);
     if (opts_.replicas < 0 || (opts_.replicas > 0 && opts_.replica_timeout.count() <= 0))
@@ -111,8 +126,12 @@ class redis_store {
                         "replicas is set (WAIT with timeout 0 would block forever)");
     // Every connect checks the server before the call that connected sends
     // anything (pointers to heap objects: stable when the store moves).
-    conn_->on_connect([c = conn_.get(), w = watch_.get(), prefix = opts_.prefix, clock = opts_.clock] {
-      detail::redis::verify_on_connect(*c, *w, prefix, clock ? ms(clock()) : std::string());
+    conn_->on_connect([r = conn_.get(), w = watch_.get(), prefix = opts_.prefix,
+                       clock = opts_.clock](detail::redis::connection& c) {
+      std::function<detail::redis::reply_ptr(const argv_t&)> elsewhere;
+      if (r->clustered())  // the marker lives on the node owning the store key
+        elsewhere = [r](const argv_t& m) { return std::move(r->exchange(std::span(&m, 1)).front()); };
+      detail::redis::verify_on_connect(c, *w, prefix, clock ? ms(clock()) : std::string(), elsewhere);
     });
   }
 
@@ -270,15 +289,77 @@ class redis_store {
     return time_point{duration{s * 1000 + us / 1000}};
   }
 
+  /// PushStore: from now on, call `f(job)` after any store's release() or
+  /// finish() of a run of a job this store has asked about (claimed,
+  /// heartbeated, read) since, from a thread of the store's own.
+  /// listen_releases({}) stops, returning after the last call of `f`.
+  /// Announcements sent while the subscriber reconnects are lost: that
+  /// costs the scheduler time (its periodic checks stay), never safety.
+  /// On a cluster the subscriber is not routed yet: it subscribes on the
+  /// url's node, which refuses channels of slots it does not serve (and one
+  /// SSUBSCRIBE spanning slots whole), so announcements are mostly not
+  /// heard there and the periodic checks take the hand-overs over.
+  void listen_releases(release_listener f) {
+    subscriber_.reset();
+    if (f)
+      subscriber_ = std::make_unique<detail::redis::release_subscriber>(conn_->settings(), opts_.prefix, std::move(f));
+  }
+  /// The release subscriber's connections so far (0 if not listening).
+  [[nodiscard]] std::uint64_t listener_connects() const noexcept {
+    return subscriber_ ? subscriber_->connects() : 0;
+  }
+  /// Release channels the server confirmed on the subscriber's current connection.
+  [[nodiscard]] std::uint64_t listener_channels() const noexcept {
+    return subscriber_ ? subscriber_->subscribed() : 0;
+  }
+
   [[nodiscard]] const redis_options& options() const noexcept { return opts_; }
   /// Round trips to the server so far (a pipelined batch counts once; connection
-  /// setup counts too): for metrics, and to check that batching batches.
+  /// setup counts too; on a cluster, once per node a batch went to): for
+  /// metrics, and to check that batching batches.
   [[nodiscard]] std::uint64_t round_trips() const noexcept { return conn_->round_trips(); }
+  /// Cluster redirections followed so far (MOVED, ASK), and slot map reads.
+  [[nodiscard]] std::uint64_t moved() const noexcept { return conn_->moved(); }
+  [[nodiscard]] std::uint64_t asked() const noexcept { return conn_->asked(); }
+  [[nodiscard]] std::uint64_t slot_map_reads() const noexcept { return conn_->refreshes(); }
 
  private:
   using argv_t = detail::redis::argv_t;
 
-  [[nodiscard]] detail::redis::job_keys keys_of(std::string_view job) const {
+  static std::unique_ptr<detail::redis::router> make_router(const redis_options& o) {
+    detail::redis::connection_settings s{detail::redis::parse_url(o.url), o.connect_timeout, o.command_timeout,
+                                         std::chrono::milliseconds{25}, o.max_backoff};
+    auto bad = [](const std::string& why) {
+      throw store_error(make_error_code(errc::invalid_argument), "lease::redis_store: " + why);
+    };
+    if (!o.cluster) {
+      if (!o.seeds.empty()) bad("seeds are for a cluster: set cluster = true, or leave seeds empty");
+      return std::make_unique<detail::redis::router>(std::move(s), false);
+    }
+    if (s.where.db != 0) bad("a Redis Cluster has only database 0: remove the database from the url");
+    if (o.replicas > 0) bad("replicas is not supported with cluster = true yet (WAIT would have to go to each master)");
+    std::vector<detail::redis::endpoint> seeds{s.where};
+    for (const std::string& seed : o.seeds) {
+      const auto colon = seed.rfind(':');
+      int port = 0;
+      bool ok = colon != std::string::npos && colon > 0 && colon + 1 < seed.size();
+      for (std::size_t i = ok ? colon + 1 : seed.size(); i < seed.size() && ok; ++i) {
+        ok = seed[i] >= '0' && seed[i] <= '9' && port <= 65535;
+        port = port * 10 + (seed[i] - '0');
+      }
+      if (!ok || port == 0 || port > 65535)
+        bad("a seed must be \"host:port\", not '" + detail::redis::printable(seed, 100) + "'");
+      detail::redis::endpoint e = s.where;
+      e.host = seed.substr(0, colon);
+      e.port = port;
+      seeds.push_back(std::move(e));
+    }
+    return std::make_unique<detail::redis::router>(std::move(s), true, std::move(seeds));
+  }
+
+  /// The job's keys; a listening store subscribes to the job's releases too.
+  [[nodiscard]] detail::redis::job_keys keys_of(std::string_view job) {
+    if (subscriber_) subscriber_->watch(job);
     return detail::redis::keys_for(opts_.prefix, job);
   }
   /// numkeys and the keys `which` declares (scripts.hpp key_counts).
@@ -576,14 +657,16 @@ class redis_store {
   }
 
   redis_options opts_;
-  std::unique_ptr<detail::redis::connection> conn_;
+  std::unique_ptr<detail::redis::router> conn_;
   std::unique_ptr<detail::redis::watch> watch_;
   std::int64_t last_acked_ = 0;  ///< replicas that acknowledged the last WAIT (-1: unknown)
+  std::unique_ptr<detail::redis::release_subscriber> subscriber_;  ///< last: stopped first
 };
 
 static_assert(Store<redis_store>);
 static_assert(BatchHeartbeatStore<redis_store>);
 static_assert(BatchClaimStore<redis_store>);
 static_assert(NoticeStore<redis_store>);
+static_assert(PushStore<redis_store>);
 
 }  // namespace lease

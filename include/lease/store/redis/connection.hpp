@@ -103,6 +103,29 @@ class connection {
     return std::move(replies.front());
   }
 
+  /// The two halves of exchange(), for a caller talking to many nodes at
+  /// once (router.hpp): send() writes `cmds` out (connect first with
+  /// open()); receive() reads their `count` replies. Between the two the
+  /// connection must not be used otherwise.
+  void send(std::span<const argv_t> cmds) {
+    sigpipe_guard guard;
+    append(cmds);
+    for (int done = 0; done == 0;)
+      if (redisBufferWrite(ctx_.get(), &done) != REDIS_OK) fail(errno, true, "talking to");
+  }
+  std::vector<reply_ptr> receive(std::size_t count) {
+    sigpipe_guard guard;
+    ++round_trips_;
+    return read(count, false);
+  }
+
+  /// Loads the store's scripts again (after NOSCRIPT: a flushed script cache,
+  /// or a node that had not run them yet).
+  void reload_scripts() {
+    ensure();
+    load_scripts();
+  }
+
   /// Runs `hook` right after every successful connect, before the call that
   /// connected sends anything: the store checks there that the server still
   /// holds its state (redis.hpp). If the hook throws, the connect failed.
@@ -243,6 +266,11 @@ class connection {
   std::vector<reply_ptr> send_and_read(std::span<const argv_t> cmds, bool handshake) {
     sigpipe_guard guard;
     ++round_trips_;
+    append(cmds);
+    return read(cmds.size(), handshake);
+  }
+
+  void append(std::span<const argv_t> cmds) {
     std::vector<const char*> argv;
     std::vector<std::size_t> lens;
     for (const argv_t& cmd : cmds) {
@@ -255,9 +283,12 @@ class connection {
       if (redisAppendCommandArgv(ctx_.get(), static_cast<int>(argv.size()), argv.data(), lens.data()) != REDIS_OK)
         fail(errno, false, "buffering a command for");
     }
+  }
+
+  std::vector<reply_ptr> read(std::size_t count, bool handshake) {
     std::vector<reply_ptr> replies;
-    replies.reserve(cmds.size());
-    for (std::size_t i = 0; i < cmds.size(); ++i) {
+    replies.reserve(count);
+    for (std::size_t i = 0; i < count; ++i) {
       void* raw = nullptr;
       errno = 0;
       if (redisGetReply(ctx_.get(), &raw) != REDIS_OK || raw == nullptr)

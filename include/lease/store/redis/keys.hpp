@@ -39,6 +39,16 @@ inline void check_prefix(std::string_view prefix) {
   return {tag + "runs", tag + "ended"};
 }
 
+/// The job's release channel (sharded pub/sub, store/redis/subscriber.hpp):
+/// the job's hash tag, so it lives on the job's shard. The finish and release
+/// scripts derive it from their first key ("...}:runs" -> "...}:released").
+[[nodiscard]] inline std::string release_channel(std::string_view prefix, std::string_view job) {
+  std::string c;
+  c.reserve(prefix.size() + job.size() + 32);
+  c.append("{").append(prefix).append(":").append(std::to_string(job.size())).append(":").append(job).append("}:released");
+  return c;
+}
+
 /// The store's own key: its marker (an id written at first use) and the
 /// quarantine after a detected loss (scripts.hpp, marker script). Its own
 /// hash tag, apart from every job's: only the marker script and a plain

@@ -11,6 +11,8 @@
 //                        "q" -> the job's quarantine start (ms), set when a
 //                        loss of its state was detected (see redis.hpp)
 //   KEYS[2] ended  zset  the ended runs' slots (score = slot), for pruning
+// and the job's release channel "<tag>:released" (finish and release
+// SPUBLISH to it: push hand-over, subscriber.hpp),
 // and one key of the store's own, `{<prefix>}:store` (marker script only):
 //   hash  "id" -> the marker written at first use, "lost" -> quarantine start
 // The job index "i" answers "is there a newer run?", "which runs are
@@ -76,6 +78,13 @@ inline constexpr std::size_t script_count = 7;
   "  for i = 1, 8 do out[#out + 1] = r[i] end\n"                                                   \
   "  return out\n"                                                                                 \
   "end\n"
+
+// Push hand-over: the job's release channel (keys.hpp release_channel) is
+// its first key with "runs" replaced by "released". pcall: a server that
+// refuses it (an ACL without the channel) still finishes or releases; the
+// listeners then hear nothing, which costs them time, never safety.
+#define LEASE_REDIS_LUA_ANNOUNCE                                                                   \
+  "redis.pcall('SPUBLISH', string.sub(KEYS[1], 1, -5) .. 'released', '')\n"
 
 // The claim and heartbeat scripts inline what the helpers do (the claim
 // keeps one closure, end_run, on the paths that write): Lua creates a
@@ -273,7 +282,7 @@ inline constexpr std::string_view heartbeat_lua =
     "return 1\n";
 
 /// finish: KEYS runs, ended; ARGV now, slot, token, status (success or
-/// failed). Reply 1 or 0.
+/// failed). Reply 1 or 0; on 1 the job's release channel is told.
 inline constexpr std::string_view finish_lua =
     "#!lua\n" LEASE_REDIS_LUA_DECODE LEASE_REDIS_LUA_CURRENT LEASE_REDIS_LUA_DROP
     "local slot = ARGV[2]\n"
@@ -284,16 +293,17 @@ inline constexpr std::string_view finish_lua =
     "r[5] = tonumber(ARGV[4])\n"
     "drop(idx[3], slot); idx[4] = idx[4] + 1\n"
     "redis.call('HSET', KEYS[1], slot, cmsgpack.pack(r), 'i', cmsgpack.pack(idx))\n"
-    "redis.call('ZADD', KEYS[2], slot, slot)\n"
+    "redis.call('ZADD', KEYS[2], slot, slot)\n" LEASE_REDIS_LUA_ANNOUNCE
     "return 1\n";
 
-/// release: KEYS runs; ARGV now, slot, token. Reply 1 or 0.
+/// release: KEYS runs; ARGV now, slot, token. Reply 1 or 0; on 1 the job's
+/// release channel is told.
 inline constexpr std::string_view release_lua =
     "#!lua\n" LEASE_REDIS_LUA_NOW LEASE_REDIS_LUA_DECODE LEASE_REDIS_LUA_CURRENT
     "local r = rec(redis.call('HGET', KEYS[1], ARGV[2]), ARGV[2])\n"
     "if not r or not current(r, ARGV[3]) then return 0 end\n"
     "r[6] = store_now(); r[7] = 1; r[8] = r[8] + 1\n"
-    "redis.call('HSET', KEYS[1], ARGV[2], cmsgpack.pack(r))\n"
+    "redis.call('HSET', KEYS[1], ARGV[2], cmsgpack.pack(r))\n" LEASE_REDIS_LUA_ANNOUNCE
     "return 1\n";
 
 /// get: KEYS runs; ARGV now (unused), slot. Reply a record, or nil.
@@ -357,6 +367,7 @@ inline constexpr std::string_view marker_lua =
 #undef LEASE_REDIS_LUA_CURRENT
 #undef LEASE_REDIS_LUA_DROP
 #undef LEASE_REDIS_LUA_RECORD
+#undef LEASE_REDIS_LUA_ANNOUNCE
 
 /// Every script, indexed by `script`.
 inline constexpr std::array<std::string_view, script_count> scripts{

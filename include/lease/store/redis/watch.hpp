@@ -41,6 +41,7 @@
 #include <map>
 #include <optional>
 #include <random>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -58,11 +59,11 @@ namespace lease::detail::redis {
 /// connection's on_connect hook can point at it across moves of the store).
 struct watch {
   std::string marker;                    ///< the marker id last seen; "" before the first connect
-  std::string run_id;                    ///< the server's run_id at the last connect
+  std::map<std::string, std::string, std::less<>> run_ids;  ///< per node ("host:port"): its run_id at the last connect
   std::optional<std::int64_t> lost_at;   ///< the store-wide quarantine start (ms), if any
   std::map<std::string, std::uint64_t, std::less<>> fences;  ///< highest fence seen, per job
   std::vector<std::string> notices;      ///< for take_notices()
-  bool told_settings = false;
+  std::set<std::string, std::less<>> told;  ///< nodes whose settings were told
   std::mt19937_64 rng{std::random_device{}()};
 
   [[nodiscard]] std::uint64_t fence_of(std::string_view job) const {
@@ -163,7 +164,8 @@ struct marker_answer {
 }
 
 /// The marker script's command for this handle; `evidence`: the caller has its own proof of a loss.
-[[nodiscard]] inline argv_t marker_command(const connection& c, const std::string& key, const std::string& now,
+template <class Link>
+[[nodiscard]] argv_t marker_command(const Link& c, const std::string& key, const std::string& now,
                                            const watch& w, const std::string& fresh, bool evidence) {
   return {"EVALSHA", c.sha(script::marker), "1", key, now, w.marker, fresh, evidence ? "1" : "0"};
 }
@@ -194,16 +196,21 @@ inline void adopt(watch& w, const marker_answer& a, const std::string& where, st
 }
 
 /// The on_connect check: reads the server's identity and durability settings
-/// and checks the marker, in one round trip (see the banner).
-inline void verify_on_connect(connection& c, watch& w, const std::string& prefix, const std::string& now) {
+/// and checks the marker, in one round trip (see the banner). On a cluster
+/// (`marker_elsewhere` set) the marker lives on the node owning the store
+/// key's slot: it is checked through the router, in a second round trip.
+inline void verify_on_connect(connection& c, watch& w, const std::string& prefix, const std::string& now,
+                              const std::function<reply_ptr(const argv_t&)>& marker_elsewhere = {}) {
   const std::string key = store_key(prefix), fresh = make_token(w.rng);
-  const std::vector<argv_t> cmds{{"INFO", "server"},
-                                 {"INFO", "persistence"},
-                                 {"INFO", "memory"},
-                                 {"CONFIG", "GET", "save"},
-                                 {"CONFIG", "GET", "appendfsync"},
-                                 marker_command(c, key, now, w, fresh, false)};
+  std::vector<argv_t> cmds{{"INFO", "server"},
+                           {"INFO", "persistence"},
+                           {"INFO", "memory"},
+                           {"CONFIG", "GET", "save"},
+                           {"CONFIG", "GET", "appendfsync"}};
+  const argv_t marker = marker_command(c, key, now, w, fresh, false);
+  if (!marker_elsewhere) cmds.push_back(marker);
   auto replies = c.exchange(cmds);
+  if (marker_elsewhere) replies.push_back(marker_elsewhere(marker));
   const std::string where = c.where();
   const std::string run_id = info_field(replies[0].get(), "run_id").value_or("");
   server_settings set;
@@ -218,10 +225,11 @@ inline void verify_on_connect(connection& c, watch& w, const std::string& prefix
     }
   }
   const marker_answer a = parse_marker(replies[5].get());
-  const bool restarted = !w.run_id.empty() && !run_id.empty() && run_id != w.run_id;
-  if (!w.told_settings || restarted) {
+  const auto known = w.run_ids.find(where);
+  const bool restarted = known != w.run_ids.end() && !run_id.empty() && run_id != known->second;
+  if (w.told.count(where) == 0 || restarted) {
     w.notices.push_back(set.sentence(where));
-    w.told_settings = true;
+    w.told.insert(where);
   }
   std::string why;
   if (a.id == fresh && restarted && !(set.aof && *set.aof == "1"))
@@ -233,7 +241,7 @@ inline void verify_on_connect(connection& c, watch& w, const std::string& prefix
   else
     why = "the marker key holds another store's id: the server was replaced";
   adopt(w, a, where, why);
-  if (!run_id.empty()) w.run_id = run_id;
+  if (!run_id.empty()) w.run_ids[where] = run_id;
 }
 
 }  // namespace lease::detail::redis

@@ -1,0 +1,356 @@
+// lease/store/redis/router.hpp — where a command goes: one server, or the
+// master owning the command's hash slot on a Redis Cluster.
+//
+// Standalone (the default) it is one `connection` and adds nothing. On a
+// cluster it keeps the slot map (CLUSTER SLOTS, read from any reachable node
+// or seed on a connection of its own) and one connection per master, and
+// runs a batch of commands as one pipeline per node, all written before any
+// is read, so a batch spread over N masters costs one round trip in wall
+// time, not N. Every redirection is an answer of a command that did not run,
+// so it is simply sent again where the cluster says:
+//   MOVED slot host:port   the slot's owner changed: send there; the map is
+//                          read again before the next batch;
+//   ASK slot host:port     the slot is migrating and this key has moved:
+//                          send ASKING then the command there, map unchanged;
+//   TRYAGAIN, CLUSTERDOWN  back off (10 ms, doubling) and send again, until
+//                          the command timeout: then the error reply stands
+//                          (unavailable); CLUSTERDOWN reads the map again;
+//   NOSCRIPT               that node had not loaded the scripts (a new
+//                          master, a flushed cache): load them, send once more.
+// A broken connection fails the whole batch as a transport_error the store
+// resolves by reading back (connection.hpp); the map is read again first.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "lease/store/redis/connection.hpp"
+#include "lease/store/redis/slot.hpp"
+
+namespace lease::detail::redis {
+
+class router {
+ public:
+  /// Standalone: one connection to `base.where`. Cluster: `seeds` (the
+  /// url's node first) are where the slot map is first read.
+  router(connection_settings base, bool cluster, std::vector<endpoint> seeds = {})
+      : base_(std::move(base)), cluster_(cluster), seeds_(std::move(seeds)) {
+    if (!cluster_) nodes_.push_back(std::make_unique<connection>(base_));
+    owner_.fill(none);
+  }
+
+  /// Runs `hook(node)` right after every connect to any node (connection.hpp on_connect).
+  void on_connect(std::function<void(connection&)> hook) {
+    hook_ = std::move(hook);
+    for (auto& n : nodes_) attach(*n);
+  }
+
+  [[nodiscard]] bool clustered() const noexcept { return cluster_; }
+
+  /// The replies of `cmds`, in order (error replies returned, not thrown).
+  std::vector<reply_ptr> exchange(std::span<const argv_t> cmds) {
+    if (!cluster_) return nodes_.front()->exchange(cmds);
+    return routed(cmds);
+  }
+
+  /// EVALSHA of `which` for each element of `batch`, routed; error replies thrown.
+  template <class MakeArgs>
+  std::vector<reply_ptr> eval_many(script which, std::size_t count, MakeArgs&& make_args) {
+    if (!cluster_) return nodes_.front()->eval_many(which, count, std::forward<MakeArgs>(make_args));
+    open();
+    std::vector<argv_t> cmds(count);
+    for (std::size_t i = 0; i < count; ++i) {
+      cmds[i] = {"EVALSHA", sha(which)};
+      make_args(i, cmds[i]);
+    }
+    std::vector<reply_ptr> replies = routed(cmds);
+    for (auto& r : replies) connection::throw_if_error(r.get(), "script");
+    return replies;
+  }
+
+  template <class MakeArgs>
+  reply_ptr eval(script which, MakeArgs&& make_args) {
+    auto replies = eval_many(which, 1, [&](std::size_t, argv_t& a) { make_args(a); });
+    return std::move(replies.front());
+  }
+
+  /// Connects (standalone) or reads the slot map and connects to a node.
+  void open() {
+    if (!cluster_) return nodes_.front()->open();
+    if (stale_) refresh();
+    default_node().open();
+  }
+
+  /// The SHA1 of a loaded script (the same on every node: it is the text's).
+  [[nodiscard]] const std::string& sha(script which) const noexcept {
+    for (const auto& n : nodes_)
+      if (!n->sha(which).empty()) return n->sha(which);
+    return nodes_.empty() ? empty_ : nodes_.front()->sha(which);
+  }
+
+  /// "host:port" (standalone) or "the cluster at host:port" (the first seed); never credentials.
+  [[nodiscard]] std::string where() const {
+    const std::string first = printable(base_.where.host, 100) + ":" + std::to_string(base_.where.port);
+    return cluster_ ? "the cluster at " + first : first;
+  }
+  /// Round trips so far: a batch counts once per node it went to.
+  [[nodiscard]] std::uint64_t round_trips() const noexcept {
+    std::uint64_t n = refreshes_;
+    for (const auto& c : nodes_) n += c->round_trips();
+    return n;
+  }
+  [[nodiscard]] const connection_settings& settings() const noexcept { return base_; }
+
+  /// Redirections followed so far (cluster): for tests and metrics.
+  [[nodiscard]] std::uint64_t moved() const noexcept { return moved_; }
+  [[nodiscard]] std::uint64_t asked() const noexcept { return asked_; }
+  /// Times the slot map was read.
+  [[nodiscard]] std::uint64_t refreshes() const noexcept { return refreshes_; }
+  /// Masters known (cluster), or 1.
+  [[nodiscard]] std::size_t nodes() const noexcept { return nodes_.size(); }
+
+ private:
+  static constexpr std::size_t none = static_cast<std::size_t>(-1);
+
+  void attach(connection& c) {
+    if (hook_) c.on_connect([this, p = &c] { hook_(*p); });
+  }
+
+  /// The node at host:port, created (unconnected) if new.
+  std::size_t node_at(std::string_view host, int port) {
+    for (std::size_t i = 0; i < nodes_.size(); ++i)
+      if (nodes_[i]->settings().where.host == host && nodes_[i]->settings().where.port == port) return i;
+    connection_settings s = base_;
+    s.where.host = std::string(host);
+    s.where.port = port;
+    nodes_.push_back(std::make_unique<connection>(s));
+    attach(*nodes_.back());
+    return nodes_.size() - 1;
+  }
+
+  connection& default_node() {
+    for (auto& n : nodes_)
+      if (n->connected()) return *n;
+    const std::size_t o = owner_[0];
+    if (o == none) raise(redis_errc::tryagain, where(), "slot 0 has no master (CLUSTERDOWN)");
+    return *nodes_[o];
+  }
+
+  std::size_t target_of(const argv_t& cmd) {
+    const auto slot = command_slot(cmd);
+    if (!slot) {
+      connection& d = default_node();
+      for (std::size_t i = 0; i < nodes_.size(); ++i)
+        if (nodes_[i].get() == &d) return i;
+    }
+    const std::size_t o = owner_[*slot];
+    if (o == none)
+      raise(redis_errc::tryagain, where(), "slot " + std::to_string(*slot) + " has no master (CLUSTERDOWN)");
+    return o;
+  }
+
+  /// Reads the slot map from the first node or seed that answers, on a
+  /// connection of its own (no hooks: a node's connect may itself route).
+  void refresh() {
+    std::vector<endpoint> candidates;
+    for (const auto& n : nodes_) candidates.push_back(n->settings().where);
+    candidates.insert(candidates.end(), seeds_.begin(), seeds_.end());
+    std::string last = "no node to ask";
+    for (const endpoint& e : candidates) {
+      try {
+        read_map(e);
+        stale_ = false;
+        ++refreshes_;
+        return;
+      } catch (const store_error& err) {
+        last = err.what();
+      }
+    }
+    raise(redis_errc::other, "no node of " + where() + " answered CLUSTER SLOTS", last);
+  }
+
+  void read_map(const endpoint& e) {
+    connection_settings s = base_;
+    s.where.host = e.host;
+    s.where.port = e.port;
+    s.backoff_min = s.backoff_max = std::chrono::milliseconds{0};
+    connection probe(s);
+    const argv_t cmd{"CLUSTER", "SLOTS"};
+    auto replies = probe.exchange(std::span(&cmd, 1));
+    const redisReply* r = replies.front().get();
+    connection::throw_if_error(r, "CLUSTER SLOTS");
+    if (r->type != REDIS_REPLY_ARRAY) raise(redis_errc::bad_reply, "CLUSTER SLOTS", "not an array");
+    std::array<std::size_t, slot_count> owner;
+    owner.fill(none);
+    for (std::size_t i = 0; i < r->elements; ++i) {
+      const redisReply* range = r->element[i];
+      if (range->type != REDIS_REPLY_ARRAY || range->elements < 3 || range->element[0]->type != REDIS_REPLY_INTEGER ||
+          range->element[1]->type != REDIS_REPLY_INTEGER || range->element[2]->type != REDIS_REPLY_ARRAY ||
+          range->element[2]->elements < 2 || range->element[2]->element[0]->type != REDIS_REPLY_STRING ||
+          range->element[2]->element[1]->type != REDIS_REPLY_INTEGER)
+        raise(redis_errc::bad_reply, "CLUSTER SLOTS", "range of unexpected shape");
+      const redisReply* master = range->element[2];
+      std::string host(master->element[0]->str, master->element[0]->len);
+      if (host.empty() || host == "?") host = e.host;  // "the node you asked"
+      const std::size_t n = node_at(host, static_cast<int>(master->element[1]->integer));
+      const auto lo = range->element[0]->integer, hi = range->element[1]->integer;
+      if (lo < 0 || hi >= static_cast<long long>(slot_count) || lo > hi)
+        raise(redis_errc::bad_reply, "CLUSTER SLOTS", "slot range out of bounds");
+      for (auto slot = lo; slot <= hi; ++slot) owner[static_cast<std::size_t>(slot)] = n;
+    }
+    owner_ = owner;
+  }
+
+  /// "MOVED 3999 127.0.0.1:6381" / "ASK ...": the slot and the node.
+  std::optional<std::pair<unsigned, std::size_t>> redirection(std::string_view text) {
+    const auto sp1 = text.find(' '), sp2 = text.find(' ', sp1 + 1);
+    if (sp1 == std::string_view::npos || sp2 == std::string_view::npos) return std::nullopt;
+    const std::string_view slot_text = text.substr(sp1 + 1, sp2 - sp1 - 1), addr = text.substr(sp2 + 1);
+    const auto colon = addr.rfind(':');
+    if (colon == std::string_view::npos) return std::nullopt;
+    unsigned slot = 0;
+    int port = 0;
+    for (char c : slot_text) {
+      if (c < '0' || c > '9') return std::nullopt;
+      slot = slot * 10 + static_cast<unsigned>(c - '0');
+      if (slot >= slot_count) return std::nullopt;
+    }
+    for (char c : addr.substr(colon + 1)) {
+      if (c < '0' || c > '9' || port > 65535) return std::nullopt;
+      port = port * 10 + (c - '0');
+    }
+    std::string host(addr.substr(0, colon));
+    if (host.empty()) host = base_.where.host;
+    return std::pair{slot, node_at(host, port)};
+  }
+
+  std::vector<reply_ptr> routed(std::span<const argv_t> cmds) {
+    if (stale_) refresh();
+    const std::size_t n = cmds.size();
+    std::vector<reply_ptr> out(n);
+    std::vector<std::size_t> target(n);
+    std::vector<char> asking(n, 0), reloaded(n, 0);
+    for (std::size_t i = 0; i < n; ++i) target[i] = target_of(cmds[i]);
+    std::vector<std::size_t> todo(n);
+    for (std::size_t i = 0; i < n; ++i) todo[i] = i;
+    auto pause = std::chrono::milliseconds{10};
+    const auto give_up = std::chrono::steady_clock::now() + base_.command_timeout;
+    while (!todo.empty()) {
+      std::map<std::size_t, std::vector<std::size_t>> by_node;
+      for (std::size_t i : todo) by_node[target[i]].push_back(i);
+      try {
+        // Connect first: a node's connect hook may route commands of its own.
+        for (auto& [node, idx] : by_node) nodes_[node]->open();
+      } catch (const store_error&) {
+        stale_ = true;  // a master down: its replica may take over
+        throw;
+      }
+      exchange_round(cmds, by_node, asking, out);
+      std::vector<std::size_t> again;
+      bool wait = false;
+      for (std::size_t i : todo) {
+        const redisReply* r = out[i].get();
+        if (r->type != REDIS_REPLY_ERROR) continue;
+        const std::string_view text(r->str, r->len);
+        const bool moved = text.rfind("MOVED ", 0) == 0, ask = text.rfind("ASK ", 0) == 0;
+        if (moved || ask) {
+          auto to = redirection(text);
+          if (!to) continue;  // unreadable: the error stands
+          target[i] = to->second;
+          asking[i] = ask ? 1 : 0;
+          if (moved) {
+            owner_[to->first] = to->second;
+            stale_ = true;
+            ++moved_;
+          } else {
+            ++asked_;
+          }
+          again.push_back(i);
+        } else if (text.rfind("TRYAGAIN", 0) == 0 || text.rfind("CLUSTERDOWN", 0) == 0) {
+          if (text.rfind("CLUSTERDOWN", 0) == 0) stale_ = true;
+          wait = true;
+          again.push_back(i);
+        } else if (text.rfind("NOSCRIPT", 0) == 0 && cmds[i][0] == "EVALSHA" && reloaded[i] == 0) {
+          reloaded[i] = 1;
+          nodes_[target[i]]->reload_scripts();
+          again.push_back(i);
+        }
+      }
+      if (again.empty()) break;
+      if (std::chrono::steady_clock::now() >= give_up) break;  // the error replies stand
+      if (wait) {
+        std::this_thread::sleep_for(pause);
+        pause = std::min(pause * 2, std::chrono::milliseconds{200});
+      }
+      if (stale_) {
+        try {
+          refresh();
+          for (std::size_t i : again)
+            if (asking[i] == 0) target[i] = target_of(cmds[i]);
+        } catch (const store_error&) {
+          // Keep the redirections' targets; the next batch reads the map again.
+        }
+      }
+      todo = std::move(again);
+    }
+    return out;
+  }
+
+  /// One pipeline per node, all written before any is read; replies land in `out`.
+  void exchange_round(std::span<const argv_t> cmds, const std::map<std::size_t, std::vector<std::size_t>>& by_node,
+                      const std::vector<char>& asking, std::vector<reply_ptr>& out) {
+    std::vector<std::vector<argv_t>> lists;
+    lists.reserve(by_node.size());
+    for (const auto& [node, idx] : by_node) {
+      auto& l = lists.emplace_back();
+      for (std::size_t i : idx) {
+        if (asking[i] != 0) l.push_back({"ASKING"});
+        l.push_back(cmds[i]);
+      }
+    }
+    std::size_t sent = 0, received = 0;
+    auto it = by_node.begin();
+    try {
+      for (std::size_t k = 0; k < lists.size(); ++k, ++it, ++sent) nodes_[it->first]->send(lists[k]);
+      it = by_node.begin();
+      for (std::size_t k = 0; k < lists.size(); ++k, ++it, ++received) {
+        auto replies = nodes_[it->first]->receive(lists[k].size());
+        std::size_t r = 0;
+        for (std::size_t i : it->second) {
+          if (asking[i] != 0) ++r;  // ASKING's +OK
+          out[i] = std::move(replies[r++]);
+        }
+      }
+    } catch (const transport_error& e) {
+      // Nodes written to but not read from hold replies nobody will read.
+      auto drop = by_node.begin();
+      for (std::size_t k = 0; k < lists.size(); ++k, ++drop)
+        if (k >= received && k < sent) nodes_[drop->first]->disconnect();
+      stale_ = true;
+      throw transport_error(e.code(), e.what(), sent > 0 || e.maybe_applied());
+    }
+  }
+
+  connection_settings base_;
+  bool cluster_;
+  std::vector<endpoint> seeds_;
+  std::function<void(connection&)> hook_;
+  std::vector<std::unique_ptr<connection>> nodes_;  // stable addresses: hooks point at them
+  std::array<std::size_t, slot_count> owner_{};      // slot -> index in nodes_ (cluster)
+  bool stale_ = true;
+  std::uint64_t moved_ = 0, asked_ = 0, refreshes_ = 0;
+  inline static const std::string empty_;
+};
+
+}  // namespace lease::detail::redis
