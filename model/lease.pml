@@ -51,7 +51,9 @@
  *      watched it as a backup; an end by `interrupted` counts only when a
  *      newer slot superseded it or max_attempts was used up;
  *   P7 a slot runs at most once: an attempt 1 is won once per slot, and no
- *      attempt is won after the run ended.
+ *      attempt is won after the run ended;
+ *   P8 no run starts past its deadline: a slot's attempt 1 is won no later
+ *      than slot + max_late (+ tolerance), or slot + catch_up for a catch-up.
  *
  * Mutants (each a plausible bug; scripts/model-check --mutant NAME):
  *   NO_MARGIN          the self-abort deadline without the safety margin
@@ -65,6 +67,8 @@
  *   TAKEOVER_NO_REREAD a takeover wins without the store re-reading the
  *                      lease (a live lease treated as expired)
  *   FENCE_NOT_INCREMENTED  a won attempt reuses the last fence
+ *   LATE_BOUNDARY      the late rule off by one: a claim that reaches the
+ *                      store one tick past its deadline still wins
  */
 
 #ifndef NS
@@ -116,6 +120,11 @@
 #define NO_REREAD(r) 0
 #endif
 #define DEADLINE(s, r) (SLOT(s) + ((r) == R_CATCH -> CATCHUP : MAXLATE))
+#ifdef LATE_BOUNDARY
+#define LATE_LIMIT(s, r) (DEADLINE(s, r) + 1)   /* off by one: a claim one tick past its deadline still wins */
+#else
+#define LATE_LIMIT(s, r) DEADLINE(s, r)
+#endif
 
 /* run status (run.hpp run_status; S_NONE: no state) */
 #define S_NONE 0
@@ -281,8 +290,8 @@ inline store_claim(cs, ctk, cr, ci) {
   :: else ->
      if
      :: cr == R_TAKE -> oc = O_NONE                               /* nothing is created */
-     :: cr != R_TAKE && now > DEADLINE(cs, cr) -> oc = O_LATE
-     :: cr != R_TAKE && now <= DEADLINE(cs, cr) ->
+     :: cr != R_TAKE && now > LATE_LIMIT(cs, cr) -> oc = O_LATE
+     :: cr != R_TAKE && now <= LATE_LIMIT(cs, cr) ->
         newer(cs);
         if
         :: hasnew -> oc = O_SUPERSEDED
@@ -295,6 +304,7 @@ inline store_claim(cs, ctk, cr, ci) {
               for (s2 : 0 .. NS - 1) {                             /* older expired runs -> interrupted */
                 if :: st[s2] == S_RUN -> end_run(s2, S_INTR) :: else fi
               }
+              assert(now <= DEADLINE(cs, cr));                      /* P8 no run starts past its deadline */
               att[cs] = 1;
               ho[cs] = 0;
               win(cs, ctk, ci)

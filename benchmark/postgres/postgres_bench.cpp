@@ -5,7 +5,8 @@
 // both see the same load. `vs_floor` = floor time / op time (1.0 = as fast
 // as the floor; aim ≥ 0.7). Then 1,000 running attempts renewed by 1,000
 // heartbeat() calls vs one heartbeat_many(): round trips of each, and
-// `speedup` = single time / batched time (aim ≥ 10×). The store's clock is
+// `speedup` = single time / batched time (aim ≥ 10×); the same for 100
+// claims of new jobs, claim() each vs one claim_many(). The store's clock is
 // the server's clock_timestamp(), as in production.
 //
 //   postgres_bench [--benchmark_min_time=2]
@@ -14,6 +15,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -61,6 +63,17 @@ lease::claim_request claim_for(std::string job, lease::time_point slot, std::str
 }
 
 using clock_type = std::chrono::steady_clock;
+
+/// CPU time the server process `pid` has run so far (ns), from
+/// /proc/<pid>/schedstat; -1 when it cannot be read (a server elsewhere).
+/// CPU time, unlike wall time, hardly moves with the machine's load.
+double backend_cpu_ns(int pid) {
+  if (pid <= 0) return -1;
+  std::ifstream f("/proc/" + std::to_string(pid) + "/schedstat");
+  double ns = -1;
+  if (!(f >> ns)) return -1;
+  return ns;
+}
 double seconds_since(clock_type::time_point t) { return std::chrono::duration<double>(clock_type::now() - t).count(); }
 
 /// The floor, on a connection of its own: one prepared one-row upsert.
@@ -72,6 +85,7 @@ class floor_probe {
     conn_.prepare("floor", "INSERT INTO lease_bench_floor VALUES ($1::int8, $2::int8) "
                            "ON CONFLICT (k) DO UPDATE SET v = excluded.v");
   }
+  [[nodiscard]] int pid() const noexcept { return conn_.backend_pid(); }
   double once() {
     lease::detail::postgres::params p;
     p.i64(static_cast<std::int64_t>(::getpid())).i64(++n_);
@@ -85,21 +99,38 @@ class floor_probe {
   std::int64_t n_ = 0;
 };
 
-template <class Op, class Also = void (*)()>
-double paired(benchmark::State& state, Op op, Also also = [] {}) {
+/// Times `op` and the floor alternately; with `pid` (the store's server
+/// process) also the server's CPU time of each, so the ratio can be read on a
+/// loaded machine too (`cpu_vs_floor`).
+template <class Op, class Pid, class Also = void (*)()>
+double paired(benchmark::State& state, Op op, Pid pid, Also also = [] {}) {
   floor_probe floor;
-  double op_total = 0, floor_total = 0;
+  double op_total = 0, floor_total = 0, op_cpu = 0, floor_cpu = 0;
+  bool cpu = true;
   for (auto _ : state) {
+    const double c0 = backend_cpu_ns(pid());
     const auto t = clock_type::now();
     op();
     const double s = seconds_since(t);
+    const double c1 = backend_cpu_ns(pid());
     state.SetIterationTime(s);
     op_total += s;
+    const double f0 = backend_cpu_ns(floor.pid());
     floor_total += floor.once();
+    const double f1 = backend_cpu_ns(floor.pid());
+    if (c0 < 0 || c1 < 0 || f0 < 0 || f1 < 0) cpu = false;
+    op_cpu += c1 - c0;
+    floor_cpu += f1 - f0;
     also();  // untimed: e.g. setting up the next iteration
   }
-  state.counters["floor_us"] = 1e6 * floor_total / static_cast<double>(state.iterations());
+  const auto n = static_cast<double>(state.iterations());
+  state.counters["floor_us"] = 1e6 * floor_total / n;
   state.counters["vs_floor"] = floor_total / op_total;
+  if (cpu && op_cpu > 0) {
+    state.counters["srv_cpu_us"] = op_cpu / n / 1e3;
+    state.counters["floor_srv_cpu_us"] = floor_cpu / n / 1e3;
+    state.counters["cpu_vs_floor"] = floor_cpu / op_cpu;
+  }
   state.SetItemsProcessed(state.iterations());
   return op_total;
 }
@@ -119,7 +150,7 @@ void BM_claim(benchmark::State& state) {
     const std::string n = std::to_string(i++);
     if (store.claim(claim_for("job-" + n, slot, "tok-" + n)).outcome != lease::claim_outcome::won)
       state.SkipWithError("claim did not win");
-  });
+  }, [&] { return store.backend_pid(); });
 }
 
 /// The steady state of a job that runs every slot: one job, the next slot
@@ -133,7 +164,7 @@ void BM_claim_next_slot_of_a_job(benchmark::State& state) {
     token = "tok-" + std::to_string(i);
     if (store.claim(claim_for("job", base + lease::duration{i}, token)).outcome != lease::claim_outcome::won)
       state.SkipWithError("claim did not win");
-  }, [&] {
+  }, [&] { return store.backend_pid(); }, [&] {
     (void)store.finish({"job", base + lease::duration{i++}}, token, lease::run_status::success);
   });
 }
@@ -144,7 +175,7 @@ void BM_heartbeat(benchmark::State& state) {
   if (store.claim(req).outcome != lease::claim_outcome::won) state.SkipWithError("claim did not win");
   paired(state, [&] {
     if (!store.heartbeat(req.run, req.token, 60s)) state.SkipWithError("heartbeat refused");
-  });
+  }, [&] { return store.backend_pid(); });
 }
 
 void BM_finish(benchmark::State& state) {
@@ -156,7 +187,7 @@ void BM_finish(benchmark::State& state) {
   paired(state, [&] {
     if (!store.finish({"job-" + std::to_string(i), slot}, "tok-" + std::to_string(i), lease::run_status::success))
       state.SkipWithError("finish refused");
-  }, [&] {
+  }, [&] { return store.backend_pid(); }, [&] {
     ++i;
     claim_next();
   });
@@ -201,6 +232,49 @@ void BM_heartbeat_1000_batched_vs_single(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * batch_size);
 }
 
+constexpr int claim_batch_size = 100;
+
+/// 100 claims of new jobs due together: 100 claim() calls vs one
+/// claim_many() (pipelined: one round trip, each claim its own transaction).
+void BM_claim_100_batched_vs_single(benchmark::State& state) {
+  auto store = make_store("cbatch");
+  const lease::time_point slot = store.now();
+  std::int64_t n = 0;
+  auto fresh = [&] {
+    std::vector<lease::claim_request> b;
+    for (int i = 0; i < claim_batch_size; ++i, ++n) b.push_back(claim_for("job-" + std::to_string(n), slot, "tok"));
+    return b;
+  };
+  double single_total = 0, batched_total = 0;
+  std::uint64_t single_trips = 0, batched_trips = 0;
+  for (auto _ : state) {
+    auto singles = fresh();
+    auto rt = store.round_trips();
+    auto t = clock_type::now();
+    for (const auto& c : singles)
+      if (store.claim(c).outcome != lease::claim_outcome::won) state.SkipWithError("claim did not win");
+    single_total += seconds_since(t);
+    single_trips += store.round_trips() - rt;
+
+    auto batch = fresh();
+    rt = store.round_trips();
+    t = clock_type::now();
+    const auto got = store.claim_many(batch);
+    const double s = seconds_since(t);
+    batched_trips += store.round_trips() - rt;
+    for (const auto& r : got)
+      if (r.outcome != lease::claim_outcome::won) state.SkipWithError("claim did not win");
+    state.SetIterationTime(s);
+    batched_total += s;
+  }
+  const auto k = static_cast<double>(state.iterations());
+  state.counters["single_ms"] = 1e3 * single_total / k;
+  state.counters["speedup"] = single_total / batched_total;
+  state.counters["trips_single"] = static_cast<double>(single_trips) / k;
+  state.counters["trips_batched"] = static_cast<double>(batched_trips) / k;
+  state.SetItemsProcessed(state.iterations() * claim_batch_size);
+}
+
 // Registration order is run order.
 BENCHMARK(BM_floor_upsert)->UseManualTime();
 BENCHMARK(BM_claim)->UseManualTime();
@@ -208,5 +282,6 @@ BENCHMARK(BM_claim_next_slot_of_a_job)->UseManualTime();
 BENCHMARK(BM_heartbeat)->UseManualTime();
 BENCHMARK(BM_finish)->UseManualTime();
 BENCHMARK(BM_heartbeat_1000_batched_vs_single)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_claim_100_batched_vs_single)->UseManualTime()->Unit(benchmark::kMillisecond);
 
 }  // namespace

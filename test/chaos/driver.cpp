@@ -5,23 +5,29 @@
 // logs. Each test case takes 10-40 s. Zero violations is the bar; each violation is printed with its
 // times, and the merged audit log of every test is saved in the build dir.
 //
-// Stores: Redis (a redis-server with AOF, test/redis/server.hpp) and SQLite
-// (a file in the test's directory). To add PostgreSQL: a postgres_backend
-// (start a server as ENV.md says, store_args {"--store", "postgres", "--url",
-// ...}), the matching branch in instance.cpp, and the TEST_CASEs below that
-// make sense for it (all but the Redis-only stall and proxy ones).
+// Stores: Redis (a redis-server with AOF, test/redis/server.hpp), SQLite (a
+// file in the test's directory) and, when lease::postgres is built,
+// PostgreSQL (one server per run of this binary, test/postgres/server.hpp;
+// a schema per test case). A store's test cases are the faults that make
+// sense for it: the proxy's network faults and the server faults need a
+// server, the SQLite write lock needs SQLite.
 #include <sched.h>
 #include <sys/resource.h>
 
 #include <catch2/catch.hpp>
 #include <sqlite3.h>
 
+#include <fstream>
 #include <memory>
+#include <sstream>
 
 #include "chaos/cluster.hpp"
 #include "chaos/proxy.hpp"
 #include "redis/server.hpp"
 #include "sqlite/temp_dir.hpp"
+#if LEASE_CHAOS_WITH_POSTGRES
+#include "chaos/pg_server.hpp"
+#endif
 
 namespace chaos {
 namespace {
@@ -31,18 +37,26 @@ constexpr auto lease_time = std::chrono::milliseconds(lease_ms);
 
 std::string what(const line& s) { return cluster::describe_run(s); }
 
+/// Per-instance proxies to one server port (when a test wants network faults).
+struct proxies {
+  bool on = false;
+  std::map<std::string, std::unique_ptr<fault_proxy>> of;  ///< by instance name
+
+  /// The port instance `name` should connect to: its proxy's, or the server's.
+  int port_for(const std::string& name, int server_port) {
+    if (!on) return server_port;
+    auto& p = of[name];
+    if (!p) p = std::make_unique<fault_proxy>(server_port);
+    return p->port();
+  }
+};
+
 struct redis_backend : backend {
   lease::testing::redis_server server{{.append_only = true, .extra_args = {}}};
-  bool proxied = false;
-  std::map<std::string, std::unique_ptr<fault_proxy>> proxies;
+  proxies net;
 
   std::vector<std::string> store_args(const std::string& name) override {
-    int port = server.port();
-    if (proxied) {
-      auto& p = proxies[name];
-      if (!p) p = std::make_unique<fault_proxy>(server.port());
-      port = p->port();
-    }
+    const int port = net.port_for(name, server.port());
     return {"--store", "redis", "--url", "redis://127.0.0.1:" + std::to_string(port), "--prefix", "chaos"};
   }
   [[nodiscard]] std::string kind() const override { return "redis"; }
@@ -106,23 +120,37 @@ void sigstop(cluster& c) {
   (void)c.wait_for([&](const line& l) { return l.token == s.token && l.type == "end"; }, 5s, from);
 }
 
-void black_hole_then_delay(cluster& c, redis_backend& b) {
-  line s = c.wait_running(10s);
-  std::size_t from = c.mark();
-  c.fault("black-hole the connection of " + what(s) + " (proxy forwards nothing either way)");
-  b.proxies.at(s.instance)->black_hole(true);
+void black_hole(cluster& c, proxies& net) {
+  const line s = c.wait_running(10s);
+  const std::size_t from = c.mark();
+  c.fault("black-hole the connections of " + what(s) + " (proxy forwards nothing either way)");
+  net.of.at(s.instance)->black_hole(true);
   (void)c.wait_taken_over(s, lease_time + 4s, from);
   c.run_for(1s);
-  c.fault("heal " + s.instance + "'s connection (held bytes delivered late)");
-  b.proxies.at(s.instance)->black_hole(false);
+  c.fault("heal " + s.instance + "'s connections (held bytes delivered late)");
+  net.of.at(s.instance)->black_hole(false);
   (void)c.wait_for([&](const line& l) { return l.token == s.token && l.type == "end"; }, 5s, from);
+}
 
-  s = c.wait_running(10s);
-  c.fault("delay the connection of " + what(s) + " by 1200 ms each way for 6 s");
-  b.proxies.at(s.instance)->delay(1200ms);
+void delay(cluster& c, proxies& net) {
+  const line s = c.wait_running(10s);
+  c.fault("delay the connections of " + what(s) + " by 1200 ms each way for 6 s");
+  net.of.at(s.instance)->delay(1200ms);
   c.run_for(6s);
-  b.proxies.at(s.instance)->delay(0ms);
+  net.of.at(s.instance)->delay(0ms);
   c.fault("end of delay for " + s.instance);
+}
+
+/// Resets every connection of the runner (its store's and, on PostgreSQL,
+/// its LISTEN connection) mid-run; it may reconnect at once.
+void cut(cluster& c, proxies& net) {
+  const line s = c.wait_running(10s);
+  c.fault("cut (RST) every connection of " + what(s) + "; reconnecting is allowed");
+  net.of.at(s.instance)->cut();
+  c.run_for(1500ms);
+  c.fault("cut every connection of every instance at once");
+  for (auto& [_, p] : net.of) p->cut();
+  c.run_for(1500ms);
 }
 
 void redis_stall(cluster& c, redis_backend& b) {
@@ -183,6 +211,15 @@ void step_clock(cluster& c, const fake_time& ft, const std::string& who, const s
   c.run_for(3s);
   step("+0s", " (a step ahead of 60 s)");
   c.run_for(2s);
+}
+
+/// The clock-step test of a networked store (Redis, PostgreSQL): the store's
+/// clock is the server's, so only instance i3's wall clock steps.
+void step_one_instance_clock(backend& b, const lease::testing::temp_dir& d) {
+  const fake_time ft(d);
+  scenario(
+      "clock-step", b, d, 1, [&](cluster& c) { step_clock(c, ft, "i3", "i3"); },
+      [&](const std::string& n) { return n == "i3" ? ft.env() : std::vector<std::string>{}; });
 }
 
 /// Pins every thread of `pid` to `cpu` (or all CPUs if -1) at nice `nice`.
@@ -255,6 +292,111 @@ void sqlite_lock(cluster& c, const std::string& db) {
   c.fault("write lock released");
 }
 
+#if LEASE_CHAOS_WITH_POSTGRES
+/// The run's one PostgreSQL (pg_server.hpp: a copy of a cluster initdb'd
+/// once per build tree), started on first use from the main thread (which
+/// outlives it: the server dies with the thread that forked it); a schema of
+/// this test case's own.
+pg_server& the_postgres() {
+  static pg_server s(LEASE_CHAOS_PG_TEMPLATE);
+  return s;
+}
+
+struct postgres_backend : backend {
+  pg_server& server = the_postgres();
+  std::string schema = lease::testing::fresh_schema("chaos");
+  proxies net;
+
+  std::vector<std::string> store_args(const std::string& name) override {
+    const int port = net.port_for(name, server.port());
+    return {"--store", "postgres", "--url", "postgresql://postgres@127.0.0.1:" + std::to_string(port) + "/postgres",
+            "--schema", schema};
+  }
+  [[nodiscard]] std::string kind() const override { return "postgres"; }
+};
+
+/// The processes `parent` has forked (for the postmaster: backends,
+/// checkpointer, WAL writer, ...), from /proc/N/stat.
+std::vector<pid_t> children_of(pid_t parent) {
+  std::vector<pid_t> kids;
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    const std::string n = e.path().filename().string();
+    if (n.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream f(e.path() / "stat");
+    const std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    const auto paren = stat.rfind(')');  // "pid (comm) state ppid ...": comm may hold spaces
+    if (paren == std::string::npos) continue;
+    std::istringstream rest(stat.substr(paren + 1));
+    char state = 0;
+    pid_t ppid = 0;
+    if (rest >> state >> ppid && ppid == parent) kids.push_back(std::stoi(n));
+  }
+  return kids;
+}
+
+/// The whole server frozen (SIGSTOP to the postmaster first, so it forks
+/// nothing more, then to every process it forked) for `d`, then thawed: the
+/// kernel still accepts TCP connections into its backlog, nothing answers.
+void freeze_server(cluster& c, const pg_server& s, std::chrono::milliseconds d, const std::string& why) {
+  std::vector<pid_t> all{s.pid()};
+  ::kill(all.front(), SIGSTOP);
+  for (pid_t p : children_of(all.front())) {
+    ::kill(p, SIGSTOP);
+    all.push_back(p);
+  }
+  auto thaw = [&] {
+    for (pid_t p : all) ::kill(p, SIGCONT);
+  };
+  c.fault("SIGSTOP the postmaster and its " + std::to_string(all.size() - 1) + " processes for " +
+          std::to_string(d.count()) + " ms" + why);
+  try {
+    c.run_for(d);
+  } catch (...) {
+    thaw();
+    throw;
+  }
+  thaw();
+  c.fault("SIGCONT the server");
+}
+
+/// The server stalled, its sessions terminated, stopped for longer than a
+/// lease and started again, and crashed and started again, each while a
+/// handler runs.
+void postgres_server_faults(cluster& c, pg_server& s) try {
+  line r = c.wait_running(10s);
+  freeze_server(c, s, 4s, " while " + what(r) + " runs");
+  c.run_for(1s);
+
+  r = c.wait_running(10s);
+  const std::string n = s.sql(
+      "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+      "WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()");
+  c.fault("pg_terminate_backend every session (" + n + "; they get 57P01 admin_shutdown) while " + what(r) + " runs");
+  c.run_for(1500ms);
+
+  r = c.wait_running(10s);
+  c.fault("stop the server (-m fast: sessions ended, checkpoint) for 3 s, longer than a lease, while " + what(r) +
+          " runs");
+  s.stop(SIGINT);
+  c.run_for(3s);
+  s.start();
+  c.fault("the server is back (same port and data directory)");
+  c.run_for(1500ms);
+
+  r = c.wait_running(10s);
+  c.fault("crash the server (-m immediate: no checkpoint, WAL replayed at start) while " + what(r) +
+          " runs; start it again at once");
+  s.stop(SIGQUIT);
+  s.start();
+  c.fault("the server is back");
+  c.run_for(1500ms);
+} catch (const harness_error&) {
+  throw;
+} catch (const std::exception& e) {  // the server did not come back, or the test's SQL failed
+  throw harness_error(std::string("the PostgreSQL server: ") + e.what());
+}
+#endif
+
 }  // namespace
 
 // ---- Redis -------------------------------------------------------------------
@@ -274,8 +416,11 @@ TEST_CASE("redis: SIGSTOP of the runner past its lease, then SIGCONT", "[chaos][
 TEST_CASE("redis: the runner's connection black-holed, then delayed", "[chaos][redis]") {
   lease::testing::temp_dir d;
   redis_backend b;
-  b.proxied = true;
-  scenario("network", b, d, 1, [&](cluster& c) { black_hole_then_delay(c, b); });
+  b.net.on = true;
+  scenario("network", b, d, 1, [&](cluster& c) {
+    black_hole(c, b.net);
+    delay(c, b.net);
+  });
 }
 
 TEST_CASE("redis: the server stalled by DEBUG SLEEP and CLIENT PAUSE, then killed and restarted", "[chaos][redis]") {
@@ -287,10 +432,7 @@ TEST_CASE("redis: the server stalled by DEBUG SLEEP and CLIENT PAUSE, then kille
 TEST_CASE("redis: one instance's wall clock stepped ahead 17 s and back 60 s while it runs", "[chaos][redis]") {
   lease::testing::temp_dir d;
   redis_backend b;
-  const fake_time ft(d);
-  scenario(
-      "clock-step", b, d, 1, [&](cluster& c) { step_clock(c, ft, "i3", "i3"); },
-      [&](const std::string& n) { return n == "i3" ? ft.env() : std::vector<std::string>{}; });
+  step_one_instance_clock(b, d);
 }
 
 TEST_CASE("redis: the runner starved of CPU", "[chaos][redis]") {
@@ -335,5 +477,56 @@ TEST_CASE("sqlite: the runner starved of CPU", "[chaos][sqlite]") {
   sqlite_backend b(d.file("lease.db"));
   scenario("starve", b, d, 2, starve);
 }
+
+// ---- PostgreSQL --------------------------------------------------------------
+#if LEASE_CHAOS_WITH_POSTGRES
+
+TEST_CASE("postgres: kill -9 of the runner mid-run", "[chaos][postgres]") {
+  lease::testing::temp_dir d;
+  postgres_backend b;
+  scenario("kill9", b, d, 2, kill9);
+}
+
+TEST_CASE("postgres: SIGSTOP of the runner past its lease, then SIGCONT", "[chaos][postgres]") {
+  lease::testing::temp_dir d;
+  postgres_backend b;
+  scenario("sigstop", b, d, 2, sigstop);
+}
+
+TEST_CASE("postgres: the runner's connections black-holed, cut, then delayed", "[chaos][postgres]") {
+  lease::testing::temp_dir d;
+  postgres_backend b;
+  b.net.on = true;
+  scenario("network", b, d, 1, [&](cluster& c) {
+    black_hole(c, b.net);
+    cut(c, b.net);
+    delay(c, b.net);
+  });
+}
+
+TEST_CASE("postgres: the server frozen, its sessions terminated, stopped, crashed and restarted",
+          "[chaos][postgres]") {
+  lease::testing::temp_dir d;
+  postgres_backend b;
+  scenario("server", b, d, 1, [&](cluster& c) { postgres_server_faults(c, b.server); });
+}
+
+// The store's clock is the server's (clock_timestamp()), as on Redis: one
+// instance's wall clock steps, the server's does not.
+TEST_CASE("postgres: one instance's wall clock stepped ahead 17 s and back 60 s while it runs", "[chaos][postgres]") {
+  lease::testing::temp_dir d;
+  postgres_backend b;
+  step_one_instance_clock(b, d);
+}
+
+// One round (two on the other stores): starvation hits the instance, not the
+// store, and the suite's time is counted.
+TEST_CASE("postgres: the runner starved of CPU", "[chaos][postgres]") {
+  lease::testing::temp_dir d;
+  postgres_backend b;
+  scenario("starve", b, d, 1, starve);
+}
+
+#endif
 
 }  // namespace chaos

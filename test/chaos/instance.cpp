@@ -8,9 +8,10 @@
 //
 //   chaos_instance --name N --log FILE --store redis  --url redis://127.0.0.1:P --prefix K
 //   chaos_instance --name N --log FILE --store sqlite --db FILE
+//   chaos_instance --name N --log FILE --store postgres --url postgresql://… --schema S
 //
-// To add a store (PostgreSQL): one more branch in main() that builds the
-// store and calls run(), and a backend in driver.cpp that starts the server.
+// To add a store: one more branch in main() that builds the store and calls
+// run(), and a backend in driver.cpp that starts the server.
 #include <fcntl.h>
 #include <pthread.h>
 #include <sys/prctl.h>
@@ -29,6 +30,9 @@
 #include <lease/lease.hpp>
 #include <lease/store/redis.hpp>
 #include <lease/store/sqlite.hpp>
+#if LEASE_CHAOS_WITH_POSTGRES
+#include <lease/store/postgres.hpp>
+#endif
 
 #include "chaos/audit.hpp"
 
@@ -144,9 +148,18 @@ int main(int argc, char** argv) {
       return run(lease::redis_store{o}, name, log, stop_signals);
     }
     if (kind == "sqlite") return run(lease::sqlite_store{arg["--db"]}, name, log, stop_signals);
-    // PostgreSQL: `if (kind == "postgres") return run(lease::postgres_store{arg["--url"]}, ...);`
-    // once include/lease/store/postgres.hpp exists.
-    std::fprintf(stderr, "chaos_instance: unknown --store '%s' (redis, sqlite)\n", kind.c_str());
+#if LEASE_CHAOS_WITH_POSTGRES
+    if (kind == "postgres") {
+      // Default timeouts (connect 2 s, an answer 5 s: longer than the 2.5 s
+      // lease) and the server's clock_timestamp() as the store's clock: what
+      // a user gets. NOTIFY hand-overs on, as by default.
+      lease::postgres_options o;
+      o.conninfo = arg["--url"];
+      o.schema = arg["--schema"];
+      return run(lease::postgres_store{std::move(o)}, name, log, stop_signals);
+    }
+#endif
+    std::fprintf(stderr, "chaos_instance: unknown --store '%s' (redis, sqlite, postgres)\n", kind.c_str());
     return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "chaos_instance %s: %s\n", name.c_str(), e.what());

@@ -1,8 +1,9 @@
 // test/chaos/proxy.hpp — a TCP proxy on 127.0.0.1 between one instance and
-// its Redis server, for network faults without netem: pass (forward at
-// once), black hole (forward nothing either way; the bytes wait in the
-// kernel's buffers and are delivered, late, when it heals), and delay (every
-// chunk is forwarded `ms` after it arrived, both ways).
+// its Redis or PostgreSQL server, for network faults without netem: pass
+// (forward at once), black hole (forward nothing either way; the bytes wait
+// in the kernel's buffers and are delivered, late, when it heals), delay
+// (every chunk is forwarded `ms` after it arrived, both ways), and cut (every
+// connection open now is reset on both sides; new ones pass).
 #pragma once
 
 #include <arpa/inet.h>
@@ -47,6 +48,9 @@ class fault_proxy {
   [[nodiscard]] int port() const noexcept { return port_; }
   void black_hole(bool on) { hole_ = on; }
   void delay(std::chrono::milliseconds by) { delay_ms_ = static_cast<int>(by.count()); }
+  /// Resets (RST) both sides of every connection open now, as a broken
+  /// network path or a restarted middlebox does; later connections pass.
+  void cut() { ++generation_; }
 
  private:
   using clock = std::chrono::steady_clock;
@@ -76,12 +80,12 @@ class fault_proxy {
         ::close(server);
         continue;
       }
-      pumps_.emplace_back([this, client, server] { pump(client, server); });
+      pumps_.emplace_back([this, client, server, g = generation_.load()] { pump(client, server, g); });
     }
   }
 
   /// Moves bytes both ways until either side closes (or the proxy stops).
-  void pump(int client, int server) {
+  void pump(int client, int server, unsigned generation) {
     std::deque<chunk> up, down;  // client->server, server->client
     char buf[65536];
     auto flush = [](std::deque<chunk>& q, int to) {
@@ -95,6 +99,12 @@ class fault_proxy {
     };
     bool open = true;
     while (!stop_ && open) {
+      if (generation_ != generation) {  // cut: close with RST (linger 0), no FIN handshake
+        const linger reset{1, 0};
+        ::setsockopt(client, SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
+        ::setsockopt(server, SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
+        break;
+      }
       if (hole_) {  // read nothing, send nothing: the peer's bytes wait in the kernel
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
         continue;
@@ -123,6 +133,7 @@ class fault_proxy {
   std::atomic<bool> stop_{false};
   std::atomic<bool> hole_{false};
   std::atomic<int> delay_ms_{0};
+  std::atomic<unsigned> generation_{0};  ///< cut() bumps it; a pump of an older one resets its connection
   std::thread acceptor_;
   std::vector<std::thread> pumps_;  // touched by the acceptor only until stop_
 };

@@ -4,6 +4,8 @@
 #include "lease/clock/fake.hpp"
 #include "lease/clock/system.hpp"
 
+#include <limits>
+
 using namespace std::chrono_literals;
 
 TEST_CASE("copies of a fake_clock read the same time, and it moves only when told") {
@@ -65,4 +67,37 @@ TEST_CASE("system_clock's monotonic time never goes back") {
     REQUIRE(t >= last);
     last = t;
   }
+}
+
+TEST_CASE("a skewed_clock's monotonic time runs at the rate it is set to, never goes back, and copies share it") {
+  lease::fake_clock base{lease::time_point{5'000ms}};
+  lease::skewed_clock<lease::fake_clock> c{base, 0ms};
+  const auto copy = c;
+  base.advance(1s);
+  const lease::steady_point s0 = c.steady();
+  CHECK(s0 == base.steady());  // no drift: the base's time
+  c.run_at(0.9);
+  base.advance(10s);
+  CHECK(copy.steady() - s0 == 9s);  // 10 s at 0.9
+  c.run_at(1.5);                    // a faster rate starts from where it stands
+  base.advance(2s);
+  CHECK(c.steady() - s0 == 12s);
+  c.run_at(0.001);  // nearly stopped: it moves forward, never back
+  lease::steady_point last = c.steady();
+  for (int i = 0; i < 5000; ++i) {
+    base.advance(1ms);
+    REQUIRE(c.steady() >= last);
+    last = c.steady();
+  }
+  CHECK(c.steady() - s0 == 12s + 5ms);
+  CHECK(c.rate_ppm() == 1'000);
+  c.step(-60s);  // the wall clock alone
+  CHECK(c.steady() == last);
+}
+
+TEST_CASE("a skewed_clock refuses a rate that is not positive, with a sentence") {
+  lease::skewed_clock<lease::fake_clock> c{lease::fake_clock{}, 0ms};
+  CHECK_THROWS_WITH(c.run_at(0), Catch::Contains("the rate must be in (0, 10]"));
+  CHECK_THROWS_WITH(c.run_at(-1), Catch::Contains("got -1"));
+  CHECK_THROWS(c.run_at(std::numeric_limits<double>::quiet_NaN()));
 }

@@ -196,3 +196,146 @@ TEST_CASE("model trail RESEND_NEW_TOKEN (scheduled claim): a claim whose reply w
   CHECK(w.count(event_kind::takeover) == 0);
   CHECK(w.sim.violations().empty());
 }
+
+// The two trails below need a runner whose monotonic clock runs slow
+// (sim::cluster::drift_clock). The margin covers one that runs down to
+// 1 − margin / lease = 0.9 of real time; these run at 0.91. Which backup
+// check falls first after the lease end depends on the seed, so each trail is
+// played on ten seeds: on the real code none of them overlaps.
+
+// NO_MARGIN (the self-abort deadline without the safety margin):
+//   @3 i2 wins attempt 1 (lease end 7); its reply comes at 5: it begins with
+//      deadline(mono) 3 + 4 = 7, and cannot renew.
+//   @6 i2's monotonic clock loses a tick.
+//   @7 the lease ends; i1 takes over as attempt 2 while i2's clock reads 6:
+//      i2 still executes — P2.
+// Played: the runner's store calls hang from its first heartbeat on; its
+// clock runs at 0.91. Real code: its watchdog fires at 1.8 s of its own time
+// after the claim was sent, 1.97 s of real time, before the store's lease
+// ends at 2 s (without the margin: 2.19 s, and a backup may take over first).
+TEST_CASE("model trail NO_MARGIN: a runner whose monotonic clock runs slow stops before its lease ends") {
+  for (std::uint64_t seed = 1; seed <= 10; ++seed) {
+    model_world w(100 + seed);
+    w.sim.run_for(60s + tick / 5);
+    REQUIRE(w.sim.recorded().handlers.size() == 1);
+    const std::size_t r = w.ran(0);
+    w.sim.drift_clock(r, 0.91);
+    w.sim.hang_store(r, 10s, 20);  // its heartbeats never arrive
+    w.sim.run_for(10 * tick);
+    INFO("seed " << 100 + seed << '\n' << w.sim.describe());
+    const auto& h = w.sim.recorded().handlers;
+    REQUIRE(h.size() == 2);  // taken over once
+    CHECK(h[0].observed_stop);
+    CHECK(h[0].active_until <= h[1].start);
+    CHECK(w.sim.violations().empty());
+  }
+}
+
+// LIVE_EARLY (the store takes a run over one tick before its lease end):
+//   @8 i2 wins slot 1 (lease end 12); @9 its heartbeat renews (lease end 13).
+//   @10 its next heartbeat is delayed: it arrives at 12.
+//   @12 i2's monotonic clock loses a tick; i1 takes over one tick early while
+//      i2 still executes (its deadline(mono) 9 + 4 − 1 = 12; its clock reads 11) — P2.
+// Played: the runner's next heartbeats arrive 3 s late; its clock runs at
+// 0.91. Real code: the store hands the run over only at its lease end, after
+// the runner's watchdog fired; a store that took over a margin (200 ms) early
+// would meet a runner that, running slow, is still executing.
+TEST_CASE("model trail LIVE_EARLY: no takeover before the lease end, even of a runner whose clock runs slow") {
+  for (std::uint64_t seed = 1; seed <= 10; ++seed) {
+    model_world w(200 + seed);
+    w.sim.run_for(60s + 3 * tick + tick / 5);  // it has renewed a few times
+    REQUIRE(w.sim.recorded().handlers.size() == 1);
+    const std::size_t r = w.ran(0);
+    w.sim.drift_clock(r, 0.91);
+    w.sim.delay_store(r, 3s, 20);  // its heartbeats arrive after its lease ended
+    w.sim.run_for(10 * tick);
+    INFO("seed " << 200 + seed << '\n' << w.sim.describe());
+    const auto& h = w.sim.recorded().handlers;
+    REQUIRE(h.size() == 2);
+    CHECK(h[0].observed_stop);
+    CHECK(h[0].active_until <= h[1].start);
+    CHECK(w.sim.violations().empty());
+  }
+}
+
+// The margin's bound is real: a runner whose clock runs slower than it
+// covers can be executing when its run is taken over, and the simulation's
+// I9 check sees it. (The bound is a precondition, stated in doc/protocol.md.)
+TEST_CASE("a runner whose monotonic clock runs slower than the margin covers is caught overlapping by I9") {
+  std::size_t overlapped = 0;
+  for (std::uint64_t seed = 1; seed <= 10; ++seed) {
+    model_world w(300 + seed);
+    w.sim.run_for(60s + tick / 5);
+    const std::size_t r = w.ran(0);
+    w.sim.drift_clock(r, 0.7);  // 1.8 s of its own time take 2.6 s
+    w.sim.hang_store(r, 10s, 20);
+    w.sim.run_for(10 * tick);
+    for (const auto& v : w.sim.violations()) overlapped += v.rfind("I9", 0) == 0;
+  }
+  CHECK(overlapped > 0);
+}
+
+// LATE_BOUNDARY (the late rule off by one: a claim that reaches the store one
+// tick past its deadline still wins):
+//   @8 slot 1 is due; i0 and i1 are answered `overlap` (slot 0 still runs).
+//   @7–11 i2's loop waits in a heartbeat that arrives at 11; at 11 it claims
+//      slot 1, past its deadline 8 + 2 = 10, and wins — P8.
+// Played: what matters to the store is when the claim arrives, however it
+// came to be late; here every instance's wall clock is behind the store's, so
+// the claims of slot 60 s arrive at 60 s + max_late + late_tolerance (+ 1 ms).
+// Real code: exactly at the deadline the run starts; 1 ms past it nothing
+// starts, and each instance says why with a `late` event.
+TEST_CASE("model trail LATE_BOUNDARY: a claim that reaches the store past its deadline starts nothing") {
+  for (const duration past : {0ms, 1ms}) {
+    lease::options o;
+    o.lease = 4 * tick;
+    o.heartbeat = tick;
+    o.max_late = tick;
+    o.catch_up = 0ms;
+    o.claim_jitter = 0ms;
+    lease::sim::cluster<> sim(17, o);
+    sim.add_job("report", lease::every(60s),
+                [](const lease::run_context&) { return lease::sim::script{.runs_for = 10s}; });
+    const duration behind = o.max_late + lease::late_tolerance + past;
+    for (const char* n : {"i0", "i1", "i2"}) sim.add_instance(n, -behind);
+    sim.start_all();
+    sim.run_for(60s + behind + tick);
+    INFO("claims arrive " << past.count() << " ms past the deadline\n" << sim.describe());
+    const lease::run_key run{"report", time_point{} + 1h + 60s};
+    std::size_t late = 0, ran = 0;
+    for (const auto& e : sim.recorded().events) late += e.kind == event_kind::late && e.run == run;
+    for (const auto& h : sim.recorded().handlers) ran += h.run == run;
+    if (past == 0ms) {
+      CHECK(ran == 1);
+      CHECK(late == 0);
+    } else {
+      CHECK(ran == 0);
+      CHECK(late == 3);
+      CHECK_FALSE(sim.backing_store().get(run).has_value());
+    }
+    CHECK(sim.violations().empty());
+  }
+}
+
+// FENCE_NOT_INCREMENTED (a won attempt reuses the last fence):
+//   @3 i2 wins attempt 1 with fence 0, the fence the job had before — P3.
+// Played: the first attempt, then a takeover after its runner crashed, then
+// the next slot. Real code: each won attempt's fence is above every earlier
+// one of the job (and at least the store's clock in ms, so that it keeps
+// growing after the store forgot the job).
+TEST_CASE("model trail FENCE_NOT_INCREMENTED: every won attempt's fence is above the job's last one") {
+  model_world w(18);
+  w.sim.run_for(60s + tick / 5);
+  REQUIRE(w.sim.recorded().handlers.size() == 1);
+  w.sim.crash(w.ran(0));
+  w.sim.run_for(60s);  // taken over, then the next slot
+  INFO(w.sim.describe());
+  const auto& h = w.sim.recorded().handlers;
+  REQUIRE(h.size() == 3);
+  CHECK(h[0].fence > 0);
+  CHECK(h[1].attempt == 2);
+  CHECK(h[1].fence > h[0].fence);
+  CHECK(h[2].run.slot > h[1].run.slot);
+  CHECK(h[2].fence > h[1].fence);
+  CHECK(w.sim.violations().empty());
+}

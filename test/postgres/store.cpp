@@ -212,6 +212,156 @@ TEST_CASE("heartbeat_many renews a batch in one round trip, answers in order") {
   }
 }
 
+namespace {
+
+/// The same state in two schemas: jobs whose runs are live, expired, or
+/// finished at the clock's time, so a batch meets every kind of answer.
+void prepare_mixed(lease::postgres_store& s, lease::fake_clock& clock) {
+  const time_point t = clock.now();
+  for (int k = 0; k < 50; ++k) {
+    const std::string n = std::to_string(k);
+    REQUIRE(s.claim(request("busy-" + n, t, "b" + n)).outcome == claim_outcome::won);
+    auto short_lease = request("expired-" + n, t - 60s, "e" + n);
+    short_lease.lease = 500ms;  // over before the batch
+    REQUIRE(s.claim(short_lease).outcome == claim_outcome::won);
+    REQUIRE(s.claim(request("done-" + n, t, "d" + n)).outcome == claim_outcome::won);
+    REQUIRE(s.finish({"done-" + n, t}, "d" + n, run_status::success));
+  }
+}
+
+/// 300 claims: won (new jobs, takeovers of expired runs), running (live
+/// runs, and the second claim of a run that the batch itself won), late,
+/// early, superseded (an older slot of a job the batch started), finished,
+/// none (a takeover of a run without state).
+std::vector<claim_request> mixed_batch(time_point t) {
+  std::vector<claim_request> b;
+  for (int k = 0; b.size() < 300; ++k) {
+    const std::string n = std::to_string(k / 8), u = std::to_string(k);  // n: one prepared job per round
+    switch (k % 8) {
+      case 0: b.push_back(request("new-" + u, t, "n" + u)); break;
+      case 1: b.push_back(request("busy-" + n, t, "x" + u)); break;
+      case 2: {
+        auto late = request("late-" + u, t - 2h, "l" + u);
+        late.deadline = late.run.slot + 1h;
+        b.push_back(late);
+        break;
+      }
+      case 3:  // the same run twice, then an older slot of its job: won, running, superseded
+        b.push_back(request("dup-" + u, t, "p" + u));
+        b.push_back(request("dup-" + u, t, "q" + u));
+        b.push_back(request("dup-" + u, t - 5s, "r" + u));
+        break;
+      case 4: b.push_back(request("expired-" + n, t - 60s, "y" + u, claim_reason::takeover)); break;
+      case 5: b.push_back(request("done-" + n, t, "z" + u, claim_reason::catch_up)); break;
+      case 6: b.push_back(request("early-" + u, t + 1h, "a" + u)); break;
+      case 7: b.push_back(request("ghost-" + u, t, "g" + u, claim_reason::takeover)); break;
+    }
+  }
+  b.resize(300);
+  return b;
+}
+
+void check_same(const lease::claim_result& batched, const lease::claim_result& single) {
+  CHECK(batched.outcome == single.outcome);
+  CHECK(batched.store_now == single.store_now);
+  CHECK(batched.record.job == single.record.job);
+  CHECK(batched.record.slot == single.record.slot);
+  CHECK(batched.record.token == single.record.token);
+  CHECK(batched.record.attempt == single.record.attempt);
+  CHECK(batched.record.fence == single.record.fence);
+  CHECK(batched.record.runner == single.record.runner);
+  CHECK(batched.record.status == single.record.status);
+  CHECK(batched.record.lease_end == single.record.lease_end);
+  CHECK(batched.record.released == single.record.released);
+  CHECK(batched.record.handovers == single.record.handovers);
+}
+
+}  // namespace
+
+TEST_CASE("claim_many: 300 mixed claims in one round trip get exactly the answers of 300 single claims") {
+  lease::fake_clock clock{at(1'700'000'000'000)};
+  lease::postgres_store batched{options(srv().conninfo(), lease::testing::fresh_schema("cmany"), clock)};
+  lease::postgres_store single{options(srv().conninfo(), lease::testing::fresh_schema("cone"), clock)};
+  prepare_mixed(batched, clock);
+  prepare_mixed(single, clock);
+  clock.advance(1s);
+  const auto batch = mixed_batch(clock.now() - 1s);
+
+  const auto before = batched.round_trips();
+  const auto got = batched.claim_many(batch);
+  CHECK(batched.round_trips() == before + 1);
+  REQUIRE(got.size() == batch.size());
+  std::map<claim_outcome, int> seen;
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    INFO("claim " << i << " of " << batch[i].run.job << " with token " << batch[i].token);
+    check_same(got[i], single.claim(batch[i]));
+    ++seen[got[i].outcome];
+  }
+  // Every kind of answer was met, and in the numbers the batch was built with.
+  // (30 rounds of 10 claims.)
+  CHECK(seen[claim_outcome::won] == 90);  // new jobs, dup's first claims, takeovers
+  CHECK(seen[claim_outcome::running] == 60);  // live runs, dup's second claims
+  for (auto o : {claim_outcome::superseded, claim_outcome::late, claim_outcome::finished, claim_outcome::early,
+                 claim_outcome::none})
+    CHECK(seen[o] == 30);
+  // Each won claim is the run's state now.
+  for (std::size_t i = 0; i < batch.size(); ++i)
+    if (got[i].outcome == claim_outcome::won) CHECK(batched.get(batch[i].run)->token == batch[i].token);
+}
+
+TEST_CASE("claim_many: a claim refused by the server does not change the others' answers") {
+  lease::fake_clock clock{at(1'700'000'000'000)};
+  auto o = options(srv().conninfo(), lease::testing::fresh_schema("crefuse"), clock);
+  o.statement_timeout = 300ms;
+  lease::postgres_store store{o};
+  REQUIRE(store.claim(request("held", clock.now(), "h0")).outcome == claim_outcome::won);
+  // Another session holds one job's row lock: that claim times out (57014), the others go through.
+  PGconn* c = PQconnectdb(srv().conninfo().c_str());
+  REQUIRE(PQstatus(c) == CONNECTION_OK);
+  PQclear(PQexec(c, "BEGIN"));
+  PGresult* r = PQexec(c, ("SELECT 1 FROM \"" + o.schema + "\".lease_jobs WHERE job = 'held'::bytea FOR UPDATE").c_str());
+  REQUIRE(PQresultStatus(r) == PGRES_TUPLES_OK);
+  PQclear(r);
+  std::vector<claim_request> batch{request("a", clock.now(), "a1"), request("held", clock.now(), "h1"),
+                                   request("b", clock.now(), "b1")};
+  CHECK_THROWS_AS(store.claim_many(batch), lease::store_error);  // as claim() throws for the refused one
+  PQclear(PQexec(c, "ROLLBACK"));
+  PQfinish(c);
+  // Each claim was its own transaction: the ones around the refused one are applied.
+  CHECK(store.get({"a", clock.now()})->token == "a1");
+  CHECK(store.get({"b", clock.now()})->token == "b1");
+  CHECK(store.get({"held", clock.now()})->token == "h0");
+  // Resent with the same tokens (what the scheduler does with a failed batch): won, running, won.
+  const auto again = store.claim_many(batch);
+  CHECK(again[0].record.token == "a1");
+  CHECK(again[1].outcome == claim_outcome::running);
+  CHECK(again[2].record.token == "b1");
+}
+
+TEST_CASE("claim_many whose answers were lost: each claim is resolved by reading its run back") {
+  lease::testing::cut_proxy proxy{srv().port()};
+  lease::fake_clock clock{at(1'700'000'000'000)};
+  const std::string ci = "host=127.0.0.1 port=" + std::to_string(proxy.port()) + " user=postgres dbname=postgres";
+  lease::postgres_store store{options(ci, lease::testing::fresh_schema("cdoubt"), clock)};
+  REQUIRE(store.claim(request("busy", clock.now(), "b0")).outcome == claim_outcome::won);
+  std::vector<claim_request> batch;
+  for (int i = 0; i < 20; ++i) batch.push_back(request("j" + std::to_string(i), clock.now(), "t" + std::to_string(i)));
+  batch.push_back(request("busy", clock.now(), "b1"));
+  proxy.lose_next_reply();
+  const auto got = store.claim_many(batch);
+  CHECK(proxy.cuts() == 1);
+  REQUIRE(got.size() == batch.size());
+  for (int i = 0; i < 20; ++i) {
+    INFO("claim " << i);
+    REQUIRE(got[static_cast<std::size_t>(i)].outcome == claim_outcome::won);
+    CHECK(got[static_cast<std::size_t>(i)].record.token == "t" + std::to_string(i));
+    CHECK(got[static_cast<std::size_t>(i)].record.attempt == 1);
+    CHECK(got[static_cast<std::size_t>(i)].record.fence == 1'700'000'000'000);  // applied once
+  }
+  CHECK(got.back().outcome == claim_outcome::running);
+  CHECK(got.back().record.token == "b0");
+}
+
 TEST_CASE("57P01 admin_shutdown of the store's connection: the next call reconnects, the run is still the runner's") {
   lease::fake_clock clock{at(1'700'000'000'000)};
   lease::postgres_store store{options(srv().conninfo(), lease::testing::fresh_schema("term"), clock)};
@@ -347,9 +497,40 @@ TEST_CASE("a schema with a version this library does not know is a clear error")
     FAIL("a newer schema was used");
   } catch (const lease::store_error& e) {
     CHECK(e.code() == lease::errc::corrupt);
-    CHECK(std::string(e.what()).find("has lease schema version '99', this library knows version 1") !=
+    CHECK(std::string(e.what()).find("has lease schema version '99', this library knows version 2") !=
           std::string::npos);
   }
+}
+
+TEST_CASE("a version 1 schema with live runs is migrated to version 2 at the first connect, and its runs carry on") {
+  const std::string schema = lease::testing::fresh_schema("v1");
+  // The layout and the claim function as version 1 of this library made them, and a run won through it.
+  srv().sql(lease::detail::postgres::in_schema(lease::detail::postgres::create_v1, schema));
+  const std::string q = "\"" + schema + "\"";
+  CHECK(srv().sql("SELECT o_outcome::text FROM " + q + ".lease_claim(1700000000000, '', 0, 'old'::bytea, "
+                  "1700000000000, 'r1'::bytea, 't1'::bytea, 0, 30000, 3, 1700003600000, 0, 10, 300000)") == "0");
+  CHECK(srv().sql("SELECT max(version)::text FROM " + q + ".lease_schema_version") == "1");
+
+  lease::fake_clock clock{at(1'700'000'000'000)};  // the time of that claim
+  lease::postgres_store store{options(srv().conninfo(), schema, clock)};
+  const auto rec = store.get({"old", at(1'700'000'000'000)});  // connects: migrates
+  CHECK(srv().sql("SELECT max(version)::text FROM " + q + ".lease_schema_version") == "2");
+  CHECK(srv().sql("SELECT count(*)::text FROM " + q + ".lease_schema_version") == "1");
+  CHECK(srv().sql("SELECT (prosrc LIKE '%never claimed%')::text FROM pg_proc WHERE proname = 'lease_claim' AND "
+                  "pronamespace = '" + q + "'::regnamespace") == "true");
+  REQUIRE(rec);
+  CHECK(rec->token == "t1");
+  // The run won under version 1 is still the runner's; its job's fence goes on from where it was.
+  CHECK(store.claim(request("old", rec->slot, "t2", claim_reason::takeover)).outcome == claim_outcome::running);
+  CHECK(store.heartbeat({"old", rec->slot}, "t1", 30s));
+  auto next = store.claim(request("old", rec->slot + 1s, "t3"));
+  CHECK(next.outcome == claim_outcome::overlap);
+  CHECK(store.finish({"old", rec->slot}, "t1", run_status::success));
+  next = store.claim(request("old", rec->slot + 1s, "t3"));
+  REQUIRE(next.outcome == claim_outcome::won);
+  CHECK(next.record.fence == rec->fence + 1);
+  // A new job on the migrated schema.
+  CHECK(store.claim(request("new", clock.now(), "n1")).outcome == claim_outcome::won);
 }
 
 TEST_CASE("many stores starting at once on a new schema migrate it once") {

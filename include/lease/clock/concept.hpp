@@ -16,7 +16,8 @@
 //
 // Models: lease::system_clock (real time, clock/system.hpp),
 //         lease::fake_clock (manual time, clock/fake.hpp),
-//         lease::skewed_clock<C> (another clock plus an offset that can be stepped).
+//         lease::skewed_clock<C> (another clock plus an offset that can be stepped,
+//         and a monotonic rate that can drift; clock/skewed.hpp).
 // Thread-safety: every model's now() and steady() may be called from any thread.
 #pragma once
 
@@ -40,31 +41,6 @@ concept MonotonicClock = Clock<C> && requires(const C& c) {
   { c.steady() } -> std::same_as<steady_point>;
 };
 
-/// A clock that reads another clock's wall time plus an offset: one
-/// instance's skew in tests and simulations. step() moves the offset (a wall
-/// clock stepped by NTP or an operator); monotonic time is the base clock's,
-/// untouched by skew or steps. Copies share the offset.
-template <Clock C>
-class skewed_clock {
- public:
-  skewed_clock(C base, duration offset)
-      : base_(std::move(base)), offset_(std::make_shared<std::atomic<duration::rep>>(offset.count())) {}
-  [[nodiscard]] time_point now() const { return base_.now() + offset(); }
-  [[nodiscard]] steady_point steady() const
-    requires MonotonicClock<C>
-  {
-    return base_.steady();
-  }
-  [[nodiscard]] duration offset() const { return duration{offset_->load()}; }
-  /// Steps this clock's wall time by `d` (forwards or back); steady() is unchanged.
-  void step(duration d) noexcept { offset_->fetch_add(d.count()); }
-  [[nodiscard]] const C& base() const noexcept { return base_; }
-
- private:
-  C base_;
-  std::shared_ptr<std::atomic<duration::rep>> offset_;
-};
-
 /// The monotonic time of any Clock: its steady() if it has one; else, for a
 /// manual clock, its wall time (it is only moved forward in tests that need
 /// nothing more); else the host's monotonic clock.
@@ -79,3 +55,6 @@ template <Clock C>
 }
 
 }  // namespace lease
+
+// skewed_clock was declared here before it had a header of its own.
+#include "lease/clock/skewed.hpp"  // IWYU pragma: export

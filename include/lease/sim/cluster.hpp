@@ -8,7 +8,8 @@
 // any handler behaviour, delayed store calls, failing store calls (before or
 // after applying: a lost reply), slow store calls that block the calling
 // instance's loop while the rest of the world goes on (its handlers and its
-// watchdog too), wall-clock steps of one instance, a store that loses its
+// watchdog too), wall-clock steps of one instance, a monotonic clock that
+// runs slow or fast (drift_clock), a store that loses its
 // state, and lost announcements of a release (push hand-over). Everything is
 // recorded in a lease::sim::history, and the invariants of doc/invariants.md
 // are checked on it, including I9: no two handlers of one run
@@ -138,6 +139,19 @@ class cluster {
     instance& in = *instances_.at(i);
     fault(i, "step clock " + std::to_string(d.count()) + " ms");
     in.clock->step(d);
+  }
+  /// Instance `i`'s monotonic clock runs at `rate` × real time from now on
+  /// (a slow or fast oscillator; its wall clock is unchanged). Its leases,
+  /// heartbeats and backup checks are timed on it. The safety margin covers
+  /// a runner whose clock runs down to 1 − margin / lease (0.9 with the
+  /// default margin of lease / 10); a slower one can still be executing
+  /// when the store hands its run to a backup.
+  void drift_clock(std::size_t i, double rate) {
+    instance& in = *instances_.at(i);
+    fault(i, "monotonic clock at " + std::to_string(static_cast<int>(rate * 1000 + 0.5) / 10.0).substr(0, 5) +
+                 " % of");
+    in.clock->run_at(rate);
+    slowest_ppm_ = std::min(slowest_ppm_, in.clock->rate_ppm());
   }
   /// Instance `i`'s next `calls` store calls block its loop for `d` each,
   /// while the other instances, its handlers and its watchdog go on. The call
@@ -326,7 +340,6 @@ class cluster {
     auto consider = [&](time_point x) {
       if (!next || x < *next) next = x;
     };
-    const steady_point steady = world_->clock.steady();
     for (const auto& p : instances_) {
       const instance& in = *p;
       if (in.crashed) continue;
@@ -335,14 +348,33 @@ class cluster {
         continue;
       }
       if (in.blocked == 0)
-        if (auto w = in.sched->next_wakeup()) consider(*w - in.clock->offset());
+        if (auto w = in.sched->next_wakeup()) consider(now() + wakeup_delay(in, *w - in.clock->offset() - now()));
+      const steady_point own = in.clock->steady();
       for (const auto& r : in.running) {
         consider(end_of(r));
-        if (const auto& l = r.t.context().lease_state; l && !r.stop_seen && l->deadline() > steady)
-          consider(now() + (l->deadline() - steady));
+        if (const auto& l = r.t.context().lease_state; l && !r.stop_seen && l->deadline() > own)
+          consider(now() + real_time_for(in, l->deadline() - own));
       }
     }
     return next;
+  }
+
+  /// The real time instance `in`'s monotonic clock takes to move by `d`.
+  [[nodiscard]] static duration real_time_for(const instance& in, duration d) {
+    const std::int64_t ppm = in.clock->rate_ppm();
+    if (ppm == clock_type::ppm_one || d <= duration::zero()) return d;
+    // The least x with scaled(x) >= d (skewed_clock rounds down).
+    duration x{(d.count() * clock_type::ppm_one + ppm - 1) / ppm};
+    while (clock_type::scaled(x, ppm) < d) ++x;
+    return x;
+  }
+  /// How long until instance `in` is due to poll, given `d`, its own
+  /// estimate (next_wakeup() mixes wall-clock slots and monotonic timers, so
+  /// a drifting clock's estimate is not exact): never later than either
+  /// reading, so a poll may come early (it finds nothing due and the next
+  /// estimate is closer) but never late.
+  [[nodiscard]] static duration wakeup_delay(const instance& in, duration d) {
+    return std::min(d, real_time_for(in, d));
   }
 
   /// Instance `who` waits in a store call until `until`: the world goes on
@@ -434,7 +466,7 @@ class cluster {
 
   /// I6: a run whose lease ran out while still running (runner dead, frozen,
   /// abandoned, or released) is taken over or ended within 2 × heartbeat of
-  /// the lease end — checked only where the rule applies cleanly: an instance
+  /// the lease end (measured on the slowest monotonic clock of the cluster) — checked only where the rule applies cleanly: an instance
   /// became its backup before the lease end and had no fault (crash, stop,
   /// freeze, restart, failed store call) until the deadline, no store call of
   /// anyone was delayed meanwhile, and no newer slot of the job falls before
@@ -443,6 +475,9 @@ class cluster {
     takeover_checks_ = 0;
     const history& h = world_->hist;
     const duration hb = *opts_.heartbeat;
+    // 2 × heartbeat on the backups' monotonic clocks: longer in real time
+    // when one of them ran slow (drift_clock).
+    const duration backup_window{(2 * hb.count() * clock_type::ppm_one + slowest_ppm_ - 1) / slowest_ppm_};
     std::map<run_key, std::vector<const store_op*>> by_run;
     for (const store_op& op : h.ops) by_run[op.run].push_back(&op);
     auto record_at = [&](const std::vector<const store_op*>& ops, time_point t) -> std::optional<run_record> {
@@ -467,7 +502,7 @@ class cluster {
       }
       for (const auto& [token, end_runner] : lease_end) {
         const auto& [end, runner] = end_runner;
-        const time_point deadline = end + 2 * hb + duration{1};
+        const time_point deadline = end + backup_window + duration{1};
         if (deadline > now()) continue;
         std::optional<run_record> at_end = record_at(ops, end);
         if (!at_end || at_end->token != token || at_end->status != run_status::running) continue;
@@ -527,7 +562,9 @@ class cluster {
         const bool about = what.size() > first.instance.size() &&
                            what.compare(what.size() - first.instance.size() - 1, std::string::npos,
                                         " " + first.instance) == 0;
-        const bool step = what.rfind("step clock", 0) == 0;
+        // A stepped wall clock or a drifting monotonic one (within the
+        // margin's bound) leaves a runner healthy: it must keep its run.
+        const bool step = what.rfind("step clock", 0) == 0 || what.rfind("monotonic clock", 0) == 0;
         if ((about && !step) || what == "store lost its state") excused = true;
       }
       if (!excused)
@@ -552,7 +589,8 @@ class cluster {
         if (at < e.at || at > deadline) continue;
         const bool about_it = what.size() > e.instance.size() &&
                               what.compare(what.size() - e.instance.size() - 1, std::string::npos, " " + e.instance) == 0;
-        if (about_it || what == "store lost its state")
+        const bool drift = what.rfind("monotonic clock", 0) == 0;  // backup_window allows for it
+        if ((about_it && !drift) || what == "store lost its state")
           clean = false;
       }
       if (clean) return true;
@@ -585,6 +623,7 @@ class cluster {
   std::vector<job_spec> jobs_;
   std::vector<std::unique_ptr<instance>> instances_;
   mutable std::size_t takeover_checks_ = 0;
+  std::int64_t slowest_ppm_ = clock_type::ppm_one;  // the slowest monotonic clock any instance had
 };
 
 }  // namespace lease::sim

@@ -1,7 +1,8 @@
 // lease/store/postgres.hpp — lease::postgres_store, the Store on PostgreSQL.
 //
 // Each operation of the store rules (doc/store-rules.md) is one round trip: claim is one call of a
-// plpgsql function (lease_claim), heartbeat, finish and release are single
+// plpgsql function (lease_claim), claim_many pipelines those calls (one
+// round trip, each call its own transaction), heartbeat, finish and release are single
 // UPDATEs, heartbeat_many is one UPDATE over unnest()ed arrays, get and
 // unfinished single SELECTs — all prepared once per connection, all atomic,
 // correct at READ COMMITTED by row locks (the argument is in
@@ -37,6 +38,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <functional>
 #include <map>
 #include <memory>
@@ -128,6 +130,16 @@ class postgres_store {
       if (!e.maybe_applied()) throw;
       return resolve_claim(req, e);
     }
+  }
+
+  /// BatchClaimStore: claim() for every element, all in one round trip
+  /// (pipelined), each its own call of lease_claim in its own transaction
+  /// with its own answer, in order: one refused or failing claim changes
+  /// nothing for the others. A lost answer is resolved for each claim it
+  /// left in doubt by reading its run back, as claim() does.
+  std::vector<claim_result> claim_many(std::span<const claim_request> batch) {
+    if (batch.empty()) return {};
+    return send_claims(batch);
   }
 
   /// Extends the lease to store-now + `lease` if `token` is current. A lost
@@ -400,19 +412,26 @@ class postgres_store {
       detail::postgres::params q;
       q.text(detail::postgres::in_schema("@.lease_schema_version", s_->schema));
       auto r = c.exec_params("SELECT (to_regclass($1::text) IS NOT NULL)::int4", q, "looking for the schema");
+      std::string ver = "0";
       if (detail::postgres::row{r.get(), 0}.i32(0, "migration") == 0) {
         c.exec_simple(detail::postgres::in_schema(detail::postgres::create_v1, s_->schema), "creating the schema");
+        ver = "1";
       } else {
         auto v = c.exec_simple(detail::postgres::in_schema("SELECT max(version)::text FROM @.lease_schema_version", s_->schema),
                                "reading the schema version");
-        const std::string ver = PQntuples(v.get()) == 1 && PQgetisnull(v.get(), 0, 0) == 0 ? PQgetvalue(v.get(), 0, 0) : "";
-        if (ver != std::to_string(detail::postgres::schema_version))
-          detail::postgres::raise(postgres_errc::schema_version,
-                                  "postgres at " + where() + ": schema \"" + s_->schema + "\" has lease schema version '" +
-                                      lease::detail::printable(ver, 20) + "', this library knows version " +
-                                      std::to_string(detail::postgres::schema_version) +
-                                      " only: use a newer lease, or another schema");
+        ver = PQntuples(v.get()) == 1 && PQgetisnull(v.get(), 0, 0) == 0 ? PQgetvalue(v.get(), 0, 0) : "";
       }
+      // Each step takes the layout one version up, in this transaction.
+      if (ver == "1") {
+        c.exec_simple(detail::postgres::in_schema(detail::postgres::upgrade_to_v2, s_->schema), "migrating to version 2");
+        ver = "2";
+      }
+      if (ver != std::to_string(detail::postgres::schema_version))
+        detail::postgres::raise(postgres_errc::schema_version,
+                                "postgres at " + where() + ": schema \"" + s_->schema + "\" has lease schema version '" +
+                                    lease::detail::printable(ver, 20) + "', this library knows version " +
+                                    std::to_string(detail::postgres::schema_version) +
+                                    " and the ones before it only: use a newer lease, or another schema");
       c.exec_simple("COMMIT", "migration");
     } catch (...) {
       if (c.connected()) {
@@ -511,8 +530,7 @@ class postgres_store {
     return n != nullptr && *n != '\0' ? std::atoi(n) : 0;
   }
 
-  claim_result send_claim(const claim_request& req) {
-    open();  // connect (and check the marker) before reading what this handle knows
+  detail::postgres::params claim_params(const claim_request& req) const {
     detail::postgres::params p;
     p.opt_i64(now_arg())
         .text(s_->marker)
@@ -528,9 +546,22 @@ class postgres_store {
         .i32(static_cast<std::int32_t>(req.overlap))
         .i32(static_cast<std::int32_t>(req.history_size))
         .i64(req.retain.count());
-    auto r = exec(stmt::claim, p, "claim");
-    if (PQntuples(r.get()) != 1 || PQnfields(r.get()) != 14) bad_reply("claim");
-    const detail::postgres::row x{r.get(), 0};
+    return p;
+  }
+
+  claim_result send_claim(const claim_request& req) {
+    open();  // connect (and check the marker) before reading what this handle knows
+    const std::string sent_marker = s_->marker;
+    auto r = exec(stmt::claim, claim_params(req), "claim");
+    return claim_reply(req, r.get(), sent_marker);
+  }
+
+  /// A claim's answer (one row of lease_claim). `sent_marker`: the marker the
+  /// request carried (a batch carries the one known when it was sent, so a
+  /// replaced state is noticed by each of its claims, and reported once).
+  claim_result claim_reply(const claim_request& req, PGresult* r, const std::string& sent_marker) {
+    if (PQntuples(r) != 1 || PQnfields(r) != 14) bad_reply("claim");
+    const detail::postgres::row x{r, 0};
     const std::int32_t outcome = x.i32(0, "claim");
     if (outcome < 0 || outcome > static_cast<int>(claim_outcome::quarantined)) bad_reply("claim");
     claim_result res;
@@ -548,8 +579,8 @@ class postgres_store {
       res.record = parse_record(x, 5, req.run.job, "claim");
       saw_fence(req.run.job, res.record.fence);
     }
-    if (detected) {
-      const bool by_marker = marker != s_->marker;
+    const bool by_marker = detected && marker != sent_marker;
+    if (detected && !(by_marker && marker == s_->marker)) {  // not one an earlier claim of the batch reported
       s_->marker = marker;
       if (by_marker) s_->fences.clear();
       s_->lost_at = lost;
@@ -563,6 +594,53 @@ class postgres_store {
       learn_lost(lost);
     }
     return res;
+  }
+
+  /// claim_many: every claim pipelined (connection.hpp), each its own
+  /// transaction; an answer refused whole for a reason a second try fixes is
+  /// sent again alone, as claim() does; one whose answer was lost is read
+  /// back, as claim() does.
+  std::vector<claim_result> send_claims(std::span<const claim_request> batch) {
+    open();
+    const std::string sent_marker = s_->marker;
+    std::vector<detail::postgres::params> ps;
+    ps.reserve(batch.size());
+    for (const claim_request& req : batch) ps.push_back(claim_params(req));
+    auto reply = s_->conn.exec_prepared_pipeline(detail::postgres::stmt_names[static_cast<unsigned>(stmt::claim)], ps,
+                                                 "claim_many");
+    std::vector<claim_result> out;
+    out.reserve(batch.size());
+    std::size_t i = 0;
+    for (; i < reply.results.size(); ++i) {
+      PGresult* r = reply.results[i].get();
+      const ExecStatusType st = r != nullptr ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+      if (st == PGRES_TUPLES_OK) {
+        out.push_back(claim_reply(batch[i], r, sent_marker));
+        continue;
+      }
+      try {
+        s_->conn.check(r, "claim", true);
+        bad_reply("claim");
+      } catch (const detail::postgres::sql_error& e) {
+        // Refused whole, nothing applied: what claim() would do next (retry
+        // once after a reconnect or at once, or throw) it does now.
+        if (!e.schema_missing() && e.code() != postgres_errc::retryable) throw;
+        if (e.schema_missing()) s_->conn.drop();
+        out.push_back(claim(batch[i]));
+      } catch (const detail::postgres::transport_error& e) {
+        if (!e.maybe_applied()) throw;
+        out.push_back(resolve_claim(batch[i], e));
+      }
+    }
+    if (i < batch.size()) {
+      // The connection broke: the rest were sent and may have been applied.
+      try {
+        std::rethrow_exception(reply.broke);
+      } catch (const detail::postgres::transport_error& e) {
+        for (; i < batch.size(); ++i) out.push_back(resolve_claim(batch[i], e));
+      }
+    }
+    return out;
   }
 
   /// The claim's answer was lost. Our token in the run ⇒ it was applied:
@@ -650,6 +728,7 @@ class postgres_store {
 
 static_assert(Store<postgres_store>);
 static_assert(BatchHeartbeatStore<postgres_store>);
+static_assert(BatchClaimStore<postgres_store>);
 static_assert(NoticeStore<postgres_store>);
 static_assert(PushStore<postgres_store>);
 

@@ -20,8 +20,10 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <exception>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -251,6 +253,104 @@ class connection {
     std::vector<int> len, fmt;
     p.pointers(v, len, fmt);
     return wait_for(PQsendQueryPrepared(c_.get(), name, p.size(), v.data(), len.data(), fmt.data(), 1), what);
+  }
+
+  /// What a pipelined batch brought back: one result per statement, in
+  /// order (an error result stays a result: check() it), as many as arrived
+  /// before the connection broke. `broke` is set iff fewer than all arrived;
+  /// the statements past `results.size()` were sent and may have been applied.
+  struct pipeline_reply {
+    std::vector<result_ptr> results;
+    std::exception_ptr broke;  ///< a transport_error with maybe_applied() true
+  };
+
+  /// Runs prepared statement `name` once per element of `batch`, all in one
+  /// round trip (libpq's pipeline mode), each followed by a Sync: each is
+  /// its own implicit transaction, committed or failed on its own, exactly
+  /// as if sent alone; one failing does not abort the others. The socket is
+  /// non-blocking meanwhile, and answers are read while requests are still
+  /// being written, so a large batch cannot deadlock on full socket buffers.
+  pipeline_reply exec_prepared_pipeline(const char* name, std::span<const params> batch, std::string_view what) {
+    pipeline_reply out;
+    out.results.reserve(batch.size());
+    ++round_trips_;
+    PGconn* c = c_.get();
+    auto broken = [&](const std::string& why, bool sent) {
+      const std::string msg = trimmed(PQerrorMessage(c));
+      c_.reset();
+      return transport_error(make_error_code(postgres_errc::connection_lost),
+                             std::string(message_prefix) + "postgres at " + where_ + ": " + std::string(what) + ": " +
+                                 why + ": " + lease::detail::printable(msg, 300),
+                             sent);
+    };
+    if (PQsetnonblocking(c, 1) != 0 || PQenterPipelineMode(c) != 1) throw broken("cannot enter pipeline mode", false);
+    std::vector<const char*> v;
+    std::vector<int> len, fmt;
+    for (const params& p : batch) {
+      v.clear();
+      len.clear();
+      fmt.clear();
+      p.pointers(v, len, fmt);
+      if (PQsendQueryPrepared(c, name, p.size(), v.data(), len.data(), fmt.data(), 1) != 1 || PQpipelineSync(c) != 1) {
+        // Nothing is flushed before the first PQflush below unless the buffer
+        // filled up; some statements may have gone out: maybe applied.
+        out.broke = std::make_exception_ptr(broken("cannot queue the batch", true));
+        return out;
+      }
+    }
+    const auto deadline = std::chrono::steady_clock::now() + s_.command_timeout;
+    bool flushing = true;
+    // Per statement: its result(s), then NULL, then the Sync's PGRES_PIPELINE_SYNC.
+    result_ptr first;  // the current statement's first error, else its last result
+    bool ended = false;  // the current statement's NULL was seen: its Sync is next
+    while (out.results.size() < batch.size()) {
+      if (flushing) {
+        const int f = PQflush(c);
+        if (f < 0) {
+          out.broke = std::make_exception_ptr(broken("the connection broke while sending the batch", true));
+          return out;
+        }
+        flushing = f == 1;
+      }
+      while (out.results.size() < batch.size() && PQisBusy(c) == 0) {
+        result_ptr r{PQgetResult(c)};
+        if (!ended) {
+          if (!r) {
+            ended = true;
+            continue;
+          }
+          const ExecStatusType st = PQresultStatus(r.get());
+          if (!first || PQresultStatus(first.get()) == PGRES_COMMAND_OK || PQresultStatus(first.get()) == PGRES_TUPLES_OK)
+            if (st != PGRES_PIPELINE_SYNC) first = std::move(r);
+          continue;
+        }
+        if (!r || PQresultStatus(r.get()) != PGRES_PIPELINE_SYNC) {
+          out.broke = std::make_exception_ptr(broken("the batch's answers came out of order", true));
+          return out;
+        }
+        out.results.push_back(std::move(first));
+        ended = false;
+      }
+      if (out.results.size() == batch.size()) break;
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) {
+        c_.reset();  // the statements may still commit on the server
+        out.broke = std::make_exception_ptr(
+            transport_error(make_error_code(postgres_errc::timeout),
+                            std::string(message_prefix) + "postgres at " + where_ + ": " + std::string(what) +
+                                ": no answer within " + std::to_string(s_.command_timeout.count()) + " ms",
+                            true));
+        return out;
+      }
+      pollfd p{PQsocket(c), static_cast<short>(POLLIN | (flushing ? POLLOUT : 0)), 0};
+      (void)::poll(&p, 1, static_cast<int>(std::min<std::int64_t>(left.count(), 1000)));
+      if (PQconsumeInput(c) != 1) {
+        out.broke = std::make_exception_ptr(broken("the connection broke after the batch was sent", true));
+        return out;
+      }
+    }
+    if (PQexitPipelineMode(c) != 1 || PQsetnonblocking(c, 0) != 0) c_.reset();  // unusable: the next call reconnects
+    return out;
   }
 
   /// Throws for an error result. `sent`: the request reached the server, so

@@ -3,7 +3,8 @@
 // operation prepares.
 //
 // Tables (all in the store's schema):
-//   lease_schema_version(version)   one row: the layout below is version 1
+//   lease_schema_version(version)   one row: the layout below is version 2
+//       (version 1: the same tables, a slower lease_claim; migrated on connect)
 //   lease_store(id = 1, marker, lost_at)
 //       marker: a random id written when the schema is created; a handle
 //       that finds another one than it saw before knows the state was
@@ -39,6 +40,14 @@
 //   * the clock (clock_timestamp(), read inside the statement) is read after
 //     the locks are held, so the times of conflicting writes follow their
 //     commit order.
+//   * a job's first claim (no row for it yet, version 2) has nothing to lock
+//     but the row it creates: it reads the clock, then inserts the job's row
+//     and its run in one statement (INSERT ... ON CONFLICT DO NOTHING). A
+//     concurrent first claim of the same job waits on that insert and, once
+//     it commits, finds the row and does nothing; it then takes the general
+//     path (lock the row, read the runs, read the clock again), so it is
+//     ordered after the first, with a later clock reading. Runs exist only
+//     under their job's row, so a job without one has no run to examine.
 //   * heartbeat_many locks its rows in whatever order the join meets them;
 //     two batches sharing runs in opposite orders could deadlock (40P01):
 //     PostgreSQL aborts one, nothing of it is applied, and the store
@@ -59,7 +68,7 @@
 namespace lease::detail::postgres {
 
 /// The layout version this library writes.
-inline constexpr int schema_version = 1;
+inline constexpr int schema_version = 2;
 
 /// `sql` with every '@' replaced by the quoted schema name (a validated
 /// identifier: letters, digits, '_').
@@ -215,6 +224,157 @@ BEGIN
   o_released := v_run.released; o_handovers := v_run.handovers;
 END
 $f$;
+)SQL";
+
+/// Version 2: the same tables; lease_claim does the same in fewer
+/// statements and writes (a job's first claim: its row and run in one
+/// statement, without the locking read of runs it cannot have; the fence, the
+/// new run and the pruning in one statement; the clock and the store's state
+/// in one read). Same arguments and answers: instances of version 1 still
+/// connected go on calling it. Run inside the migration's transaction, on a
+/// version 1 schema.
+inline constexpr std::string_view upgrade_to_v2 = R"SQL(
+CREATE OR REPLACE FUNCTION @.lease_claim(p_now int8, p_marker text, p_known int8, p_job bytea, p_slot int8, p_runner bytea,
+    p_token bytea, p_reason int4, p_lease int8, p_max_attempts int4, p_deadline int8, p_overlap int4,
+    p_history int4, p_retain int8,
+    OUT o_outcome int4, OUT o_now int8, OUT o_detected bool, OUT o_marker text, OUT o_lost_at int8,
+    OUT o_slot int8, OUT o_attempt int4, OUT o_token bytea, OUT o_fence int8, OUT o_runner bytea,
+    OUT o_status int4, OUT o_lease_end int8, OUT o_released bool, OUT o_handovers int4)
+LANGUAGE plpgsql VOLATILE AS $f$
+DECLARE
+  v_fence int8;
+  v_row @.lease_runs%ROWTYPE;
+  v_run @.lease_runs%ROWTYPE;
+  v_found bool := false;
+  v_newer bool := false;
+  v_others int4 := 0;
+BEGIN
+  o_detected := false;
+  o_slot := p_slot;
+  -- 1. The job's row: every claim of the job waits here for the one before.
+  SELECT j.fence INTO v_fence FROM @.lease_jobs j WHERE j.job = p_job FOR UPDATE;
+  IF NOT FOUND AND p_known = 0 THEN
+    -- A job never claimed has no runs (runs are inserted only under its
+    -- row), so with no loss in sight the rules come down to none, late,
+    -- early or won. Won: the job's row (its fence already the won one) and
+    -- the run in one statement. A claim of the same job that got there
+    -- first makes the row's insert wait for it and then do nothing: this
+    -- claim then takes the long way below, locks and clock read again.
+    SELECT coalesce(p_now, floor(extract(epoch FROM clock_timestamp()) * 1000)::int8), s.marker, s.lost_at
+      INTO o_now, o_marker, o_lost_at FROM @.lease_store s WHERE s.id = 1;
+    IF (p_marker = '' OR p_marker = o_marker) AND o_lost_at IS NULL THEN
+      IF p_reason = 2 THEN o_outcome := 6; RETURN; END IF;
+      IF o_now > p_deadline + 10000 THEN o_outcome := 3; RETURN; END IF;
+      IF p_slot > o_now + 1000 THEN o_outcome := 7; RETURN; END IF;
+      WITH j AS (INSERT INTO @.lease_jobs (job, fence) VALUES (p_job, greatest(1, o_now))
+                   ON CONFLICT (job) DO NOTHING RETURNING fence)
+      INSERT INTO @.lease_runs SELECT p_job, p_slot, 1, p_token, j.fence, p_runner, 0, o_now + p_lease, false, 0 FROM j
+        RETURNING * INTO v_run;
+      IF FOUND THEN
+        o_outcome := 0;
+        o_attempt := 1; o_token := p_token; o_fence := v_run.fence; o_runner := p_runner; o_status := 0;
+        o_lease_end := v_run.lease_end; o_released := false; o_handovers := 0;
+        RETURN;
+      END IF;
+    END IF;
+  END IF;
+  IF v_fence IS NULL THEN
+    INSERT INTO @.lease_jobs AS j (job, fence) VALUES (p_job, 0)
+      ON CONFLICT (job) DO UPDATE SET fence = j.fence RETURNING j.fence INTO v_fence;
+  END IF;
+  -- 2. The run, the job's newer runs and its running runs, locked (slot
+  --    order) and read in one pass, so heartbeats, finishes and releases of
+  --    them order with this claim.
+  FOR v_row IN SELECT * FROM @.lease_runs r WHERE r.job = p_job AND (r.slot >= p_slot OR r.status = 0)
+                 ORDER BY r.slot FOR UPDATE LOOP
+    IF v_row.slot = p_slot THEN
+      v_run := v_row;
+      v_found := true;
+    ELSE
+      IF v_row.slot > p_slot THEN v_newer := true; END IF;
+      IF v_row.status = 0 THEN v_others := v_others + 1; END IF;
+    END IF;
+  END LOOP;
+  -- 3. The clock, once every lock is held, and the evidence of a loss of state.
+  SELECT coalesce(p_now, floor(extract(epoch FROM clock_timestamp()) * 1000)::int8), s.marker, s.lost_at
+    INTO o_now, o_marker, o_lost_at FROM @.lease_store s WHERE s.id = 1;
+  IF p_marker <> '' AND p_marker <> o_marker THEN
+    o_detected := true;
+  ELSIF p_known > v_fence THEN
+    o_detected := true;
+    v_fence := p_known;  -- fences never go back, not even after a loss
+    UPDATE @.lease_jobs j SET fence = v_fence WHERE j.job = p_job;
+  END IF;
+  IF o_detected THEN
+    UPDATE @.lease_store s SET lost_at = greatest(s.lost_at, o_now) WHERE s.id = 1 RETURNING s.lost_at INTO o_lost_at;
+  END IF;
+  -- 4. The rules.
+  IF v_found THEN
+    IF v_run.status <> 0 THEN
+      o_outcome := 5;
+    ELSIF o_now < v_run.lease_end THEN
+      o_outcome := 1;
+    ELSIF v_newer OR v_run.attempt - v_run.handovers >= p_max_attempts THEN
+      UPDATE @.lease_runs r SET status = 3 WHERE r.job = p_job AND r.slot = p_slot;
+      v_run.status := 3;
+      o_outcome := 5;
+    ELSIF o_lost_at IS NOT NULL AND o_now < o_lost_at + p_lease THEN
+      o_outcome := 8;
+      o_lease_end := o_lost_at + p_lease;
+      RETURN;
+    ELSE
+      v_fence := greatest(v_fence + 1, o_now);
+      WITH f AS (UPDATE @.lease_jobs j SET fence = v_fence WHERE j.job = p_job)
+      UPDATE @.lease_runs r SET attempt = r.attempt + 1, token = p_token, runner = p_runner, fence = v_fence,
+          status = 0, lease_end = o_now + p_lease, released = false
+        WHERE r.job = p_job AND r.slot = p_slot RETURNING r.* INTO v_run;
+      o_outcome := 0;
+    END IF;
+  ELSE
+    IF p_reason = 2 THEN o_outcome := 6; RETURN; END IF;
+    IF o_now > p_deadline + 10000 THEN o_outcome := 3; RETURN; END IF;
+    IF p_slot > o_now + 1000 THEN o_outcome := 7; RETURN; END IF;
+    IF v_newer THEN o_outcome := 4; RETURN; END IF;
+    IF v_others > 0 AND p_overlap IN (0, 2) THEN
+      SELECT * INTO v_run FROM @.lease_runs r
+        WHERE r.job = p_job AND r.status = 0 AND o_now < r.lease_end ORDER BY r.slot DESC LIMIT 1;
+      v_found := FOUND;
+    END IF;
+    IF v_found THEN
+      o_outcome := 2;
+    ELSIF o_lost_at IS NOT NULL AND o_now < o_lost_at + p_lease THEN
+      o_outcome := 8;
+      o_lease_end := o_lost_at + p_lease;
+      RETURN;
+    ELSIF o_lost_at IS NOT NULL AND p_slot <= o_lost_at + 1000 THEN
+      o_outcome := 8;  -- a slot that may have run before the loss never starts (lease end: never)
+      RETURN;
+    ELSE
+      IF v_others > 0 THEN
+        UPDATE @.lease_runs r SET status = 3
+          WHERE r.job = p_job AND r.status = 0 AND (r.lease_end <= o_now OR p_overlap = 3);
+      END IF;
+      v_fence := greatest(v_fence + 1, o_now);
+      -- The fence, the new run and the pruning in one statement. Pruning:
+      -- ended runs past the horizon, except the newest p_history ended ones
+      -- (the statement's snapshot: the new run, running, is not among them).
+      WITH f AS (UPDATE @.lease_jobs j SET fence = v_fence WHERE j.job = p_job),
+           d AS (DELETE FROM @.lease_runs r
+                   WHERE r.job = p_job AND r.status <> 0 AND r.slot < o_now - p_retain - 10000
+                     AND r.slot < coalesce((SELECT min(k.slot) FROM (SELECT k2.slot FROM @.lease_runs k2
+                                             WHERE k2.job = p_job AND k2.status <> 0 ORDER BY k2.slot DESC LIMIT p_history) k),
+                                           9223372036854775807))
+      INSERT INTO @.lease_runs VALUES (p_job, p_slot, 1, p_token, v_fence, p_runner, 0, o_now + p_lease, false, 0)
+        RETURNING * INTO v_run;
+      o_outcome := 0;
+    END IF;
+  END IF;
+  o_slot := v_run.slot; o_attempt := v_run.attempt; o_token := v_run.token; o_fence := v_run.fence;
+  o_runner := v_run.runner; o_status := v_run.status; o_lease_end := v_run.lease_end;
+  o_released := v_run.released; o_handovers := v_run.handovers;
+END
+$f$;
+UPDATE @.lease_schema_version SET version = 2;
 )SQL";
 
 /// The prepared statements, by index.
