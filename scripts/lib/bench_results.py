@@ -91,16 +91,27 @@ def section(name, path, out):
                 if "wait_cost" in r[0]:
                     extra = (f"the same claim without WAIT: {spread([x['plain_us'] for x in r], fmt_time)}; "
                              f"WAIT 1 costs {spread([x['wait_cost'] for x in r], fmt_num)}×")
+                if "cpu_vs_floor" in r[0]:
+                    extra = (f"server CPU {spread([x['srv_cpu_us'] for x in r], fmt_time)} vs the floor's "
+                             f"{spread([x['floor_srv_cpu_us'] for x in r], fmt_time)}: "
+                             f"{spread([x['cpu_vs_floor'] for x in r], fmt_num)}")
                 rows.append((n, spread([t_us(x) for x in r], fmt_time), spread([x["floor_us"] for x in r], fmt_time),
                              spread([x["vs_floor"] for x in r], fmt_num), extra))
             elif "speedup" in r[0]:
                 extra = (f"round trips: {fmt_num(r[0].get('trips_batched'), 0)} batched vs "
                          f"{fmt_num(r[0].get('trips_single'), 0)} single")
                 rows.append((n + " (batched)", spread([t_us(x) for x in r], fmt_time),
-                             spread([x["single_ms"] * 1e3 for x in r], fmt_time) + " (1,000 singles)",
+                             spread([x["single_ms"] * 1e3 for x in r], fmt_time) + " (one call each)",
                              spread([x["speedup"] for x in r], fmt_num) + "× (single / batched)", extra))
 
-    if any("vs_floor" in r[0] or "speedup" in r[0] for r in ok.values()):
+    if any("median_ms" in r[0] for r in ok.values()):
+        for n, r in ok.items():
+            def ms(key):
+                return spread([x[key] for x in r], lambda v: f"{v:.0f}")
+            rows.append((n, f"{ms('min_ms')} / {ms('median_ms')} / {ms('p95_ms')} / {ms('max_ms')} ms",
+                         "—", "—", f"min / median / p95 / max of {r[0].get('iterations', '?')} per repetition; "
+                         "the bound is in the benchmark's source"))
+    elif any("vs_floor" in r[0] or "speedup" in r[0] for r in ok.values()):
         for n in ok:
             if n.startswith("BM_floor"):
                 rows.append((n + " (the floor alone)", spread([t_us(x) for x in ok[n]], fmt_time), "", "", ""))
