@@ -7,6 +7,7 @@
 
 #include <compare>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -119,6 +120,14 @@ struct heartbeat_request {
   run_key run;
   std::string token;
   duration lease{30'000};
+};
+
+/// One element of a batched end of runs (BatchFinishStore::finish_many): the
+/// run's result, or no result for a release (a hand-over, as release()).
+struct finish_request {
+  run_key run;
+  std::string token;
+  std::optional<run_status> status;  ///< nullopt: release the run
 };
 
 /// Tolerance added to a claim's deadline, and to retention, on the store's clock.

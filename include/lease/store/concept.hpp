@@ -13,6 +13,9 @@
 //   s.heartbeat_many(span<const heartbeat_request>) -> std::vector<bool>, in order
 //   s.claim_many(span<const claim_request>) -> std::vector<claim_result>, in
 //       order: claims sent in one round trip, each its own atomic claim.
+//   s.finish_many(span<const finish_request>) -> std::vector<bool>, in order:
+//       finishes and releases sent in one round trip, each its own atomic
+//       finish() or release().
 //   s.take_notices() -> std::vector<std::string>: what the store learnt that an
 //       operator should know (its durability settings at connect, a loss of
 //       state it detected); each is emitted once as a store_notice event.
@@ -84,6 +87,18 @@ concept BatchHeartbeatStore = Store<S> && requires(S& s, std::span<const heartbe
 template <class S>
 concept BatchClaimStore = Store<S> && requires(S& s, std::span<const claim_request> batch) {
   { s.claim_many(batch) } -> std::same_as<std::vector<claim_result>>;
+};
+
+/// A store that ends many runs in one round trip: each element is exactly
+/// finish(run, token, *status) — or release(run, token) when status is
+/// nullopt — in that order, each its own atomic operation with its own answer.
+/// A store_error means the outcome of every element is unknown (the scheduler
+/// reads each run back, as after a failed finish()). A PushStore announces
+/// each ended run as its single calls would. Without it, a burst of handlers
+/// that end together, and stop()'s hand-over, cost one round trip per run.
+template <class S>
+concept BatchFinishStore = Store<S> && requires(S& s, std::span<const finish_request> batch) {
+  { s.finish_many(batch) } -> std::same_as<std::vector<bool>>;
 };
 
 /// A store that tells the instance what it learnt about itself: sentences

@@ -86,6 +86,21 @@ class memory_store {
     if (ok) state_->announce(run.job);
     return ok;
   }
+  /// Ends each run by the same rule as finish() or release(), under one lock.
+  std::vector<bool> finish_many(std::span<const finish_request> batch) {
+    std::vector<bool> out;
+    out.reserve(batch.size());
+    {
+      std::scoped_lock lock(state_->mutex);
+      const time_point now = clock_.now();
+      for (const auto& f : batch)
+        out.push_back(f.status ? rules::finish(state_->table, f.run, f.token, *f.status, now)
+                               : rules::release(state_->table, f.run, f.token, now));
+    }
+    for (std::size_t i = 0; i < batch.size(); ++i)
+      if (out[i]) state_->announce(batch[i].run.job);
+    return out;
+  }
   /// PushStore: `f` is called after every accepted finish or release of any
   /// copy of this store; an empty `f` stops it (and waits for a call under way).
   void listen_releases(release_listener f) {
@@ -146,4 +161,5 @@ static_assert(Store<memory_store<>>);
 static_assert(BatchHeartbeatStore<memory_store<fake_clock>>);
 static_assert(PushStore<memory_store<fake_clock>>);
 static_assert(BatchClaimStore<memory_store<fake_clock>>);
+static_assert(BatchFinishStore<memory_store<fake_clock>>);
 }  // namespace lease
