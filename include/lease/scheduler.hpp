@@ -298,6 +298,10 @@ class scheduler {
   void lose(It it, const std::string& why);
   void on_completion(const detail::completion& c);
   void on_finish_retry(std::uint64_t id);
+  void send_end(std::uint64_t id);
+  void flush_ends();
+  void end_failed(std::uint64_t id, const store_error& e, bool reported);
+  void end_answered(std::uint64_t id, bool ok);
   std::optional<bool> read_back(const attempt& a);
   void after_attempt(std::uint32_t j);
   void release_buffer(std::uint32_t j);
@@ -355,6 +359,11 @@ class scheduler {
   /// At most this many claims in one round trip: a loop far behind still
   /// sends its first claims without waiting for every due timer.
   static constexpr std::size_t max_claim_batch = 256;
+  /// BatchFinishStore: the attempts whose finish or release is due in this
+  /// loop turn, sent together (before the claims, so a run that ended frees
+  /// its job for a claim in the same turn) — a burst of handlers that end
+  /// together, or stop()'s hand-overs, cost one round trip, not one each.
+  std::vector<std::uint64_t> end_batch_;
   std::map<run_key, watch> watches_;
   std::map<std::uint64_t, attempt> attempts_;
   std::map<std::uint32_t, std::uint32_t> recover_tries_;

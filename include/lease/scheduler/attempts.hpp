@@ -190,29 +190,97 @@ void scheduler<S, C, E, P>::on_completion(const detail::completion& c) {
   on_finish_retry(c.attempt_id);
 }
 
-/// Sends attempt `id`'s finish or release; retried with backoff on a store
-/// error while the attempt is not lost (heartbeats keep its lease alive).
+/// Attempt `id`'s finish or release is due (its handler ended, or a retry):
+/// sent with the others due in this loop turn when the store can batch them
+/// (flush_ends), else now.
 template <Store S, Clock C, Executor E, OverlapPolicy P>
 void scheduler<S, C, E, P>::on_finish_retry(std::uint64_t id) {
+  if constexpr (BatchFinishStore<S>) {
+    if (!attempts_.contains(id)) return;
+    end_batch_.push_back(id);
+    if (end_batch_.size() >= max_claim_batch) flush_ends();
+  } else {
+    send_end(id);
+  }
+}
+
+/// One finish or release call for attempt `id`.
+template <Store S, Clock C, Executor E, OverlapPolicy P>
+void scheduler<S, C, E, P>::send_end(std::uint64_t id) {
+  auto it = attempts_.find(id);
+  if (it == attempts_.end()) return;
+  attempt& a = it->second;
+  bool ok = false;
+  try {
+    ok = a.at == step::releasing ? store_.release(a.run, a.token) : store_.finish(a.run, a.token, a.result);
+    store_answered();
+  } catch (const store_error& e) {
+    end_failed(id, e, false);
+    return;
+  }
+  end_answered(id, ok);
+}
+
+/// The finishes and releases due in this loop turn, in one round trip; each
+/// answer is handled as its single call's would be.
+template <Store S, Clock C, Executor E, OverlapPolicy P>
+void scheduler<S, C, E, P>::flush_ends() {
+  if constexpr (BatchFinishStore<S>) {
+    std::vector<std::uint64_t> ids;
+    ids.swap(end_batch_);
+    std::erase_if(ids, [&](std::uint64_t id) { return !attempts_.contains(id); });
+    if (ids.size() == 1) send_end(ids.front());
+    if (ids.size() <= 1) return;
+    std::vector<finish_request> batch;
+    batch.reserve(ids.size());
+    for (std::uint64_t id : ids) {
+      const attempt& a = attempts_.at(id);
+      batch.push_back({a.run, a.token, a.at == step::releasing ? std::nullopt : std::optional(a.result)});
+    }
+    std::vector<bool> answers;
+    try {
+      answers = store_.finish_many(batch);
+      store_answered();
+    } catch (const store_error& e) {
+      store_failed("batch of " + std::to_string(batch.size()) + " finishes and releases", batch.front().run, e);
+      for (std::uint64_t id : ids) end_failed(id, e, true);
+      return;
+    }
+    for (std::size_t i = 0; i < ids.size(); ++i) end_answered(ids[i], answers.at(i));
+  }
+}
+
+/// A finish or release of attempt `id` failed: an unknown outcome is read
+/// back (never resent blindly: a resent finish that had applied would be
+/// refused); otherwise it is retried with backoff while the attempt is not
+/// lost (heartbeats keep its lease alive). `reported`: the batch's failure
+/// was reported already.
+template <Store S, Clock C, Executor E, OverlapPolicy P>
+void scheduler<S, C, E, P>::end_failed(std::uint64_t id, const store_error& e, bool reported) {
+  auto it = attempts_.find(id);
+  if (it == attempts_.end()) return;
+  attempt& a = it->second;
+  if (e.code() == errc::outcome_unknown) {
+    if (std::optional<bool> applied = read_back(a)) {
+      end_answered(id, *applied);
+      return;
+    }
+  }
+  const duration wait = backoff(a.tries++);
+  if (!reported) store_failed(a.at == step::releasing ? "release" : "finish", a.run, e);
+  push_after(wait, {{}, 0, detail::timer_kind::finish_retry, a.job, {}, id});
+}
+
+/// The store's answer to attempt `id`'s finish or release: the attempt ends
+/// here, recorded — or lost, if its token was no longer current.
+template <Store S, Clock C, Executor E, OverlapPolicy P>
+void scheduler<S, C, E, P>::end_answered(std::uint64_t id, bool ok) {
   auto it = attempts_.find(id);
   if (it == attempts_.end()) return;
   attempt& a = it->second;
   const bool release = a.at == step::releasing;
-  std::optional<bool> ok;
-  try {
-    ok = release ? store_.release(a.run, a.token) : store_.finish(a.run, a.token, a.result);
-    store_answered();
-  } catch (const store_error& e) {
-    if (e.code() == errc::outcome_unknown) ok = read_back(a);
-    if (!ok) {
-      const duration wait = backoff(a.tries++);
-      store_failed(release ? "release" : "finish", a.run, e);
-      push_after(wait, {{}, 0, detail::timer_kind::finish_retry, a.job, {}, id});
-      return;
-    }
-  }
   const std::string detail_msg = a.why.empty() ? std::string{} : " (" + a.why + ")";
-  if (!*ok) {
+  if (!ok) {
     lose(it, std::string(release ? "release" : "finish") +
                  " refused by the store: this attempt's token is no longer current (another instance "
                  "took the run over); its result" + detail_msg + " is not recorded");

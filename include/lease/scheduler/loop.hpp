@@ -110,9 +110,12 @@ std::size_t scheduler<S, C, E, P>::poll_once() {
     if (phase_ == phase::stopped) break;
     std::optional<detail::timer> t = pop_due();
     if (!t) {
-      if (!claim_batch_.empty()) {  // the claims due in this turn, in one round trip
+      if (!end_batch_.empty() || !claim_batch_.empty()) {
+        // The ends, then the claims due in this turn, each kind in one round
+        // trip; their answers may have armed timers that are due now.
+        flush_ends();
         flush_claims();
-        continue;  // their answers may have armed timers that are due now
+        continue;
       }
       if (inbox_->posted.load()) continue;  // an inline executor finished a task meanwhile
       break;

@@ -25,7 +25,7 @@ struct store_op {
   std::string token;
   claim_reason reason = claim_reason::scheduled;  ///< claims only
   claim_outcome outcome = claim_outcome::none;    ///< claims only
-  std::uint64_t batch = 0;                        ///< claims sent by claim_many: that call's number (from 1)
+  std::uint64_t batch = 0;  ///< sent by claim_many (claims) or finish_many (finishes, releases): that call's number, from 1
   bool accepted = false;                          ///< heartbeat, finish, release
   std::optional<run_record> after;                ///< the run's record after the call
 };

@@ -67,6 +67,7 @@ struct world {
   std::map<std::uint64_t, release_listener> listeners;
   std::uint64_t last_listener = 0;
   std::uint64_t claim_batches = 0;  ///< claim_many calls (each one round trip)
+  std::uint64_t finish_batches = 0;  ///< finish_many calls (each one round trip)
   /// What every store call costs its caller (0: calls are instantaneous).
   /// With it, an instance can do only so many calls per second: overload.
   duration round_trip{};
@@ -148,6 +149,24 @@ class store {
     if (ok) w_->announce(run.job);
     depart();
     return ok;
+  }
+  /// Finishes and releases in one round trip, each recorded and checked as
+  /// its single call is.
+  std::vector<bool> finish_many(std::span<const finish_request> batch) {
+    arrive();
+    std::vector<bool> out;
+    out.reserve(batch.size());
+    ++w_->finish_batches;
+    for (const finish_request& f : batch) {
+      const bool ok = f.status ? w_->mem.finish(f.run, f.token, *f.status) : w_->mem.release(f.run, f.token);
+      fenced_write(f.status ? store_op::kind::finish : store_op::kind::release, f.run, f.token, ok,
+                   w_->finish_batches);
+      if (ok && f.status == run_status::failed) w_->failed.insert(f.run);
+      if (ok) w_->announce(f.run.job);
+      out.push_back(ok);
+    }
+    depart();
+    return out;
   }
   /// PushStore: this instance's listener for announced releases and ends.
   void listen_releases(release_listener f) {
@@ -267,9 +286,10 @@ class store {
     fenced_write(store_op::kind::heartbeat, run, token, ok);
   }
   /// I2: after attempt n+1 is won, nothing with attempt n's token is accepted.
-  void fenced_write(store_op::kind k, const run_key& run, std::string_view token, bool ok) {
+  void fenced_write(store_op::kind k, const run_key& run, std::string_view token, bool ok, std::uint64_t batch = 0) {
     store_op op = record(k, run, token);
     op.accepted = ok;
+    op.batch = batch;
     if (ok && w_->won_token[run] != token)
       w_->violation("I2: " + to_text(run) + " accepted a write from " + instance_ + " with a token that is not the latest won one");
     w_->hist.ops.push_back(std::move(op));
@@ -312,5 +332,6 @@ class store {
 static_assert(BatchHeartbeatStore<store>);
 static_assert(PushStore<store>);
 static_assert(BatchClaimStore<store>);
+static_assert(BatchFinishStore<store>);
 
 }  // namespace lease::sim

@@ -4,7 +4,7 @@
 // Design. Every operation is the rule of doc/store-rules.md written by hand in SQL,
 // answer for answer the same as lease/rules.hpp (the conformance suite checks
 // it against those pure functions):
-//   * claim, claim_many and heartbeat_many are one `BEGIN IMMEDIATE` transaction each:
+//   * claim, claim_many, heartbeat_many and finish_many are one `BEGIN IMMEDIATE` transaction each:
 //     the write lock is taken first, then the clock is read and the job's rows
 //     are examined and written. BEGIN IMMEDIATE (not a deferred BEGIN that
 //     upgrades) is what makes busy_timeout cover every wait: a reader that
@@ -300,32 +300,30 @@ class sqlite_store {
   /// Records the end of the current attempt with `status` (success, failed or
   /// interrupted), only for the current token of a running, unreleased run.
   bool finish(const run_key& run, std::string_view token, run_status status) {
-    if (status == run_status::running) return false;
     check_file();
-    if (static_cast<int>(status) > static_cast<int>(run_status::interrupted))
-      detail::throw_sqlite(db_.get(), SQLITE_RANGE, path_, "finish: not a run_status");
-    sqlite3_stmt* s = stmt(q::finish);
-    detail::stmt_use use(s);
-    detail::bind_bytes(s, 1, run.job);
-    detail::bind_int(s, 2, ms(run.slot));
-    detail::bind_int(s, 3, static_cast<std::int64_t>(status));
-    detail::bind_bytes(s, 4, token);
-    detail::step_commit(s, "cannot record the end of a run");
-    return sqlite3_changes(db_.get()) == 1;
+    return finish_one(run, token, status, false);
   }
 
   /// Hands the run over: lease end = now, released, one more handover; only
   /// for the current token of a running, unreleased run.
   bool release(const run_key& run, std::string_view token) {
     check_file();
-    sqlite3_stmt* s = stmt(q::release);
-    detail::stmt_use use(s);
-    detail::bind_bytes(s, 1, run.job);
-    detail::bind_int(s, 2, ms(run.slot));
-    bind_now(s, 3, std::nullopt);
-    detail::bind_bytes(s, 4, token);
-    detail::step_commit(s, "cannot release a run");
-    return sqlite3_changes(db_.get()) == 1;
+    return release_one(run, token, std::nullopt);
+  }
+
+  /// Finishes and releases in one write transaction, each by its own
+  /// statement's rule, answered in order (BatchFinishStore).
+  std::vector<bool> finish_many(std::span<const finish_request> batch) {
+    std::vector<bool> out;
+    out.reserve(batch.size());
+    if (batch.empty()) return out;
+    check_file();
+    transaction tx(*this, "finish");
+    const time_point t = now();
+    for (const finish_request& f : batch)
+      out.push_back(f.status ? finish_one(f.run, f.token, *f.status, true) : release_one(f.run, f.token, t));
+    tx.commit();
+    return out;
   }
 
   /// The job's running runs, whatever their lease, oldest first.
@@ -470,6 +468,36 @@ class sqlite_store {
     if (!t && options_.clock) t = options_.clock();
     if (t) detail::bind_int(s, i, ms(*t));
     else detail::bind_null(s, i);
+  }
+
+  /// finish(), inside finish_many's transaction when `in_tx`.
+  bool finish_one(const run_key& run, std::string_view token, run_status status, bool in_tx) {
+    if (status == run_status::running) return false;
+    if (static_cast<int>(status) > static_cast<int>(run_status::interrupted))
+      detail::throw_sqlite(db_.get(), SQLITE_RANGE, path_, "finish: not a run_status");
+    sqlite3_stmt* s = stmt(q::finish);
+    detail::stmt_use use(s);
+    detail::bind_bytes(s, 1, run.job);
+    detail::bind_int(s, 2, ms(run.slot));
+    detail::bind_int(s, 3, static_cast<std::int64_t>(status));
+    detail::bind_bytes(s, 4, token);
+    if (in_tx) detail::step(s, "cannot record the end of a run");
+    else detail::step_commit(s, "cannot record the end of a run");
+    return sqlite3_changes(db_.get()) == 1;
+  }
+
+  /// release(), at store time `t` inside finish_many's transaction, or alone
+  /// (nullopt: SQLite reads the clock inside the statement).
+  bool release_one(const run_key& run, std::string_view token, std::optional<time_point> t) {
+    sqlite3_stmt* s = stmt(q::release);
+    detail::stmt_use use(s);
+    detail::bind_bytes(s, 1, run.job);
+    detail::bind_int(s, 2, ms(run.slot));
+    bind_now(s, 3, t);
+    detail::bind_bytes(s, 4, token);
+    if (t) detail::step(s, "cannot release a run");
+    else detail::step_commit(s, "cannot release a run");
+    return sqlite3_changes(db_.get()) == 1;
   }
 
   bool heartbeat_one(const run_key& run, std::string_view token, duration lease, std::optional<time_point> t) {
@@ -825,6 +853,7 @@ class sqlite_store {
 static_assert(Store<sqlite_store>);
 static_assert(BatchHeartbeatStore<sqlite_store>);
 static_assert(BatchClaimStore<sqlite_store>);
+static_assert(BatchFinishStore<sqlite_store>);
 static_assert(NoticeStore<sqlite_store>);
 
 }  // namespace lease

@@ -73,7 +73,7 @@ inline std::string describe(const claim_result& c) {
 
 namespace conformance {
 
-enum class op_kind { claim, claim_many, heartbeat, heartbeat_many, finish, release, unfinished, get, advance, boundary, lose_state };
+enum class op_kind { claim, claim_many, heartbeat, heartbeat_many, finish, release, finish_many, unfinished, get, advance, boundary, lose_state };
 
 /// Which boundary a `boundary` step moves the clock to (± 1 ms).
 enum class edge { lease_end, late, prune, early, quarantine };
@@ -94,7 +94,8 @@ struct op {
   run_status status = run_status::success;
   std::int64_t ms = 0;  ///< clock advance, or lease length for claims/heartbeats
   std::vector<std::pair<int, int>> batch;  ///< heartbeat_many: (slot, token) per element, same job;
-                                           ///< claim_many: (job × 5 + slot, runner + 3 × reason) per claim
+                                           ///< claim_many: (job × 5 + slot, runner + 3 × reason) per claim;
+                                           ///< finish_many: (job × 5 + slot + 15 × {success, failed, release}, token)
   edge at = edge::lease_end;  ///< boundary: which one, for run (job, slot)
   int delta = 0;              ///< boundary: −1, 0 or +1 ms from it
   int claim_slot = 0;         ///< boundary: the slot claimed once the clock is there
@@ -124,6 +125,9 @@ inline rc::Gen<std::int64_t> gen_lease() {
 
 inline rc::Gen<op> gen_op() {
   using namespace rc;
+  // inRange scales with RapidCheck's size, which resize(60, …) below makes
+  // small; the elements of a batch are drawn at full size (resize(100, …))
+  // so that every run and reason can appear in one.
   auto idx = [](int n) { return gen::inRange(0, n); };
   auto reason = gen::element(claim_reason::scheduled, claim_reason::catch_up, claim_reason::takeover);
   auto boundary = gen::build<op>(
@@ -144,15 +148,18 @@ inline rc::Gen<op> gen_op() {
       gen::build<op>(gen::set(&op::kind, gen::just(op_kind::heartbeat_many)), gen::set(&op::job, idx(3)),
                      gen::set(&op::ms, gen::inRange<std::int64_t>(1'000, 40'000)),
                      gen::set(&op::batch, gen::container<std::vector<std::pair<int, int>>>(
-                                              gen::pair(idx(5), gen::inRange(-1, 40))))),
+                                              gen::resize(100, gen::pair(idx(5), gen::inRange(-1, 40)))))),
       gen::build<op>(gen::set(&op::kind, gen::just(op_kind::claim_many)), gen::set(&op::ms, gen_lease()),
                      gen::set(&op::batch, gen::container<std::vector<std::pair<int, int>>>(
-                                              gen::pair(idx(15), idx(9))))),
+                                              gen::resize(100, gen::pair(idx(15), idx(9)))))),
       gen::build<op>(gen::set(&op::kind, gen::just(op_kind::finish)), gen::set(&op::job, idx(3)),
                      gen::set(&op::slot, idx(5)), gen::set(&op::token, gen::inRange(-1, 40)),
                      gen::set(&op::status, gen::element(run_status::success, run_status::failed))),
       gen::build<op>(gen::set(&op::kind, gen::just(op_kind::release)), gen::set(&op::job, idx(3)),
                      gen::set(&op::slot, idx(5)), gen::set(&op::token, gen::inRange(-1, 40))),
+      gen::build<op>(gen::set(&op::kind, gen::just(op_kind::finish_many)),
+                     gen::set(&op::batch, gen::container<std::vector<std::pair<int, int>>>(
+                                              gen::resize(100, gen::pair(idx(45), gen::inRange(-1, 40)))))),
       gen::build<op>(gen::set(&op::kind, gen::just(op_kind::unfinished)), gen::set(&op::job, idx(3))),
       gen::build<op>(gen::set(&op::kind, gen::just(op_kind::get)), gen::set(&op::job, idx(3)),
                      gen::set(&op::slot, idx(5))),
@@ -395,6 +402,41 @@ void replay(S& store, fake_clock clock, const settings& cfg, const std::vector<o
         log << "release job#" << o.job << " slot#" << o.slot << " " << t << " -> " << got << "\n";
         if (got != want) fail("release answered " + std::to_string(got) + ", the rules say " + std::to_string(want));
         stale_token_accepted(k, t, got);
+        break;
+      }
+      case op_kind::finish_many: {
+        // Finishes and releases in one call (BatchFinishStore): each answered
+        // as if sent alone, in order, at one reading of the store's clock.
+        constexpr std::optional<run_status> ends[] = {run_status::success, run_status::failed, std::nullopt};
+        std::vector<finish_request> batch;
+        std::vector<bool> want;
+        for (auto [run, pick] : o.batch) {
+          const run_key k = key(run % 15 / 5, run % 5);
+          std::string t = token(pick);
+          // Half the time the run's current token, if it runs: most ends a
+          // scheduler sends are accepted, and a random pick rarely is.
+          if (const auto r = rules::get(model, k); pick >= 20 && r && r->status == run_status::running) t = r->token;
+          batch.push_back({k, std::move(t), ends[run / 15]});
+          const finish_request& f = batch.back();
+          want.push_back(f.status ? rules::finish(model, f.run, f.token, *f.status, now)
+                                  : rules::release(model, f.run, f.token, now));
+        }
+        std::vector<bool> got;
+        if constexpr (BatchFinishStore<S>) {
+          got = store.finish_many(batch);
+        } else {
+          for (const auto& f : batch)
+            got.push_back(f.status ? store.finish(f.run, f.token, *f.status) : store.release(f.run, f.token));
+        }
+        log << "finish_many x" << batch.size() << "\n";
+        if (got != want) fail("finish_many answered differently from the rules");
+        for (std::size_t i = 0; i < batch.size(); ++i) stale_token_accepted(batch[i].run, batch[i].token, got[i]);
+        // An answer can be right while the write was another (a release
+        // recorded as a finish): each run's record is compared too.
+        for (const finish_request& f : batch)
+          if (const auto rec = store.get(f.run); rec != rules::get(model, f.run))
+            fail("after finish_many, " + f.run.job + " holds " + describe(rec) + ", the rules say " +
+                 describe(rules::get(model, f.run)));
         break;
       }
       case op_kind::unfinished: {
