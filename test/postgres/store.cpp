@@ -18,6 +18,7 @@
 
 #include "laws/two_schedulers.hpp"
 #include "lease/clock/fake.hpp"
+#include "lease/store/memory.hpp"
 #include "lease/store/postgres.hpp"
 #include "postgres/server.hpp"
 #include "redis/proxy.hpp"  // cut_proxy: a loopback TCP proxy that loses one answer
@@ -360,6 +361,166 @@ TEST_CASE("claim_many whose answers were lost: each claim is resolved by reading
   }
   CHECK(got.back().outcome == claim_outcome::running);
   CHECK(got.back().record.token == "b0");
+}
+
+namespace {
+
+/// Runs in every state an end can meet, the same in each store: live (two
+/// tokens tried), expired, released, finished, and no state at all.
+template <class S>
+void prepare_ends(S& s, lease::fake_clock& clock) {
+  const time_point t = clock.now();
+  for (int k = 0; k < 10; ++k) {
+    const std::string n = std::to_string(k);
+    for (const char* kind : {"live-", "expired-", "released-", "done-"}) {
+      auto req = request(kind + n, t, std::string(kind) + "t" + n);
+      if (std::string_view(kind) == "expired-") req.lease = 500ms;
+      REQUIRE(s.claim(req).outcome == claim_outcome::won);
+    }
+    REQUIRE(s.release({"released-" + n, t}, "released-t" + n));
+    REQUIRE(s.finish({"done-" + n, t}, "done-t" + n, run_status::failed));
+  }
+  clock.advance(1s);
+}
+
+/// Finishes with each status, releases, stale tokens, finish(running), runs
+/// without state, and the same run ended twice (the second refused).
+std::vector<lease::finish_request> mixed_ends(time_point t) {
+  std::vector<lease::finish_request> b;
+  const run_status statuses[] = {run_status::success, run_status::failed, run_status::interrupted};
+  for (int k = 0; k < 10; ++k) {
+    const std::string n = std::to_string(k);
+    const std::optional<run_status> end = k % 4 == 3 ? std::nullopt : std::optional{statuses[k % 3]};
+    b.push_back({{"live-" + n, t}, "stale", end});
+    b.push_back({{"live-" + n, t}, "live-t" + n, end});
+    b.push_back({{"live-" + n, t}, "live-t" + n, run_status::success});  // after its end: refused
+    b.push_back({{"expired-" + n, t}, "expired-t" + n, end});  // lease over: still its run to end
+    b.push_back({{"released-" + n, t}, "released-t" + n, end});
+    b.push_back({{"done-" + n, t}, "done-t" + n, std::nullopt});
+    b.push_back({{"ghost-" + n, t}, "g", end});
+    b.push_back({{"expired-" + n, t}, "expired-t" + n, run_status::running});
+  }
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("finish_many: a mixed batch in one round trip gets the answers and leaves the state of the rules") {
+  lease::fake_clock clock{at(1'700'000'000'000)};
+  const std::string schema = lease::testing::fresh_schema("fmany");
+  lease::postgres_store batched{options(srv().conninfo(), schema, clock)};
+  lease::postgres_store single{options(srv().conninfo(), lease::testing::fresh_schema("fone"), clock)};
+  lease::memory_store<lease::fake_clock> rules{clock};  // the reference: the pure rules
+  const time_point t = clock.now();
+  prepare_ends(batched, clock);
+  clock.set(t);
+  prepare_ends(single, clock);
+  clock.set(t);
+  prepare_ends(rules, clock);
+  const auto batch = mixed_ends(t);
+
+  // Each ended run is announced, as a single finish or release announces it.
+  lease::postgres_store watcher{options(srv().conninfo(), schema, clock)};
+  std::mutex m;
+  std::map<std::string, int> heard;
+  watcher.listen_releases([&](std::string_view job) {
+    std::scoped_lock lock(m);
+    ++heard[std::string(job)];
+  });
+  for (int i = 0; i < 1000 && watcher.listener_connects() == 0; ++i) std::this_thread::sleep_for(10ms);
+  REQUIRE(watcher.listener_connects() == 1);
+  std::this_thread::sleep_for(100ms);  // LISTEN is sent after the connect: give it its round trip
+
+  const auto before = batched.round_trips();
+  const auto got = batched.finish_many(batch);
+  CHECK(batched.round_trips() == before + 1);
+  const auto expected = rules.finish_many(batch);
+  REQUIRE(got.size() == batch.size());
+  REQUIRE(expected.size() == batch.size());
+  std::map<std::string, int> ended;
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    INFO("element " << i << ": " << batch[i].run.job << " with token " << batch[i].token);
+    const bool one = batch[i].status ? single.finish(batch[i].run, batch[i].token, *batch[i].status)
+                                     : single.release(batch[i].run, batch[i].token);
+    CHECK(got[i] == one);
+    CHECK(got[i] == expected[i]);
+    if (got[i]) ++ended[batch[i].run.job];
+    const auto rec = batched.get(batch[i].run), ref = rules.get(batch[i].run);
+    REQUIRE(rec.has_value() == ref.has_value());
+    if (!rec) continue;
+    CHECK(rec->status == ref->status);
+    CHECK(rec->released == ref->released);
+    CHECK(rec->handovers == ref->handovers);
+    CHECK(rec->lease_end == ref->lease_end);
+    CHECK(rec->token == ref->token);
+  }
+  CHECK(std::count(got.begin(), got.end(), true) == 20);  // each live and expired run, once
+  for (int i = 0; i < 1000; ++i) {
+    {
+      std::scoped_lock lock(m);
+      if (heard == ended) break;
+    }
+    std::this_thread::sleep_for(10ms);  // bounded poll
+  }
+  std::scoped_lock lock(m);
+  CHECK(heard == ended);
+}
+
+TEST_CASE("finish_many: a bad status is invalid_argument and nothing is sent; an empty batch is no round trip") {
+  lease::fake_clock clock{at(1'700'000'000'000)};
+  lease::postgres_store store{options(srv().conninfo(), lease::testing::fresh_schema("fbad"), clock)};
+  REQUIRE(store.claim(request("j", clock.now(), "t")).outcome == claim_outcome::won);
+  const auto before = store.round_trips();
+  CHECK(store.finish_many({}).empty());
+  const std::vector<lease::finish_request> bad{{{"j", clock.now()}, "t", run_status::success},
+                                               {{"j", clock.now()}, "t", static_cast<run_status>(9)}};
+  try {
+    (void)store.finish_many(bad);
+    FAIL("no error");
+  } catch (const lease::store_error& e) {
+    CHECK(e.code() == lease::errc::invalid_argument);
+    CHECK(std::string(e.what()).find("not a run_status") != std::string::npos);
+  }
+  CHECK(store.round_trips() == before);
+  CHECK(store.get({"j", clock.now()})->status == run_status::running);
+}
+
+TEST_CASE("finish_many whose answers were lost: each end is resolved by reading its run back, applied once") {
+  lease::testing::cut_proxy proxy{srv().port()};
+  lease::fake_clock clock{at(1'700'000'000'000)};
+  const std::string ci = "host=127.0.0.1 port=" + std::to_string(proxy.port()) + " user=postgres dbname=postgres";
+  lease::postgres_store store{options(ci, lease::testing::fresh_schema("fdoubt"), clock)};
+  std::vector<lease::finish_request> batch;
+  for (int i = 0; i < 20; ++i) {
+    const std::string n = std::to_string(i);
+    REQUIRE(store.claim(request("j" + n, clock.now(), "t" + n)).outcome == claim_outcome::won);
+    batch.push_back({{"j" + n, clock.now()}, "t" + n, i % 2 == 0 ? std::optional{run_status::success} : std::nullopt});
+  }
+  batch.push_back({{"j0", clock.now()}, "stale", std::nullopt});
+  proxy.lose_next_reply();
+  const auto got = store.finish_many(batch);
+  CHECK(proxy.cuts() == 1);
+  REQUIRE(got.size() == batch.size());
+  for (int i = 0; i < 20; ++i) {
+    INFO("element " << i);
+    CHECK(got[static_cast<std::size_t>(i)]);
+    const auto rec = store.get(batch[static_cast<std::size_t>(i)].run);
+    CHECK(rec->status == (i % 2 == 0 ? run_status::success : run_status::running));
+    CHECK(rec->handovers == (i % 2 == 0 ? 0u : 1u));  // applied once
+  }
+  CHECK_FALSE(got.back());
+
+  // The same run twice among the unanswered: reading it back cannot tell which did what.
+  REQUIRE(store.claim(request("twice", clock.now(), "w")).outcome == claim_outcome::won);
+  const std::vector<lease::finish_request> twice{{{"twice", clock.now()}, "w", std::nullopt},
+                                                 {{"twice", clock.now()}, "w", run_status::success}};
+  proxy.lose_next_reply();
+  try {
+    (void)store.finish_many(twice);
+    FAIL("no error");
+  } catch (const lease::store_error& e) {
+    CHECK(e.code() == lease::errc::outcome_unknown);
+  }
 }
 
 TEST_CASE("57P01 admin_shutdown of the store's connection: the next call reconnects, the run is still the runner's") {
