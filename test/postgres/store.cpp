@@ -658,12 +658,12 @@ TEST_CASE("a schema with a version this library does not know is a clear error")
     FAIL("a newer schema was used");
   } catch (const lease::store_error& e) {
     CHECK(e.code() == lease::errc::corrupt);
-    CHECK(std::string(e.what()).find("has lease schema version '99', this library knows version 2") !=
+    CHECK(std::string(e.what()).find("has lease schema version '99', this library knows version 3") !=
           std::string::npos);
   }
 }
 
-TEST_CASE("a version 1 schema with live runs is migrated to version 2 at the first connect, and its runs carry on") {
+TEST_CASE("a version 1 schema with live runs is migrated to version 3 at the first connect, and its runs carry on") {
   const std::string schema = lease::testing::fresh_schema("v1");
   // The layout and the claim function as version 1 of this library made them, and a run won through it.
   srv().sql(lease::detail::postgres::in_schema(lease::detail::postgres::create_v1, schema));
@@ -675,10 +675,13 @@ TEST_CASE("a version 1 schema with live runs is migrated to version 2 at the fir
   lease::fake_clock clock{at(1'700'000'000'000)};  // the time of that claim
   lease::postgres_store store{options(srv().conninfo(), schema, clock)};
   const auto rec = store.get({"old", at(1'700'000'000'000)});  // connects: migrates
-  CHECK(srv().sql("SELECT max(version)::text FROM " + q + ".lease_schema_version") == "2");
+  CHECK(srv().sql("SELECT max(version)::text FROM " + q + ".lease_schema_version") == "3");
   CHECK(srv().sql("SELECT count(*)::text FROM " + q + ".lease_schema_version") == "1");
+  // Version 2's claim function, version 3's indexes (the primary key only: finishes are HOT updates).
   CHECK(srv().sql("SELECT (prosrc LIKE '%never claimed%')::text FROM pg_proc WHERE proname = 'lease_claim' AND "
                   "pronamespace = '" + q + "'::regnamespace") == "true");
+  CHECK(srv().sql("SELECT string_agg(indexrelid::regclass::text, ',') FROM pg_index WHERE indrelid = '" + q +
+                  ".lease_runs'::regclass") == schema + ".lease_runs_pkey");
   REQUIRE(rec);
   CHECK(rec->token == "t1");
   // The run won under version 1 is still the runner's; its job's fence goes on from where it was.

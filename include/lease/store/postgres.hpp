@@ -468,6 +468,10 @@ class postgres_store {
         c.exec_simple(detail::postgres::in_schema(detail::postgres::upgrade_to_v2, s_->schema), "migrating to version 2");
         ver = "2";
       }
+      if (ver == "2") {
+        c.exec_simple(detail::postgres::in_schema(detail::postgres::upgrade_to_v3, s_->schema), "migrating to version 3");
+        ver = "3";
+      }
       if (ver != std::to_string(detail::postgres::schema_version))
         detail::postgres::raise(postgres_errc::schema_version,
                                 "postgres at " + where() + ": schema \"" + s_->schema + "\" has lease schema version '" +

@@ -3,8 +3,9 @@
 // operation prepares.
 //
 // Tables (all in the store's schema):
-//   lease_schema_version(version)   one row: the layout below is version 2
-//       (version 1: the same tables, a slower lease_claim; migrated on connect)
+//   lease_schema_version(version)   one row: the layout below is version 3
+//       (version 1: a slower lease_claim; version 2: an index of running
+//       runs that made every finish a non-HOT update; migrated on connect)
 //   lease_store(id = 1, marker, lost_at)
 //       marker: a random id written when the schema is created; a handle
 //       that finds another one than it saw before knows the state was
@@ -68,7 +69,7 @@
 namespace lease::detail::postgres {
 
 /// The layout version this library writes.
-inline constexpr int schema_version = 2;
+inline constexpr int schema_version = 3;
 
 /// `sql` with every '@' replaced by the quoted schema name (a validated
 /// identifier: letters, digits, '_').
@@ -377,6 +378,20 @@ $f$;
 UPDATE @.lease_schema_version SET version = 2;
 )SQL";
 
+/// Version 3: the same tables without the index of running runs. Every
+/// finish changed a column of its predicate, so no finish was a HOT update
+/// (each wrote a new entry in the primary key too), and its dead entries,
+/// met by bitmap scans that never mark them dead, made every claim of a
+/// busy job slower until a vacuum. A job's runs are few (pruned to its
+/// history and retention), so its running runs are found on the primary
+/// key's (job, slot) range. Instances of version 2 still connected work on
+/// it unchanged (the index was a speed-up only). Run inside the migration's
+/// transaction, on a version 2 schema.
+inline constexpr std::string_view upgrade_to_v3 = R"SQL(
+DROP INDEX IF EXISTS @.lease_runs_running;
+UPDATE @.lease_schema_version SET version = 3;
+)SQL";
+
 /// The prepared statements, by index.
 enum class stmt : unsigned { claim, heartbeat, heartbeat_many, finish, release, get, unfinished, now, note_loss, state, count_ };
 
@@ -389,7 +404,9 @@ inline constexpr const char* stmt_names[] = {"lease_claim", "lease_heartbeat", "
 
 /// Each statement's text ('@' = the schema). The channel of NOTIFY is $5/$4.
 inline constexpr std::string_view stmt_sql[] = {
-    // claim
+    // claim (lease_claim). A one-statement fast path for the common claims
+    // (CTEs, lease_claim only as the fallback) was measured slower: its
+    // plan's start-up outweighed the plpgsql statements it saved.
     "SELECT o_outcome, o_now, o_detected, o_marker, o_lost_at, o_slot, o_attempt, o_token, o_fence, o_runner, "
     "o_status, o_lease_end, o_released, o_handovers FROM @.lease_claim($1::int8, $2::text, $3::int8, $4::bytea, "
     "$5::int8, $6::bytea, $7::bytea, $8::int4, $9::int8, $10::int4, $11::int8, $12::int4, $13::int4, $14::int8)",
