@@ -466,7 +466,7 @@ TEST_CASE("finish_many: a mixed batch in one round trip gets the answers and lea
   CHECK(heard == ended);
 }
 
-TEST_CASE("finish_many: a bad status is invalid_argument and nothing is sent; an empty batch is no round trip") {
+TEST_CASE("finish_many: a bad status is invalid_argument before anything is sent, and an empty batch is no round trip") {
   lease::fake_clock clock{at(1'700'000'000'000)};
   lease::postgres_store store{options(srv().conninfo(), lease::testing::fresh_schema("fbad"), clock)};
   REQUIRE(store.claim(request("j", clock.now(), "t")).outcome == claim_outcome::won);
@@ -663,10 +663,141 @@ TEST_CASE("a schema with a version this library does not know is a clear error")
   }
 }
 
+namespace {
+
+/// Version 1's claim function, as version 1 of this library created it (the
+/// library now creates version 1's tables only, and version 2's function
+/// over them, on the way to the current version).
+constexpr std::string_view v1_claim = R"SQL(
+-- A claim: rules::claim of lease/rules.hpp, answer for answer. Outcomes are
+-- claim_outcome's values (won 0, running 1, overlap 2, late 3, superseded 4,
+-- finished 5, none 6, early 7, quarantined 8); reasons and overlap modes
+-- likewise. p_marker: the store marker the caller saw ('' if none);
+-- p_known: the highest fence of the job the caller saw (0 if none): a
+-- stored fence below it can only be a loss of state.
+CREATE FUNCTION @.lease_claim(p_now int8, p_marker text, p_known int8, p_job bytea, p_slot int8, p_runner bytea,
+    p_token bytea, p_reason int4, p_lease int8, p_max_attempts int4, p_deadline int8, p_overlap int4,
+    p_history int4, p_retain int8,
+    OUT o_outcome int4, OUT o_now int8, OUT o_detected bool, OUT o_marker text, OUT o_lost_at int8,
+    OUT o_slot int8, OUT o_attempt int4, OUT o_token bytea, OUT o_fence int8, OUT o_runner bytea,
+    OUT o_status int4, OUT o_lease_end int8, OUT o_released bool, OUT o_handovers int4)
+LANGUAGE plpgsql VOLATILE AS $f$
+DECLARE
+  v_fence int8;
+  v_row @.lease_runs%ROWTYPE;
+  v_run @.lease_runs%ROWTYPE;
+  v_found bool := false;
+  v_newer bool := false;
+  v_others int4 := 0;
+BEGIN
+  o_detected := false;
+  o_slot := p_slot;
+  -- 1. The job's row: every claim of the job waits here for the one before.
+  SELECT j.fence INTO v_fence FROM @.lease_jobs j WHERE j.job = p_job FOR UPDATE;
+  IF NOT FOUND THEN
+    INSERT INTO @.lease_jobs AS j (job, fence) VALUES (p_job, 0)
+      ON CONFLICT (job) DO UPDATE SET fence = j.fence RETURNING j.fence INTO v_fence;
+  END IF;
+  -- 2. The run, the job's newer runs and its running runs, locked (slot
+  --    order) and read in one pass, so heartbeats, finishes and releases of
+  --    them order with this claim.
+  FOR v_row IN SELECT * FROM @.lease_runs r WHERE r.job = p_job AND (r.slot >= p_slot OR r.status = 0)
+                 ORDER BY r.slot FOR UPDATE LOOP
+    IF v_row.slot = p_slot THEN
+      v_run := v_row;
+      v_found := true;
+    ELSE
+      IF v_row.slot > p_slot THEN v_newer := true; END IF;
+      IF v_row.status = 0 THEN v_others := v_others + 1; END IF;
+    END IF;
+  END LOOP;
+  -- 3. The clock, once every lock is held.
+  o_now := @.lease_now(p_now);
+  -- 4. Evidence of a loss of state.
+  SELECT s.marker, s.lost_at INTO o_marker, o_lost_at FROM @.lease_store s WHERE s.id = 1;
+  IF p_marker <> '' AND p_marker <> o_marker THEN
+    o_detected := true;
+  ELSIF p_known > v_fence THEN
+    o_detected := true;
+    v_fence := p_known;  -- fences never go back, not even after a loss
+    UPDATE @.lease_jobs j SET fence = v_fence WHERE j.job = p_job;
+  END IF;
+  IF o_detected THEN
+    UPDATE @.lease_store s SET lost_at = greatest(s.lost_at, o_now) WHERE s.id = 1 RETURNING s.lost_at INTO o_lost_at;
+  END IF;
+  -- 5. The rules.
+  IF v_found THEN
+    IF v_run.status <> 0 THEN
+      o_outcome := 5;
+    ELSIF o_now < v_run.lease_end THEN
+      o_outcome := 1;
+    ELSIF v_newer OR v_run.attempt - v_run.handovers >= p_max_attempts THEN
+      UPDATE @.lease_runs r SET status = 3 WHERE r.job = p_job AND r.slot = p_slot;
+      v_run.status := 3;
+      o_outcome := 5;
+    ELSIF o_lost_at IS NOT NULL AND o_now < o_lost_at + p_lease THEN
+      o_outcome := 8;
+      o_lease_end := o_lost_at + p_lease;
+      RETURN;
+    ELSE
+      v_fence := greatest(v_fence + 1, o_now);
+      UPDATE @.lease_jobs j SET fence = v_fence WHERE j.job = p_job;
+      UPDATE @.lease_runs r SET attempt = r.attempt + 1, token = p_token, runner = p_runner, fence = v_fence,
+          status = 0, lease_end = o_now + p_lease, released = false
+        WHERE r.job = p_job AND r.slot = p_slot RETURNING r.* INTO v_run;
+      o_outcome := 0;
+    END IF;
+  ELSE
+    IF p_reason = 2 THEN o_outcome := 6; RETURN; END IF;
+    IF o_now > p_deadline + 10000 THEN o_outcome := 3; RETURN; END IF;
+    IF p_slot > o_now + 1000 THEN o_outcome := 7; RETURN; END IF;
+    IF v_newer THEN o_outcome := 4; RETURN; END IF;
+    IF v_others > 0 AND p_overlap IN (0, 2) THEN
+      SELECT * INTO v_run FROM @.lease_runs r
+        WHERE r.job = p_job AND r.status = 0 AND o_now < r.lease_end ORDER BY r.slot DESC LIMIT 1;
+      v_found := FOUND;
+    END IF;
+    IF v_found THEN
+      o_outcome := 2;
+    ELSIF o_lost_at IS NOT NULL AND o_now < o_lost_at + p_lease THEN
+      o_outcome := 8;
+      o_lease_end := o_lost_at + p_lease;
+      RETURN;
+    ELSIF o_lost_at IS NOT NULL AND p_slot <= o_lost_at + 1000 THEN
+      o_outcome := 8;  -- a slot that may have run before the loss never starts (lease end: never)
+      RETURN;
+    ELSE
+      IF v_others > 0 THEN
+        UPDATE @.lease_runs r SET status = 3
+          WHERE r.job = p_job AND r.status = 0 AND (r.lease_end <= o_now OR p_overlap = 3);
+      END IF;
+      v_fence := greatest(v_fence + 1, o_now);
+      UPDATE @.lease_jobs j SET fence = v_fence WHERE j.job = p_job;
+      INSERT INTO @.lease_runs VALUES (p_job, p_slot, 1, p_token, v_fence, p_runner, 0, o_now + p_lease, false, 0)
+        RETURNING * INTO v_run;
+      -- Pruning: ended runs past the horizon, except the newest p_history ended ones.
+      DELETE FROM @.lease_runs r
+        WHERE r.job = p_job AND r.status <> 0 AND r.slot < o_now - p_retain - 10000
+          AND r.slot < coalesce((SELECT min(k.slot) FROM (SELECT k2.slot FROM @.lease_runs k2
+                                   WHERE k2.job = p_job AND k2.status <> 0 ORDER BY k2.slot DESC LIMIT p_history) k),
+                                9223372036854775807);
+      o_outcome := 0;
+    END IF;
+  END IF;
+  o_slot := v_run.slot; o_attempt := v_run.attempt; o_token := v_run.token; o_fence := v_run.fence;
+  o_runner := v_run.runner; o_status := v_run.status; o_lease_end := v_run.lease_end;
+  o_released := v_run.released; o_handovers := v_run.handovers;
+END
+$f$;
+)SQL";
+
+}  // namespace
+
 TEST_CASE("a version 1 schema with live runs is migrated to version 3 at the first connect, and its runs carry on") {
   const std::string schema = lease::testing::fresh_schema("v1");
   // The layout and the claim function as version 1 of this library made them, and a run won through it.
-  srv().sql(lease::detail::postgres::in_schema(lease::detail::postgres::create_v1, schema));
+  srv().sql(lease::detail::postgres::in_schema(lease::detail::postgres::create_v1, schema) +
+            lease::detail::postgres::in_schema(v1_claim, schema));
   const std::string q = "\"" + schema + "\"";
   CHECK(srv().sql("SELECT o_outcome::text FROM " + q + ".lease_claim(1700000000000, '', 0, 'old'::bytea, "
                   "1700000000000, 'r1'::bytea, 't1'::bytea, 0, 30000, 3, 1700003600000, 0, 10, 300000)") == "0");
