@@ -23,22 +23,16 @@
 #include <benchmark/benchmark.h>
 
 #include "lease/store/postgres.hpp"
-#include "postgres/server.hpp"
+#include "bench_server.hpp"
 
 namespace {
 
 using namespace std::chrono_literals;
-
-std::unique_ptr<lease::testing::postgres_server> own;  // null with LEASE_BENCH_POSTGRES
-
-const std::string& conninfo() {
-  static const std::string ci = [] {
-    if (const char* c = std::getenv("LEASE_BENCH_POSTGRES"); c != nullptr && *c != '\0') return std::string(c);
-    own = std::make_unique<lease::testing::postgres_server>();
-    return own->conninfo();
-  }();
-  return ci;
-}
+using lease::bench::backend_cpu_ns;
+using lease::bench::clock_type;
+using lease::bench::conninfo;
+using lease::bench::floor_probe;
+using lease::bench::seconds_since;
 
 std::string unique_schema(const char* what) {
   static int n = 0;
@@ -61,43 +55,6 @@ lease::claim_request claim_for(std::string job, lease::time_point slot, std::str
   r.deadline = slot + 24h;
   return r;
 }
-
-using clock_type = std::chrono::steady_clock;
-
-/// CPU time the server process `pid` has run so far (ns), from
-/// /proc/<pid>/schedstat; -1 when it cannot be read (a server elsewhere).
-/// CPU time, unlike wall time, hardly moves with the machine's load.
-double backend_cpu_ns(int pid) {
-  if (pid <= 0) return -1;
-  std::ifstream f("/proc/" + std::to_string(pid) + "/schedstat");
-  double ns = -1;
-  if (!(f >> ns)) return -1;
-  return ns;
-}
-double seconds_since(clock_type::time_point t) { return std::chrono::duration<double>(clock_type::now() - t).count(); }
-
-/// The floor, on a connection of its own: one prepared one-row upsert.
-class floor_probe {
- public:
-  floor_probe() : conn_({conninfo(), 2000ms, 5000ms, 25ms, 1000ms, "lease-bench"}) {
-    conn_.open();
-    conn_.exec_simple("CREATE TABLE IF NOT EXISTS lease_bench_floor (k int8 PRIMARY KEY, v int8 NOT NULL)", "floor");
-    conn_.prepare("floor", "INSERT INTO lease_bench_floor VALUES ($1::int8, $2::int8) "
-                           "ON CONFLICT (k) DO UPDATE SET v = excluded.v");
-  }
-  [[nodiscard]] int pid() const noexcept { return conn_.backend_pid(); }
-  double once() {
-    lease::detail::postgres::params p;
-    p.i64(static_cast<std::int64_t>(::getpid())).i64(++n_);
-    const auto t = clock_type::now();
-    benchmark::DoNotOptimize(conn_.exec_prepared("floor", p, "floor"));
-    return seconds_since(t);
-  }
-
- private:
-  lease::detail::postgres::connection conn_;
-  std::int64_t n_ = 0;
-};
 
 /// Times `op` and the floor alternately; with `pid` (the store's server
 /// process) also the server's CPU time of each, so the ratio can be read on a

@@ -38,23 +38,14 @@
 #include "lease/make_scheduler.hpp"
 #include "lease/schedule/every.hpp"
 #include "lease/store/postgres.hpp"
-#include "postgres/server.hpp"
+#include "bench_server.hpp"
 
 namespace {
 
 using namespace std::chrono_literals;
 using steady = std::chrono::steady_clock;
 
-std::unique_ptr<lease::testing::postgres_server> own;  // null with LEASE_BENCH_POSTGRES
-
-const std::string& conninfo() {
-  static const std::string ci = [] {
-    if (const char* c = std::getenv("LEASE_BENCH_POSTGRES"); c != nullptr && *c != '\0') return std::string(c);
-    own = std::make_unique<lease::testing::postgres_server>();
-    return own->conninfo();
-  }();
-  return ci;
-}
+using lease::bench::conninfo;
 
 const std::string& schema() {
   static const std::string s = "bench_takeover_" + std::to_string(::getpid());
@@ -78,6 +69,7 @@ class without_push {
   std::vector<bool> heartbeat_many(std::span<const lease::heartbeat_request> b) { return s_.heartbeat_many(b); }
   bool finish(const lease::run_key& r, std::string_view t, lease::run_status s) { return s_.finish(r, t, s); }
   bool release(const lease::run_key& r, std::string_view t) { return s_.release(r, t); }
+  std::vector<bool> finish_many(std::span<const lease::finish_request> b) { return s_.finish_many(b); }
   std::vector<lease::run_record> unfinished(std::string_view job) { return s_.unfinished(job); }
   std::optional<lease::run_record> get(const lease::run_key& r) { return s_.get(r); }
   lease::time_point now() { return s_.now(); }
@@ -86,7 +78,8 @@ class without_push {
  private:
   lease::postgres_store s_;
 };
-static_assert(lease::BatchClaimStore<without_push> && lease::BatchHeartbeatStore<without_push>);
+static_assert(lease::BatchClaimStore<without_push> && lease::BatchHeartbeatStore<without_push> &&
+              lease::BatchFinishStore<without_push>);
 static_assert(!lease::PushStore<without_push>);
 
 /// The first time each kind of event was seen, on the monotonic clock.

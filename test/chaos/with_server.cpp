@@ -1,6 +1,7 @@
 // test/chaos/with_server.cpp — `with_server redis|postgres COMMAND [ARGS...]`:
 // starts a real server of that kind on a free 127.0.0.1 port in a temporary
-// directory (test/redis/server.hpp, test/chaos/pg_server.hpp), runs COMMAND
+// directory (test/redis/server.hpp; test/postgres/server.hpp on a copy of a
+// template cluster), runs COMMAND
 // with every argument "@URL@" replaced by the server's URL, stops the server
 // and exits with COMMAND's exit status (128 + N if a signal N ended it).
 // So a CTest entry can run a program that takes `--store URL` (cluster_demo)
@@ -21,7 +22,7 @@
 #include "redis/server.hpp"
 #endif
 #if LEASE_WITH_SERVER_POSTGRES
-#include "chaos/pg_server.hpp"
+#include "postgres/server.hpp"
 #endif
 
 namespace {
@@ -75,7 +76,7 @@ int main(int argc, char** argv) {
 #endif
 #if LEASE_WITH_SERVER_POSTGRES
     if (kind == "postgres") {
-      const chaos::pg_server server(LEASE_PG_TEMPLATE);
+      const lease::testing::postgres_server server(lease::testing::postgres_server::settings{{}, LEASE_PG_TEMPLATE});
       std::printf("with_server: PostgreSQL on %s\n", server.url().c_str());
       return run(cmd, server.url());
     }

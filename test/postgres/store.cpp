@@ -18,6 +18,7 @@
 
 #include "laws/two_schedulers.hpp"
 #include "lease/clock/fake.hpp"
+#include "lease/store/memory.hpp"
 #include "lease/store/postgres.hpp"
 #include "postgres/server.hpp"
 #include "redis/proxy.hpp"  // cut_proxy: a loopback TCP proxy that loses one answer
@@ -362,6 +363,165 @@ TEST_CASE("claim_many whose answers were lost: each claim is resolved by reading
   CHECK(got.back().record.token == "b0");
 }
 
+namespace {
+
+/// Runs in every state an end can meet, the same in each store: live (two
+/// tokens tried), expired, released, finished, and no state at all.
+template <class S>
+void prepare_ends(S& s, lease::fake_clock& clock) {
+  const time_point t = clock.now();
+  for (int k = 0; k < 10; ++k) {
+    const std::string n = std::to_string(k);
+    for (const char* kind : {"live-", "expired-", "released-", "done-"}) {
+      auto req = request(kind + n, t, std::string(kind) + "t" + n);
+      if (std::string_view(kind) == "expired-") req.lease = 500ms;
+      REQUIRE(s.claim(req).outcome == claim_outcome::won);
+    }
+    REQUIRE(s.release({"released-" + n, t}, "released-t" + n));
+    REQUIRE(s.finish({"done-" + n, t}, "done-t" + n, run_status::failed));
+  }
+  clock.advance(1s);
+}
+
+/// Finishes with each status, releases, stale tokens, finish(running), runs
+/// without state, and the same run ended twice (the second refused).
+std::vector<lease::finish_request> mixed_ends(time_point t) {
+  std::vector<lease::finish_request> b;
+  const run_status statuses[] = {run_status::success, run_status::failed, run_status::interrupted};
+  for (int k = 0; k < 10; ++k) {
+    const std::string n = std::to_string(k);
+    const std::optional<run_status> end = k % 4 == 3 ? std::nullopt : std::optional{statuses[k % 3]};
+    b.push_back({{"live-" + n, t}, "stale", end});
+    b.push_back({{"live-" + n, t}, "live-t" + n, end});
+    b.push_back({{"live-" + n, t}, "live-t" + n, run_status::success});  // after its end: refused
+    b.push_back({{"expired-" + n, t}, "expired-t" + n, end});  // lease over: still its run to end
+    b.push_back({{"released-" + n, t}, "released-t" + n, end});
+    b.push_back({{"done-" + n, t}, "done-t" + n, std::nullopt});
+    b.push_back({{"ghost-" + n, t}, "g", end});
+    b.push_back({{"expired-" + n, t}, "expired-t" + n, run_status::running});
+  }
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("finish_many: a mixed batch in one round trip gets the answers and leaves the state of the rules, a bad status sends nothing") {
+  lease::fake_clock clock{at(1'700'000'000'000)};
+  const std::string schema = lease::testing::fresh_schema("fmany");
+  lease::postgres_store batched{options(srv().conninfo(), schema, clock)};
+  lease::postgres_store single{options(srv().conninfo(), lease::testing::fresh_schema("fone"), clock)};
+  lease::memory_store<lease::fake_clock> rules{clock};  // the reference: the pure rules
+  const time_point t = clock.now();
+  prepare_ends(batched, clock);
+  clock.set(t);
+  prepare_ends(single, clock);
+  clock.set(t);
+  prepare_ends(rules, clock);
+  const auto batch = mixed_ends(t);
+
+  // Each ended run is announced, as a single finish or release announces it.
+  lease::postgres_store watcher{options(srv().conninfo(), schema, clock)};
+  std::mutex m;
+  std::map<std::string, int> heard;
+  watcher.listen_releases([&](std::string_view job) {
+    std::scoped_lock lock(m);
+    ++heard[std::string(job)];
+  });
+  for (int i = 0; i < 1000 && watcher.listener_connects() == 0; ++i) std::this_thread::sleep_for(10ms);
+  REQUIRE(watcher.listener_connects() == 1);
+  std::this_thread::sleep_for(100ms);  // LISTEN is sent after the connect: give it its round trip
+
+  const auto before = batched.round_trips();
+  const auto got = batched.finish_many(batch);
+  CHECK(batched.round_trips() == before + 1);
+  const auto expected = rules.finish_many(batch);
+  REQUIRE(got.size() == batch.size());
+  REQUIRE(expected.size() == batch.size());
+  std::map<std::string, int> ended;
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    INFO("element " << i << ": " << batch[i].run.job << " with token " << batch[i].token);
+    const bool one = batch[i].status ? single.finish(batch[i].run, batch[i].token, *batch[i].status)
+                                     : single.release(batch[i].run, batch[i].token);
+    CHECK(got[i] == one);
+    CHECK(got[i] == expected[i]);
+    if (got[i]) ++ended[batch[i].run.job];
+    const auto rec = batched.get(batch[i].run), ref = rules.get(batch[i].run);
+    REQUIRE(rec.has_value() == ref.has_value());
+    if (!rec) continue;
+    CHECK(rec->status == ref->status);
+    CHECK(rec->released == ref->released);
+    CHECK(rec->handovers == ref->handovers);
+    CHECK(rec->lease_end == ref->lease_end);
+    CHECK(rec->token == ref->token);
+  }
+  CHECK(std::count(got.begin(), got.end(), true) == 20);  // each live and expired run, once
+  for (int i = 0; i < 1000; ++i) {
+    {
+      std::scoped_lock lock(m);
+      if (heard == ended) break;
+    }
+    std::this_thread::sleep_for(10ms);  // bounded poll
+  }
+  {
+    std::scoped_lock lock(m);
+    CHECK(heard == ended);
+  }
+
+  // A status that is not one: invalid_argument before anything is sent. An empty batch: no round trip.
+  REQUIRE(batched.claim(request("bad", clock.now(), "t")).outcome == claim_outcome::won);
+  const auto trips = batched.round_trips();
+  CHECK(batched.finish_many({}).empty());
+  const std::vector<lease::finish_request> bad{{{"bad", clock.now()}, "t", run_status::success},
+                                               {{"bad", clock.now()}, "t", static_cast<run_status>(9)}};
+  try {
+    (void)batched.finish_many(bad);
+    FAIL("no error");
+  } catch (const lease::store_error& e) {
+    CHECK(e.code() == lease::errc::invalid_argument);
+    CHECK(std::string(e.what()).find("not a run_status") != std::string::npos);
+  }
+  CHECK(batched.round_trips() == trips);
+  CHECK(batched.get({"bad", clock.now()})->status == run_status::running);
+}
+
+TEST_CASE("finish_many whose answers were lost: each end is resolved by reading its run back, applied once") {
+  lease::testing::cut_proxy proxy{srv().port()};
+  lease::fake_clock clock{at(1'700'000'000'000)};
+  const std::string ci = "host=127.0.0.1 port=" + std::to_string(proxy.port()) + " user=postgres dbname=postgres";
+  lease::postgres_store store{options(ci, lease::testing::fresh_schema("fdoubt"), clock)};
+  std::vector<lease::finish_request> batch;
+  for (int i = 0; i < 20; ++i) {
+    const std::string n = std::to_string(i);
+    REQUIRE(store.claim(request("j" + n, clock.now(), "t" + n)).outcome == claim_outcome::won);
+    batch.push_back({{"j" + n, clock.now()}, "t" + n, i % 2 == 0 ? std::optional{run_status::success} : std::nullopt});
+  }
+  batch.push_back({{"j0", clock.now()}, "stale", std::nullopt});
+  proxy.lose_next_reply();
+  const auto got = store.finish_many(batch);
+  CHECK(proxy.cuts() == 1);
+  REQUIRE(got.size() == batch.size());
+  for (int i = 0; i < 20; ++i) {
+    INFO("element " << i);
+    CHECK(got[static_cast<std::size_t>(i)]);
+    const auto rec = store.get(batch[static_cast<std::size_t>(i)].run);
+    CHECK(rec->status == (i % 2 == 0 ? run_status::success : run_status::running));
+    CHECK(rec->handovers == (i % 2 == 0 ? 0u : 1u));  // applied once
+  }
+  CHECK_FALSE(got.back());
+
+  // The same run twice among the unanswered: reading it back cannot tell which did what.
+  REQUIRE(store.claim(request("twice", clock.now(), "w")).outcome == claim_outcome::won);
+  const std::vector<lease::finish_request> twice{{{"twice", clock.now()}, "w", std::nullopt},
+                                                 {{"twice", clock.now()}, "w", run_status::success}};
+  proxy.lose_next_reply();
+  try {
+    (void)store.finish_many(twice);
+    FAIL("no error");
+  } catch (const lease::store_error& e) {
+    CHECK(e.code() == lease::errc::outcome_unknown);
+  }
+}
+
 TEST_CASE("57P01 admin_shutdown of the store's connection: the next call reconnects, the run is still the runner's") {
   lease::fake_clock clock{at(1'700'000'000'000)};
   lease::postgres_store store{options(srv().conninfo(), lease::testing::fresh_schema("term"), clock)};
@@ -497,15 +657,146 @@ TEST_CASE("a schema with a version this library does not know is a clear error")
     FAIL("a newer schema was used");
   } catch (const lease::store_error& e) {
     CHECK(e.code() == lease::errc::corrupt);
-    CHECK(std::string(e.what()).find("has lease schema version '99', this library knows version 2") !=
+    CHECK(std::string(e.what()).find("has lease schema version '99', this library knows version 3") !=
           std::string::npos);
   }
 }
 
-TEST_CASE("a version 1 schema with live runs is migrated to version 2 at the first connect, and its runs carry on") {
+namespace {
+
+/// Version 1's claim function, as version 1 of this library created it (the
+/// library now creates version 1's tables only, and version 2's function
+/// over them, on the way to the current version).
+constexpr std::string_view v1_claim = R"SQL(
+-- A claim: rules::claim of lease/rules.hpp, answer for answer. Outcomes are
+-- claim_outcome's values (won 0, running 1, overlap 2, late 3, superseded 4,
+-- finished 5, none 6, early 7, quarantined 8); reasons and overlap modes
+-- likewise. p_marker: the store marker the caller saw ('' if none);
+-- p_known: the highest fence of the job the caller saw (0 if none): a
+-- stored fence below it can only be a loss of state.
+CREATE FUNCTION @.lease_claim(p_now int8, p_marker text, p_known int8, p_job bytea, p_slot int8, p_runner bytea,
+    p_token bytea, p_reason int4, p_lease int8, p_max_attempts int4, p_deadline int8, p_overlap int4,
+    p_history int4, p_retain int8,
+    OUT o_outcome int4, OUT o_now int8, OUT o_detected bool, OUT o_marker text, OUT o_lost_at int8,
+    OUT o_slot int8, OUT o_attempt int4, OUT o_token bytea, OUT o_fence int8, OUT o_runner bytea,
+    OUT o_status int4, OUT o_lease_end int8, OUT o_released bool, OUT o_handovers int4)
+LANGUAGE plpgsql VOLATILE AS $f$
+DECLARE
+  v_fence int8;
+  v_row @.lease_runs%ROWTYPE;
+  v_run @.lease_runs%ROWTYPE;
+  v_found bool := false;
+  v_newer bool := false;
+  v_others int4 := 0;
+BEGIN
+  o_detected := false;
+  o_slot := p_slot;
+  -- 1. The job's row: every claim of the job waits here for the one before.
+  SELECT j.fence INTO v_fence FROM @.lease_jobs j WHERE j.job = p_job FOR UPDATE;
+  IF NOT FOUND THEN
+    INSERT INTO @.lease_jobs AS j (job, fence) VALUES (p_job, 0)
+      ON CONFLICT (job) DO UPDATE SET fence = j.fence RETURNING j.fence INTO v_fence;
+  END IF;
+  -- 2. The run, the job's newer runs and its running runs, locked (slot
+  --    order) and read in one pass, so heartbeats, finishes and releases of
+  --    them order with this claim.
+  FOR v_row IN SELECT * FROM @.lease_runs r WHERE r.job = p_job AND (r.slot >= p_slot OR r.status = 0)
+                 ORDER BY r.slot FOR UPDATE LOOP
+    IF v_row.slot = p_slot THEN
+      v_run := v_row;
+      v_found := true;
+    ELSE
+      IF v_row.slot > p_slot THEN v_newer := true; END IF;
+      IF v_row.status = 0 THEN v_others := v_others + 1; END IF;
+    END IF;
+  END LOOP;
+  -- 3. The clock, once every lock is held.
+  o_now := @.lease_now(p_now);
+  -- 4. Evidence of a loss of state.
+  SELECT s.marker, s.lost_at INTO o_marker, o_lost_at FROM @.lease_store s WHERE s.id = 1;
+  IF p_marker <> '' AND p_marker <> o_marker THEN
+    o_detected := true;
+  ELSIF p_known > v_fence THEN
+    o_detected := true;
+    v_fence := p_known;  -- fences never go back, not even after a loss
+    UPDATE @.lease_jobs j SET fence = v_fence WHERE j.job = p_job;
+  END IF;
+  IF o_detected THEN
+    UPDATE @.lease_store s SET lost_at = greatest(s.lost_at, o_now) WHERE s.id = 1 RETURNING s.lost_at INTO o_lost_at;
+  END IF;
+  -- 5. The rules.
+  IF v_found THEN
+    IF v_run.status <> 0 THEN
+      o_outcome := 5;
+    ELSIF o_now < v_run.lease_end THEN
+      o_outcome := 1;
+    ELSIF v_newer OR v_run.attempt - v_run.handovers >= p_max_attempts THEN
+      UPDATE @.lease_runs r SET status = 3 WHERE r.job = p_job AND r.slot = p_slot;
+      v_run.status := 3;
+      o_outcome := 5;
+    ELSIF o_lost_at IS NOT NULL AND o_now < o_lost_at + p_lease THEN
+      o_outcome := 8;
+      o_lease_end := o_lost_at + p_lease;
+      RETURN;
+    ELSE
+      v_fence := greatest(v_fence + 1, o_now);
+      UPDATE @.lease_jobs j SET fence = v_fence WHERE j.job = p_job;
+      UPDATE @.lease_runs r SET attempt = r.attempt + 1, token = p_token, runner = p_runner, fence = v_fence,
+          status = 0, lease_end = o_now + p_lease, released = false
+        WHERE r.job = p_job AND r.slot = p_slot RETURNING r.* INTO v_run;
+      o_outcome := 0;
+    END IF;
+  ELSE
+    IF p_reason = 2 THEN o_outcome := 6; RETURN; END IF;
+    IF o_now > p_deadline + 10000 THEN o_outcome := 3; RETURN; END IF;
+    IF p_slot > o_now + 1000 THEN o_outcome := 7; RETURN; END IF;
+    IF v_newer THEN o_outcome := 4; RETURN; END IF;
+    IF v_others > 0 AND p_overlap IN (0, 2) THEN
+      SELECT * INTO v_run FROM @.lease_runs r
+        WHERE r.job = p_job AND r.status = 0 AND o_now < r.lease_end ORDER BY r.slot DESC LIMIT 1;
+      v_found := FOUND;
+    END IF;
+    IF v_found THEN
+      o_outcome := 2;
+    ELSIF o_lost_at IS NOT NULL AND o_now < o_lost_at + p_lease THEN
+      o_outcome := 8;
+      o_lease_end := o_lost_at + p_lease;
+      RETURN;
+    ELSIF o_lost_at IS NOT NULL AND p_slot <= o_lost_at + 1000 THEN
+      o_outcome := 8;  -- a slot that may have run before the loss never starts (lease end: never)
+      RETURN;
+    ELSE
+      IF v_others > 0 THEN
+        UPDATE @.lease_runs r SET status = 3
+          WHERE r.job = p_job AND r.status = 0 AND (r.lease_end <= o_now OR p_overlap = 3);
+      END IF;
+      v_fence := greatest(v_fence + 1, o_now);
+      UPDATE @.lease_jobs j SET fence = v_fence WHERE j.job = p_job;
+      INSERT INTO @.lease_runs VALUES (p_job, p_slot, 1, p_token, v_fence, p_runner, 0, o_now + p_lease, false, 0)
+        RETURNING * INTO v_run;
+      -- Pruning: ended runs past the horizon, except the newest p_history ended ones.
+      DELETE FROM @.lease_runs r
+        WHERE r.job = p_job AND r.status <> 0 AND r.slot < o_now - p_retain - 10000
+          AND r.slot < coalesce((SELECT min(k.slot) FROM (SELECT k2.slot FROM @.lease_runs k2
+                                   WHERE k2.job = p_job AND k2.status <> 0 ORDER BY k2.slot DESC LIMIT p_history) k),
+                                9223372036854775807);
+      o_outcome := 0;
+    END IF;
+  END IF;
+  o_slot := v_run.slot; o_attempt := v_run.attempt; o_token := v_run.token; o_fence := v_run.fence;
+  o_runner := v_run.runner; o_status := v_run.status; o_lease_end := v_run.lease_end;
+  o_released := v_run.released; o_handovers := v_run.handovers;
+END
+$f$;
+)SQL";
+
+}  // namespace
+
+TEST_CASE("a version 1 schema with live runs is migrated to version 3 at the first connect, and its runs carry on") {
   const std::string schema = lease::testing::fresh_schema("v1");
   // The layout and the claim function as version 1 of this library made them, and a run won through it.
-  srv().sql(lease::detail::postgres::in_schema(lease::detail::postgres::create_v1, schema));
+  srv().sql(lease::detail::postgres::in_schema(lease::detail::postgres::create_v1, schema) +
+            lease::detail::postgres::in_schema(v1_claim, schema));
   const std::string q = "\"" + schema + "\"";
   CHECK(srv().sql("SELECT o_outcome::text FROM " + q + ".lease_claim(1700000000000, '', 0, 'old'::bytea, "
                   "1700000000000, 'r1'::bytea, 't1'::bytea, 0, 30000, 3, 1700003600000, 0, 10, 300000)") == "0");
@@ -514,10 +805,13 @@ TEST_CASE("a version 1 schema with live runs is migrated to version 2 at the fir
   lease::fake_clock clock{at(1'700'000'000'000)};  // the time of that claim
   lease::postgres_store store{options(srv().conninfo(), schema, clock)};
   const auto rec = store.get({"old", at(1'700'000'000'000)});  // connects: migrates
-  CHECK(srv().sql("SELECT max(version)::text FROM " + q + ".lease_schema_version") == "2");
+  CHECK(srv().sql("SELECT max(version)::text FROM " + q + ".lease_schema_version") == "3");
   CHECK(srv().sql("SELECT count(*)::text FROM " + q + ".lease_schema_version") == "1");
+  // Version 2's claim function, version 3's indexes (the primary key only: finishes are HOT updates).
   CHECK(srv().sql("SELECT (prosrc LIKE '%never claimed%')::text FROM pg_proc WHERE proname = 'lease_claim' AND "
                   "pronamespace = '" + q + "'::regnamespace") == "true");
+  CHECK(srv().sql("SELECT string_agg(indexrelid::regclass::text, ',') FROM pg_index WHERE indrelid = '" + q +
+                  ".lease_runs'::regclass") == schema + ".lease_runs_pkey");
   REQUIRE(rec);
   CHECK(rec->token == "t1");
   // The run won under version 1 is still the runner's; its job's fence goes on from where it was.

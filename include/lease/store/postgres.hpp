@@ -3,7 +3,8 @@
 // Each operation of the store rules (doc/store-rules.md) is one round trip: claim is one call of a
 // plpgsql function (lease_claim), claim_many pipelines those calls (one
 // round trip, each call its own transaction), heartbeat, finish and release are single
-// UPDATEs, heartbeat_many is one UPDATE over unnest()ed arrays, get and
+// UPDATEs (finish_many pipelines them like claim_many), heartbeat_many is
+// one UPDATE over unnest()ed arrays, get and
 // unfinished single SELECTs — all prepared once per connection, all atomic,
 // correct at READ COMMITTED by row locks (the argument is in
 // store/postgres/schema.hpp). The store's clock is the server's
@@ -43,9 +44,11 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -174,39 +177,78 @@ class postgres_store {
   /// if `token` is current; announces the job to listeners.
   bool finish(const run_key& run, std::string_view token, run_status status) {
     if (status == run_status::running) return false;  // the rules refuse it; no round trip
-    if (static_cast<int>(status) > static_cast<int>(run_status::interrupted))
-      detail::postgres::raise(postgres_errc::bad_option, "finish: not a run_status");
-    auto send = [&] {
-      detail::postgres::params p;
-      p.bytes(run.job).i64(ms(run.slot)).bytes(token).i32(static_cast<std::int32_t>(status)).text(channel());
-      return PQntuples(exec(detail::postgres::stmt::finish, p, "finish").get()) == 1;
-    };
-    try {
-      return send();
-    } catch (const detail::postgres::transport_error& e) {
-      if (!e.maybe_applied()) throw;
-      auto rec = read_back(run, e);  // applied iff the run ended with our token and this status
-      if (rec && rec->token == token && rec->status == status) return true;
-      return resend(send, e);
-    }
+    return end_run(run, token, checked(status));
   }
 
   /// Hands the run over: lease end = now, released, handovers + 1, if `token`
   /// is current; announces the job to listeners.
-  bool release(const run_key& run, std::string_view token) {
-    auto send = [&] {
-      detail::postgres::params p;
-      p.opt_i64(now_arg()).bytes(run.job).i64(ms(run.slot)).bytes(token).text(channel());
-      return PQntuples(exec(detail::postgres::stmt::release, p, "release").get()) == 1;
-    };
-    try {
-      return send();
-    } catch (const detail::postgres::transport_error& e) {
-      if (!e.maybe_applied()) throw;
-      auto rec = read_back(run, e);  // applied iff released under our token
-      if (rec && rec->token == token && rec->status == run_status::running && rec->released) return true;
-      return resend(send, e);
+  bool release(const run_key& run, std::string_view token) { return end_run(run, token, std::nullopt); }
+
+  /// BatchFinishStore: finish() (a status) or release() (none) for every
+  /// element, all in one round trip (pipelined), each its own UPDATE in its
+  /// own transaction with its own answer and its own NOTIFY, in order. A
+  /// lost answer is resolved for each element it left in doubt by reading
+  /// its run back, as finish() and release() do; when that cannot tell (one
+  /// run and token twice among them), store_error outcome_unknown: every outcome
+  /// unknown. A status that is not one is invalid_argument before anything
+  /// is sent.
+  std::vector<bool> finish_many(std::span<const finish_request> batch) {
+    for (const finish_request& f : batch)
+      if (f.status) (void)checked(*f.status);
+    std::vector<bool> out(batch.size(), false);
+    std::vector<std::size_t> sent;  // the elements that need the server: not finish(running)
+    for (std::size_t i = 0; i < batch.size(); ++i)
+      if (!(batch[i].status && *batch[i].status == run_status::running)) sent.push_back(i);
+    if (sent.empty()) return out;
+    open();
+    std::vector<detail::postgres::params> ps;
+    ps.reserve(sent.size());
+    for (std::size_t i : sent) ps.push_back(end_params(batch[i].run, batch[i].token, batch[i].status));
+    auto reply = s_->conn.exec_prepared_pipeline(
+        [&](std::size_t k) { return detail::postgres::stmt_names[static_cast<unsigned>(end_stmt(batch[sent[k]].status))]; },
+        ps, "finish_many");
+    std::size_t k = 0;
+    for (; k < reply.results.size(); ++k) {
+      const finish_request& f = batch[sent[k]];
+      PGresult* r = reply.results[k].get();
+      if (r != nullptr && PQresultStatus(r) == PGRES_TUPLES_OK) {
+        out[sent[k]] = PQntuples(r) == 1;
+        continue;
+      }
+      try {
+        s_->conn.check(r, "finish_many", true);
+        bad_reply("finish_many");
+      } catch (const detail::postgres::sql_error& e) {
+        // Refused whole, nothing applied: what finish() or release() would
+        // do next (retry once after a reconnect or at once, or throw) it does now.
+        if (!e.schema_missing() && e.code() != postgres_errc::retryable) throw;
+        if (e.schema_missing()) s_->conn.drop();
+        out[sent[k]] = end_run(f.run, f.token, f.status);
+      } catch (const detail::postgres::transport_error& e) {
+        if (!e.maybe_applied()) throw;
+        out[sent[k]] = resolve_end(f.run, f.token, f.status, e);
+      }
     }
+    if (k < sent.size()) {
+      // The connection broke: the rest were sent and may have been applied.
+      try {
+        std::rethrow_exception(reply.broke);
+      } catch (const detail::postgres::transport_error& e) {
+        // Reading a run back tells what happened to it under a token, not
+        // which of two requests with that token did it: then nothing can be told.
+        std::set<std::tuple<std::string_view, time_point, std::string_view>> runs;
+        for (std::size_t j = k; j < sent.size(); ++j)
+          if (!runs.emplace(batch[sent[j]].run.job, batch[sent[j]].run.slot, batch[sent[j]].token).second)
+            detail::postgres::raise(postgres_errc::reply_lost,
+                                    std::string(e.what()) + "; one run ended twice with one token among the unanswered",
+                                    "outcomes unknown");
+        for (; k < sent.size(); ++k) {
+          const finish_request& f = batch[sent[k]];
+          out[sent[k]] = resolve_end(f.run, f.token, f.status, e);
+        }
+      }
+    }
+    return out;
   }
 
   /// The job's running runs, whatever their lease, oldest first.
@@ -426,6 +468,10 @@ class postgres_store {
         c.exec_simple(detail::postgres::in_schema(detail::postgres::upgrade_to_v2, s_->schema), "migrating to version 2");
         ver = "2";
       }
+      if (ver == "2") {
+        c.exec_simple(detail::postgres::in_schema(detail::postgres::upgrade_to_v3, s_->schema), "migrating to version 3");
+        ver = "3";
+      }
       if (ver != std::to_string(detail::postgres::schema_version))
         detail::postgres::raise(postgres_errc::schema_version,
                                 "postgres at " + where() + ": schema \"" + s_->schema + "\" has lease schema version '" +
@@ -547,6 +593,51 @@ class postgres_store {
         .i32(static_cast<std::int32_t>(req.history_size))
         .i64(req.retain.count());
     return p;
+  }
+
+  /// finish() (a status) or release() (none): one UPDATE, its answer lost resolved by reading the run back.
+  bool end_run(const run_key& run, std::string_view token, std::optional<run_status> status) {
+    auto send = [&] { return send_end(run, token, status); };
+    try {
+      return send();
+    } catch (const detail::postgres::transport_error& e) {
+      if (!e.maybe_applied()) throw;
+      return resolve_end(run, token, status, e);
+    }
+  }
+
+  bool send_end(const run_key& run, std::string_view token, std::optional<run_status> status) {
+    auto r = exec(end_stmt(status), end_params(run, token, status), status ? "finish" : "release");
+    return PQntuples(r.get()) == 1;
+  }
+
+  static stmt end_stmt(std::optional<run_status> status) { return status ? stmt::finish : stmt::release; }
+
+  detail::postgres::params end_params(const run_key& run, std::string_view token, std::optional<run_status> status) const {
+    detail::postgres::params p;
+    if (status)
+      p.bytes(run.job).i64(ms(run.slot)).bytes(token).i32(static_cast<std::int32_t>(*status)).text(channel());
+    else
+      p.opt_i64(now_arg()).bytes(run.job).i64(ms(run.slot)).bytes(token).text(channel());
+    return p;
+  }
+
+  /// A finish or release whose answer was lost: applied iff the run ended
+  /// with our token and this status (finish), or is released under our
+  /// token (release); otherwise proven not applied, so sent once more.
+  bool resolve_end(const run_key& run, std::string_view token, std::optional<run_status> status,
+                   const detail::postgres::transport_error& e) {
+    auto rec = read_back(run, e);
+    if (rec && rec->token == token &&
+        (status ? rec->status == *status : rec->status == run_status::running && rec->released))
+      return true;
+    return resend([&] { return send_end(run, token, status); }, e);
+  }
+
+  static run_status checked(run_status status) {
+    if (static_cast<int>(status) > static_cast<int>(run_status::interrupted))
+      detail::postgres::raise(postgres_errc::bad_option, "finish: not a run_status");
+    return status;
   }
 
   claim_result send_claim(const claim_request& req) {
@@ -729,6 +820,7 @@ class postgres_store {
 static_assert(Store<postgres_store>);
 static_assert(BatchHeartbeatStore<postgres_store>);
 static_assert(BatchClaimStore<postgres_store>);
+static_assert(BatchFinishStore<postgres_store>);
 static_assert(NoticeStore<postgres_store>);
 static_assert(PushStore<postgres_store>);
 

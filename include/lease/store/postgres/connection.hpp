@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <bit>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <exception>
@@ -271,6 +272,13 @@ class connection {
   /// non-blocking meanwhile, and answers are read while requests are still
   /// being written, so a large batch cannot deadlock on full socket buffers.
   pipeline_reply exec_prepared_pipeline(const char* name, std::span<const params> batch, std::string_view what) {
+    return exec_prepared_pipeline([name](std::size_t) { return name; }, batch, what);
+  }
+
+  /// The same, statement `name_of(i)` for element i (finish_many mixes
+  /// finishes and releases).
+  template <class NameOf>
+  pipeline_reply exec_prepared_pipeline(NameOf name_of, std::span<const params> batch, std::string_view what) {
     pipeline_reply out;
     out.results.reserve(batch.size());
     ++round_trips_;
@@ -286,12 +294,13 @@ class connection {
     if (PQsetnonblocking(c, 1) != 0 || PQenterPipelineMode(c) != 1) throw broken("cannot enter pipeline mode", false);
     std::vector<const char*> v;
     std::vector<int> len, fmt;
-    for (const params& p : batch) {
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      const params& p = batch[i];
       v.clear();
       len.clear();
       fmt.clear();
       p.pointers(v, len, fmt);
-      if (PQsendQueryPrepared(c, name, p.size(), v.data(), len.data(), fmt.data(), 1) != 1 || PQpipelineSync(c) != 1) {
+      if (PQsendQueryPrepared(c, name_of(i), p.size(), v.data(), len.data(), fmt.data(), 1) != 1 || PQpipelineSync(c) != 1) {
         // Nothing is flushed before the first PQflush below unless the buffer
         // filled up; some statements may have gone out: maybe applied.
         out.broke = std::make_exception_ptr(broken("cannot queue the batch", true));

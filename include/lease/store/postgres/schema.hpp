@@ -3,8 +3,9 @@
 // operation prepares.
 //
 // Tables (all in the store's schema):
-//   lease_schema_version(version)   one row: the layout below is version 2
-//       (version 1: the same tables, a slower lease_claim; migrated on connect)
+//   lease_schema_version(version)   one row: the layout below is version 3
+//       (version 1: a slower lease_claim; version 2: an index of running
+//       runs that made every finish a non-HOT update; migrated on connect)
 //   lease_store(id = 1, marker, lost_at)
 //       marker: a random id written when the schema is created; a handle
 //       that finds another one than it saw before knows the state was
@@ -68,7 +69,7 @@
 namespace lease::detail::postgres {
 
 /// The layout version this library writes.
-inline constexpr int schema_version = 2;
+inline constexpr int schema_version = 3;
 
 /// `sql` with every '@' replaced by the quoted schema name (a validated
 /// identifier: letters, digits, '_').
@@ -82,7 +83,9 @@ inline constexpr int schema_version = 2;
   return out;
 }
 
-/// Version 1: the tables and functions above. Run inside the migration's transaction.
+/// Version 1's tables and functions but its lease_claim: a new schema is
+/// this, then upgrade_to_v2 (which creates lease_claim) and the steps after
+/// it, all in the migration's transaction.
 inline constexpr std::string_view create_v1 = R"SQL(
 CREATE SCHEMA IF NOT EXISTS @;
 CREATE TABLE @.lease_schema_version (version int4 NOT NULL);
@@ -104,126 +107,6 @@ $f$ SELECT coalesce(p_now, floor(extract(epoch FROM clock_timestamp()) * 1000)::
 CREATE FUNCTION @.lease_note_loss(p_now int8) RETURNS int8 LANGUAGE sql VOLATILE AS
 $f$ UPDATE @.lease_store SET lost_at = greatest(lost_at, @.lease_now(p_now)) WHERE id = 1 RETURNING lost_at $f$;
 
--- A claim: rules::claim of lease/rules.hpp, answer for answer. Outcomes are
--- claim_outcome's values (won 0, running 1, overlap 2, late 3, superseded 4,
--- finished 5, none 6, early 7, quarantined 8); reasons and overlap modes
--- likewise. p_marker: the store marker the caller saw ('' if none);
--- p_known: the highest fence of the job the caller saw (0 if none): a
--- stored fence below it can only be a loss of state.
-CREATE FUNCTION @.lease_claim(p_now int8, p_marker text, p_known int8, p_job bytea, p_slot int8, p_runner bytea,
-    p_token bytea, p_reason int4, p_lease int8, p_max_attempts int4, p_deadline int8, p_overlap int4,
-    p_history int4, p_retain int8,
-    OUT o_outcome int4, OUT o_now int8, OUT o_detected bool, OUT o_marker text, OUT o_lost_at int8,
-    OUT o_slot int8, OUT o_attempt int4, OUT o_token bytea, OUT o_fence int8, OUT o_runner bytea,
-    OUT o_status int4, OUT o_lease_end int8, OUT o_released bool, OUT o_handovers int4)
-LANGUAGE plpgsql VOLATILE AS $f$
-DECLARE
-  v_fence int8;
-  v_row @.lease_runs%ROWTYPE;
-  v_run @.lease_runs%ROWTYPE;
-  v_found bool := false;
-  v_newer bool := false;
-  v_others int4 := 0;
-BEGIN
-  o_detected := false;
-  o_slot := p_slot;
-  -- 1. The job's row: every claim of the job waits here for the one before.
-  SELECT j.fence INTO v_fence FROM @.lease_jobs j WHERE j.job = p_job FOR UPDATE;
-  IF NOT FOUND THEN
-    INSERT INTO @.lease_jobs AS j (job, fence) VALUES (p_job, 0)
-      ON CONFLICT (job) DO UPDATE SET fence = j.fence RETURNING j.fence INTO v_fence;
-  END IF;
-  -- 2. The run, the job's newer runs and its running runs, locked (slot
-  --    order) and read in one pass, so heartbeats, finishes and releases of
-  --    them order with this claim.
-  FOR v_row IN SELECT * FROM @.lease_runs r WHERE r.job = p_job AND (r.slot >= p_slot OR r.status = 0)
-                 ORDER BY r.slot FOR UPDATE LOOP
-    IF v_row.slot = p_slot THEN
-      v_run := v_row;
-      v_found := true;
-    ELSE
-      IF v_row.slot > p_slot THEN v_newer := true; END IF;
-      IF v_row.status = 0 THEN v_others := v_others + 1; END IF;
-    END IF;
-  END LOOP;
-  -- 3. The clock, once every lock is held.
-  o_now := @.lease_now(p_now);
-  -- 4. Evidence of a loss of state.
-  SELECT s.marker, s.lost_at INTO o_marker, o_lost_at FROM @.lease_store s WHERE s.id = 1;
-  IF p_marker <> '' AND p_marker <> o_marker THEN
-    o_detected := true;
-  ELSIF p_known > v_fence THEN
-    o_detected := true;
-    v_fence := p_known;  -- fences never go back, not even after a loss
-    UPDATE @.lease_jobs j SET fence = v_fence WHERE j.job = p_job;
-  END IF;
-  IF o_detected THEN
-    UPDATE @.lease_store s SET lost_at = greatest(s.lost_at, o_now) WHERE s.id = 1 RETURNING s.lost_at INTO o_lost_at;
-  END IF;
-  -- 5. The rules.
-  IF v_found THEN
-    IF v_run.status <> 0 THEN
-      o_outcome := 5;
-    ELSIF o_now < v_run.lease_end THEN
-      o_outcome := 1;
-    ELSIF v_newer OR v_run.attempt - v_run.handovers >= p_max_attempts THEN
-      UPDATE @.lease_runs r SET status = 3 WHERE r.job = p_job AND r.slot = p_slot;
-      v_run.status := 3;
-      o_outcome := 5;
-    ELSIF o_lost_at IS NOT NULL AND o_now < o_lost_at + p_lease THEN
-      o_outcome := 8;
-      o_lease_end := o_lost_at + p_lease;
-      RETURN;
-    ELSE
-      v_fence := greatest(v_fence + 1, o_now);
-      UPDATE @.lease_jobs j SET fence = v_fence WHERE j.job = p_job;
-      UPDATE @.lease_runs r SET attempt = r.attempt + 1, token = p_token, runner = p_runner, fence = v_fence,
-          status = 0, lease_end = o_now + p_lease, released = false
-        WHERE r.job = p_job AND r.slot = p_slot RETURNING r.* INTO v_run;
-      o_outcome := 0;
-    END IF;
-  ELSE
-    IF p_reason = 2 THEN o_outcome := 6; RETURN; END IF;
-    IF o_now > p_deadline + 10000 THEN o_outcome := 3; RETURN; END IF;
-    IF p_slot > o_now + 1000 THEN o_outcome := 7; RETURN; END IF;
-    IF v_newer THEN o_outcome := 4; RETURN; END IF;
-    IF v_others > 0 AND p_overlap IN (0, 2) THEN
-      SELECT * INTO v_run FROM @.lease_runs r
-        WHERE r.job = p_job AND r.status = 0 AND o_now < r.lease_end ORDER BY r.slot DESC LIMIT 1;
-      v_found := FOUND;
-    END IF;
-    IF v_found THEN
-      o_outcome := 2;
-    ELSIF o_lost_at IS NOT NULL AND o_now < o_lost_at + p_lease THEN
-      o_outcome := 8;
-      o_lease_end := o_lost_at + p_lease;
-      RETURN;
-    ELSIF o_lost_at IS NOT NULL AND p_slot <= o_lost_at + 1000 THEN
-      o_outcome := 8;  -- a slot that may have run before the loss never starts (lease end: never)
-      RETURN;
-    ELSE
-      IF v_others > 0 THEN
-        UPDATE @.lease_runs r SET status = 3
-          WHERE r.job = p_job AND r.status = 0 AND (r.lease_end <= o_now OR p_overlap = 3);
-      END IF;
-      v_fence := greatest(v_fence + 1, o_now);
-      UPDATE @.lease_jobs j SET fence = v_fence WHERE j.job = p_job;
-      INSERT INTO @.lease_runs VALUES (p_job, p_slot, 1, p_token, v_fence, p_runner, 0, o_now + p_lease, false, 0)
-        RETURNING * INTO v_run;
-      -- Pruning: ended runs past the horizon, except the newest p_history ended ones.
-      DELETE FROM @.lease_runs r
-        WHERE r.job = p_job AND r.status <> 0 AND r.slot < o_now - p_retain - 10000
-          AND r.slot < coalesce((SELECT min(k.slot) FROM (SELECT k2.slot FROM @.lease_runs k2
-                                   WHERE k2.job = p_job AND k2.status <> 0 ORDER BY k2.slot DESC LIMIT p_history) k),
-                                9223372036854775807);
-      o_outcome := 0;
-    END IF;
-  END IF;
-  o_slot := v_run.slot; o_attempt := v_run.attempt; o_token := v_run.token; o_fence := v_run.fence;
-  o_runner := v_run.runner; o_status := v_run.status; o_lease_end := v_run.lease_end;
-  o_released := v_run.released; o_handovers := v_run.handovers;
-END
-$f$;
 )SQL";
 
 /// Version 2: the same tables; lease_claim does the same in fewer
@@ -234,6 +117,12 @@ $f$;
 /// connected go on calling it. Run inside the migration's transaction, on a
 /// version 1 schema.
 inline constexpr std::string_view upgrade_to_v2 = R"SQL(
+-- A claim: rules::claim of lease/rules.hpp, answer for answer. Outcomes are
+-- claim_outcome's values (won 0, running 1, overlap 2, late 3, superseded 4,
+-- finished 5, none 6, early 7, quarantined 8); reasons and overlap modes
+-- likewise. p_marker: the store marker the caller saw ('' if none);
+-- p_known: the highest fence of the job the caller saw (0 if none): a
+-- stored fence below it can only be a loss of state.
 CREATE OR REPLACE FUNCTION @.lease_claim(p_now int8, p_marker text, p_known int8, p_job bytea, p_slot int8, p_runner bytea,
     p_token bytea, p_reason int4, p_lease int8, p_max_attempts int4, p_deadline int8, p_overlap int4,
     p_history int4, p_retain int8,
@@ -377,6 +266,20 @@ $f$;
 UPDATE @.lease_schema_version SET version = 2;
 )SQL";
 
+/// Version 3: the same tables without the index of running runs. Every
+/// finish changed a column of its predicate, so no finish was a HOT update
+/// (each wrote a new entry in the primary key too), and its dead entries,
+/// met by bitmap scans that never mark them dead, made every claim of a
+/// busy job slower until a vacuum. A job's runs are few (pruned to its
+/// history and retention), so its running runs are found on the primary
+/// key's (job, slot) range. Instances of version 2 still connected work on
+/// it unchanged (the index was a speed-up only). Run inside the migration's
+/// transaction, on a version 2 schema.
+inline constexpr std::string_view upgrade_to_v3 = R"SQL(
+DROP INDEX IF EXISTS @.lease_runs_running;
+UPDATE @.lease_schema_version SET version = 3;
+)SQL";
+
 /// The prepared statements, by index.
 enum class stmt : unsigned { claim, heartbeat, heartbeat_many, finish, release, get, unfinished, now, note_loss, state, count_ };
 
@@ -389,7 +292,9 @@ inline constexpr const char* stmt_names[] = {"lease_claim", "lease_heartbeat", "
 
 /// Each statement's text ('@' = the schema). The channel of NOTIFY is $5/$4.
 inline constexpr std::string_view stmt_sql[] = {
-    // claim
+    // claim (lease_claim). A one-statement fast path for the common claims
+    // (CTEs, lease_claim only as the fallback) was measured slower: its
+    // plan's start-up outweighed the plpgsql statements it saved.
     "SELECT o_outcome, o_now, o_detected, o_marker, o_lost_at, o_slot, o_attempt, o_token, o_fence, o_runner, "
     "o_status, o_lease_end, o_released, o_handovers FROM @.lease_claim($1::int8, $2::text, $3::int8, $4::bytea, "
     "$5::int8, $6::bytea, $7::bytea, $8::int4, $9::int8, $10::int4, $11::int8, $12::int4, $13::int4, $14::int8)",
