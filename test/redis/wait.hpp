@@ -32,6 +32,7 @@ auto until(Op op, std::chrono::milliseconds limit = std::chrono::seconds{10}) {
     try {
       return op();
     } catch (const store_error& e) {
+      INFO(e.what());
       REQUIRE(e.code() == errc::unavailable);
       REQUIRE(std::chrono::steady_clock::now() < end);
       std::this_thread::sleep_for(std::chrono::milliseconds{20});

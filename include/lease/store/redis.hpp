@@ -73,7 +73,8 @@ struct redis_options {
   /// 25 ms up to this, so a down server is probed, not hammered.
   std::chrono::milliseconds max_backoff{1000};
   /// Non-zero: a won claim returns won only once this many replicas have
-  /// acknowledged it (WAIT replicas replica_timeout), so a failover cannot
+  /// acknowledged it (WAIT replicas replica_timeout; on a cluster, sent to
+  /// the master that ran the claim), so a failover cannot
   /// forget a run that has started. If fewer acknowledge in time the claim is
   /// released at once (no handler starts on it; the handover is not counted
   /// against max_attempts) and claim() throws store_error unavailable
@@ -308,22 +309,27 @@ class redis_store {
   /// listen_releases({}) stops, returning after the last call of `f`.
   /// Announcements sent while the subscriber reconnects are lost: that
   /// costs the scheduler time (its periodic checks stay), never safety.
-  /// On a cluster the subscriber is not routed yet: it subscribes on the
-  /// url's node, which refuses channels of slots it does not serve (and one
-  /// SSUBSCRIBE spanning slots whole), so announcements are mostly not
-  /// heard there and the periodic checks take the hand-overs over.
+  /// On a cluster each job's channel is subscribed on the master serving
+  /// its slot, one connection per such master, following the slot map as it
+  /// changes (subscriber.hpp).
   void listen_releases(release_listener f) {
     subscriber_.reset();
     if (f)
-      subscriber_ = std::make_unique<detail::redis::release_subscriber>(conn_->settings(), opts_.prefix, std::move(f));
+      subscriber_ = std::make_unique<detail::redis::release_subscriber>(
+          conn_->settings(), opts_.prefix, std::move(f),
+          conn_->clustered() ? conn_->seeds() : std::vector<detail::redis::endpoint>{});
   }
   /// The release subscriber's connections so far (0 if not listening).
   [[nodiscard]] std::uint64_t listener_connects() const noexcept {
     return subscriber_ ? subscriber_->connects() : 0;
   }
-  /// Release channels the server confirmed on the subscriber's current connection.
+  /// Release channels the servers confirmed on the subscriber's current connections.
   [[nodiscard]] std::uint64_t listener_channels() const noexcept {
     return subscriber_ ? subscriber_->subscribed() : 0;
+  }
+  /// Slot maps the release subscriber read (cluster; 0 on one server).
+  [[nodiscard]] std::uint64_t listener_map_reads() const noexcept {
+    return subscriber_ ? subscriber_->map_reads() : 0;
   }
 
   [[nodiscard]] const redis_options& options() const noexcept { return opts_; }
@@ -350,7 +356,6 @@ class redis_store {
       return std::make_unique<detail::redis::router>(std::move(s), false);
     }
     if (s.where.db != 0) bad("a Redis Cluster has only database 0: remove the database from the url");
-    if (o.replicas > 0) bad("replicas is not supported with cluster = true yet (WAIT would have to go to each master)");
     std::vector<detail::redis::endpoint> seeds{s.where};
     for (const std::string& seed : o.seeds) {
       const auto colon = seed.rfind(':');
@@ -614,15 +619,14 @@ class redis_store {
     not_replicated(req, 1);
   }
 
-  /// Whether opts_.replicas acknowledged every write so far (one WAIT).
+  /// Whether opts_.replicas acknowledged every write so far (one WAIT; on a
+  /// cluster one per master the claims went to, all at once: router.hpp).
   bool replicated() {
     // argv_t holds views: the numbers must outlive the exchange.
     const std::string n = std::to_string(opts_.replicas), t = std::to_string(opts_.replica_timeout.count());
     const argv_t cmd{"WAIT", n, t};
     try {
-      auto replies = conn_->exchange(std::span(&cmd, 1));
-      detail::redis::connection::throw_if_error(replies.front().get(), "WAIT");
-      last_acked_ = as_int(replies.front().get(), "WAIT");
+      last_acked_ = conn_->wait_replicas(cmd);
     } catch (const store_error&) {
       last_acked_ = -1;  // unknown: as bad as too few
     }
