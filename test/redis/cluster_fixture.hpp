@@ -2,11 +2,16 @@
 // loopback for one test: N redis-servers in cluster mode (server.hpp, each
 // with a free client port and a free bus port), the slots split evenly with
 // CLUSTER ADDSLOTSRANGE, joined with CLUSTER MEET, ready once every node
-// says cluster_state:ok and agrees on all the masters.
+// says cluster_state:ok and agrees on all the masters. With `replicas`, one
+// replica per master (nodes size() .. 2 × size() - 1, replica of node i is
+// node size() + i), ready once each has synced with its master, so that a
+// failover (kill the master, CLUSTER FAILOVER TAKEOVER on the replica)
+// keeps the data.
 #pragma once
 
 #include <chrono>
 #include <memory>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -19,13 +24,14 @@ namespace lease::testing {
 
 class redis_cluster {
  public:
-  explicit redis_cluster(int masters = 3) {
-    for (int i = 0; i < masters; ++i) {
+  explicit redis_cluster(int masters = 3, bool replicas = false) : masters_(masters) {
+    for (int i = 0; i < (replicas ? 2 : 1) * masters; ++i) {
       const int bus = free_loopback_port();
       nodes_.push_back(std::make_unique<redis_server>(redis_server::settings{
           .append_only = false,
           .extra_args = {"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-port",
-                         std::to_string(bus), "--cluster-node-timeout", "2000"}}));
+                         std::to_string(bus), "--cluster-node-timeout", "2000",
+                         "--cluster-replica-validity-factor", "0"}}));
       buses_.push_back(bus);
     }
     const int per = 16384 / masters;
@@ -33,15 +39,55 @@ class redis_cluster {
       const int lo = i * per, hi = i + 1 == masters ? 16383 : (i + 1) * per - 1;
       expect_ok(node(i).command({"CLUSTER", "ADDSLOTSRANGE", std::to_string(lo), std::to_string(hi)}), "ADDSLOTSRANGE");
     }
-    for (int i = 1; i < masters; ++i)
+    for (int i = 1; i < total(); ++i)
       expect_ok(node(0).command({"CLUSTER", "MEET", "127.0.0.1", std::to_string(node(i).port()),
                                  std::to_string(buses_[static_cast<std::size_t>(i)])}),
                 "MEET");
     wait_ready();
+    if (!replicas) return;
+    for (int i = 0; i < masters; ++i) {
+      const std::string master = id(i);
+      for (int tries = 0;; ++tries) {  // the replica must have heard of its master first
+        auto r = node(masters + i).command({"CLUSTER", "REPLICATE", master});
+        if (r && r->type != REDIS_REPLY_ERROR) break;
+        if (tries > 500) expect_ok(r, "REPLICATE");
+        std::this_thread::sleep_for(std::chrono::milliseconds{10});
+      }
+    }
+    for (int i = 0; i < masters; ++i) wait_synced(i);
+    wait_ready();
+  }
+
+  /// Masters at the start (nodes 0 .. size() - 1).
+  [[nodiscard]] int size() const noexcept { return masters_; }
+  /// Every node, replicas included.
+  [[nodiscard]] int total() const noexcept { return static_cast<int>(nodes_.size()); }
+
+  /// Waits until node `replica` (a replica) has every write of its master `master`.
+  void wait_synced(int master, int replica = -1) {
+    if (replica < 0) replica = master + masters_;
+    for (int tries = 0;; ++tries) {
+      const auto m = info_field(master, "replication", "master_repl_offset");
+      const std::string r = info_field(replica, "replication", "slave_repl_offset");
+      if (info_field(replica, "replication", "master_link_status") == "up" && !m.empty() && m == r) return;
+      if (tries > 1000) throw std::runtime_error("test cluster: a replica did not sync within 10 s");
+      std::this_thread::sleep_for(std::chrono::milliseconds{10});
+    }
+  }
+
+  /// One field of INFO `section` of node i ("" if absent).
+  [[nodiscard]] std::string info_field(int i, const std::string& section, std::string_view field) {
+    auto r = node(i).command({"INFO", section});
+    if (!r || r->type != REDIS_REPLY_STRING) return {};
+    const std::string_view text(r->str, r->len);
+    const std::string key = std::string(field) + ":";
+    const auto at = text.find(key);
+    if (at == std::string_view::npos) return {};
+    const auto end = text.find('\r', at);
+    return std::string(text.substr(at + key.size(), end - at - key.size()));
   }
 
   [[nodiscard]] redis_server& node(int i) { return *nodes_.at(static_cast<std::size_t>(i)); }
-  [[nodiscard]] int size() const noexcept { return static_cast<int>(nodes_.size()); }
   [[nodiscard]] std::string url() const { return nodes_.front()->url(); }
 
   /// The node's id (CLUSTER MYID).
@@ -50,30 +96,40 @@ class redis_cluster {
     return {r->str, r->len};
   }
   /// The index of the node serving `slot`, by the word of node `asked`.
-  [[nodiscard]] int owner_of(unsigned slot, int asked = 0) {
+  [[nodiscard]] int owner_of(unsigned slot, int asked = -1) {
+    while (asked < 0 || down_.count(asked) != 0) ++asked;  // by default the first node up
     auto r = node(asked).command({"CLUSTER", "SLOTS"});
     for (std::size_t k = 0; k < r->elements; ++k) {
       const redisReply* range = r->element[k];
       if (slot < range->element[0]->integer || slot > range->element[1]->integer) continue;
       const long long port = range->element[2]->element[1]->integer;
-      for (int i = 0; i < size(); ++i)
+      for (int i = 0; i < total(); ++i)
         if (node(i).port() == port) return i;
     }
     throw std::runtime_error("no node serves the slot");
   }
+  /// The shard node i serves: its own index for a master, its master's for a replica.
+  [[nodiscard]] int shard_of(int node) const noexcept { return node % masters_; }
   /// Keys held by node i.
   [[nodiscard]] long long keys(int i) { return node(i).command({"DBSIZE"})->integer; }
 
-  /// Every node says cluster_state:ok and knows every master.
+  /// SIGKILL of node i (a crash); wait_ready() then skips it.
+  void kill(int i) {
+    node(i).kill();
+    down_.insert(i);
+  }
+
+  /// Every node up says cluster_state:ok and knows every node.
   void wait_ready() {
     using namespace std::chrono_literals;
     for (int tries = 0;; ++tries) {
       bool ok = true;
-      for (int i = 0; i < size() && ok; ++i) {
+      for (int i = 0; i < total() && ok; ++i) {
+        if (down_.count(i) != 0) continue;
         auto info = node(i).command({"CLUSTER", "INFO"});
         const std::string_view text(info->str, info->len);
         ok = text.find("cluster_state:ok") != std::string_view::npos &&
-             text.find("cluster_known_nodes:" + std::to_string(size())) != std::string_view::npos;
+             text.find("cluster_known_nodes:" + std::to_string(total())) != std::string_view::npos;
       }
       if (ok) return;
       if (tries > 1000) throw std::runtime_error("the test cluster did not become ready in 10 s");
@@ -89,6 +145,8 @@ class redis_cluster {
  private:
   std::vector<std::unique_ptr<redis_server>> nodes_;
   std::vector<int> buses_;
+  int masters_;
+  std::set<int> down_;
 };
 
 }  // namespace lease::testing

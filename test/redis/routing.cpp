@@ -62,7 +62,7 @@ TEST_CASE("on a 3-master redis cluster redis_store answers every random history 
   for (int i = 0; i < c.size(); ++i) CHECK(c.keys(i) > 0);  // the jobs were spread over every master
 }
 
-TEST_CASE("on a redis cluster a heartbeat batch over every master is one round per master") {
+TEST_CASE("on a redis cluster a heartbeat batch and a finish batch over every master are one round per master") {
   lease::testing::redis_cluster c(3);
   lease::fake_clock clock{time_point{lease::duration{1'700'000'000'000}}};
   auto store = cluster_store(c, "hb", clock);
@@ -85,6 +85,20 @@ TEST_CASE("on a redis cluster a heartbeat batch over every master is one round p
   CHECK(store.get({"job-7", time_point{lease::duration{1'700'000'000'000}}})->lease_end == clock.now() + 20s);
   CHECK(store.moved() == 0);
   CHECK(store.asked() == 0);
+
+  // Ending them all, half finished and half released, is one round per master too.
+  std::vector<lease::finish_request> ends;
+  for (std::size_t i = 0; i + 1 < batch.size(); ++i)
+    ends.push_back({batch[i].run, batch[i].token,
+                    i % 2 == 0 ? std::optional(run_status::success) : std::optional<run_status>()});
+  ends.push_back({batch.front().run, "stale", run_status::failed});
+  const auto before_ends = store.round_trips();
+  const auto ended = store.finish_many(ends);
+  CHECK(store.round_trips() - before_ends == 3);
+  for (std::size_t i = 0; i + 1 < ends.size(); ++i) CHECK(ended[i]);
+  CHECK_FALSE(ended.back());
+  CHECK(store.get(ends[0].run)->status == run_status::success);
+  CHECK(store.get(ends[1].run)->released);
 }
 
 TEST_CASE("on a redis cluster a slot migrated mid-run is followed through ASK and MOVED, and the run is intact") {

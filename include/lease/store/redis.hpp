@@ -7,8 +7,9 @@
 // job name (braces, NULs, 10 kB) is safe and every script touches one cluster
 // slot: with redis_options::cluster the store routes each job to the master
 // owning its slot itself (store/redis/router.hpp), following MOVED and ASK.
-// heartbeat_many() renews a whole batch with pipelined EVALSHAs: one round
-// trip, each element still a separate atomic script (its own cluster slot).
+// heartbeat_many(), claim_many() and finish_many() run a whole batch with
+// pipelined EVALSHAs: one round trip (per master, all at once, on a cluster),
+// each element still a separate atomic script (its own cluster slot).
 //
 // finish() and release() announce the change on the job's release channel
 // (sharded pub/sub); listen_releases() subscribes on a connection and thread
@@ -72,7 +73,8 @@ struct redis_options {
   /// 25 ms up to this, so a down server is probed, not hammered.
   std::chrono::milliseconds max_backoff{1000};
   /// Non-zero: a won claim returns won only once this many replicas have
-  /// acknowledged it (WAIT replicas replica_timeout), so a failover cannot
+  /// acknowledged it (WAIT replicas replica_timeout; on a cluster, sent to
+  /// the master that ran the claim), so a failover cannot
   /// forget a run that has started. If fewer acknowledge in time the claim is
   /// released at once (no handler starts on it; the handover is not counted
   /// against max_attempts) and claim() throws store_error unavailable
@@ -218,33 +220,45 @@ class redis_store {
   /// Ends the current attempt with `status` (success or failed) if `token` is current.
   bool finish(const run_key& run, std::string_view token, run_status status) {
     if (status == run_status::running) return false;  // the rules refuse it; no round trip
-    auto send = [&] {
-      return as_int(eval_on(detail::redis::script::finish, run, {token, std::to_string(static_cast<int>(status))})
-                        .get(),
-                    "finish") == 1;
-    };
     try {
-      return send();
+      return send_finish(run, token, status);
     } catch (const detail::redis::transport_error& e) {
       if (!e.maybe_applied()) throw;
-      // Applied iff the run now ended with our token and this status.
-      auto rec = read_back(run, e);
-      if (rec && rec->token == token && rec->status == status) return true;
-      return resend(send, e);
+      return resolve_finish(run, token, status, e);
     }
   }
 
   /// Hands the run over: lease end = now, released, handovers + 1, if `token` is current.
   bool release(const run_key& run, std::string_view token) {
-    auto send = [&] { return as_int(eval_on(detail::redis::script::release, run, {token}).get(), "release") == 1; };
     try {
-      return send();
+      return send_release(run, token);
     } catch (const detail::redis::transport_error& e) {
       if (!e.maybe_applied()) throw;
-      auto rec = read_back(run, e);  // applied iff released under our token
-      if (rec && rec->token == token && rec->status == run_status::running && rec->released) return true;
-      return resend(send, e);
+      return resolve_release(run, token, e);
     }
+  }
+
+  /// BatchFinishStore: each element exactly finish() (status set) or
+  /// release() (status nullopt), pipelined in one round trip (on a cluster,
+  /// one per master, all at once); answers in order. Each element is its own
+  /// script (atomic on its own, on its job's slot) and announces its job as
+  /// the single call does. A lost reply is resolved element by element as
+  /// the single calls resolve theirs (read back, resend only what is proven
+  /// not applied); any store_error thrown leaves every outcome unknown.
+  std::vector<bool> finish_many(std::span<const finish_request> batch) {
+    std::vector<bool> out(batch.size(), false);
+    if (batch.empty()) return out;
+    try {
+      send_finishes(batch, out);
+    } catch (const detail::redis::transport_error& e) {
+      if (!e.maybe_applied()) throw;
+      for (std::size_t i = 0; i < batch.size(); ++i) {
+        const finish_request& f = batch[i];
+        if (f.status == run_status::running) continue;
+        out[i] = f.status ? resolve_finish(f.run, f.token, *f.status, e) : resolve_release(f.run, f.token, e);
+      }
+    }
+    return out;
   }
 
   /// The job's running runs, whatever their lease, oldest first.
@@ -295,22 +309,27 @@ class redis_store {
   /// listen_releases({}) stops, returning after the last call of `f`.
   /// Announcements sent while the subscriber reconnects are lost: that
   /// costs the scheduler time (its periodic checks stay), never safety.
-  /// On a cluster the subscriber is not routed yet: it subscribes on the
-  /// url's node, which refuses channels of slots it does not serve (and one
-  /// SSUBSCRIBE spanning slots whole), so announcements are mostly not
-  /// heard there and the periodic checks take the hand-overs over.
+  /// On a cluster each job's channel is subscribed on the master serving
+  /// its slot, one connection per such master, following the slot map as it
+  /// changes (subscriber.hpp).
   void listen_releases(release_listener f) {
     subscriber_.reset();
     if (f)
-      subscriber_ = std::make_unique<detail::redis::release_subscriber>(conn_->settings(), opts_.prefix, std::move(f));
+      subscriber_ = std::make_unique<detail::redis::release_subscriber>(
+          conn_->settings(), opts_.prefix, std::move(f),
+          conn_->clustered() ? conn_->seeds() : std::vector<detail::redis::endpoint>{});
   }
   /// The release subscriber's connections so far (0 if not listening).
   [[nodiscard]] std::uint64_t listener_connects() const noexcept {
     return subscriber_ ? subscriber_->connects() : 0;
   }
-  /// Release channels the server confirmed on the subscriber's current connection.
+  /// Release channels the servers confirmed on the subscriber's current connections.
   [[nodiscard]] std::uint64_t listener_channels() const noexcept {
     return subscriber_ ? subscriber_->subscribed() : 0;
+  }
+  /// Slot maps the release subscriber read (cluster; 0 on one server).
+  [[nodiscard]] std::uint64_t listener_map_reads() const noexcept {
+    return subscriber_ ? subscriber_->map_reads() : 0;
   }
 
   [[nodiscard]] const redis_options& options() const noexcept { return opts_; }
@@ -337,7 +356,6 @@ class redis_store {
       return std::make_unique<detail::redis::router>(std::move(s), false);
     }
     if (s.where.db != 0) bad("a Redis Cluster has only database 0: remove the database from the url");
-    if (o.replicas > 0) bad("replicas is not supported with cluster = true yet (WAIT would have to go to each master)");
     std::vector<detail::redis::endpoint> seeds{s.where};
     for (const std::string& seed : o.seeds) {
       const auto colon = seed.rfind(':');
@@ -383,6 +401,65 @@ class redis_store {
       a.insert(a.end(), {now, slot});
       a.insert(a.end(), rest);
     });
+  }
+
+  bool send_finish(const run_key& run, std::string_view token, run_status status) {
+    const std::string code = std::to_string(static_cast<int>(status));
+    return as_int(eval_on(detail::redis::script::finish, run, {token, code}).get(), "finish") == 1;
+  }
+  bool send_release(const run_key& run, std::string_view token) {
+    return as_int(eval_on(detail::redis::script::release, run, {token}).get(), "release") == 1;
+  }
+  /// A finish whose reply was lost: applied iff the run now ended with our token and this status.
+  bool resolve_finish(const run_key& run, std::string_view token, run_status status,
+                      const detail::redis::transport_error& e) {
+    auto rec = read_back(run, e);
+    if (rec && rec->token == token && rec->status == status) return true;
+    return resend([&] { return send_finish(run, token, status); }, e);
+  }
+  /// A release whose reply was lost: applied iff the run is released under our token.
+  bool resolve_release(const run_key& run, std::string_view token, const detail::redis::transport_error& e) {
+    auto rec = read_back(run, e);
+    if (rec && rec->token == token && rec->status == run_status::running && rec->released) return true;
+    return resend([&] { return send_release(run, token); }, e);
+  }
+
+  /// The finish and release scripts of `batch` in one exchange (one
+  /// pipeline per node); answers into `out`. A running status is refused
+  /// without being sent, as finish() does. A script that answered NOSCRIPT
+  /// did not run: it is sent again alone, which reloads the scripts.
+  void send_finishes(std::span<const finish_request> batch, std::vector<bool>& out) {
+    conn_->open();  // connect (and load the scripts) before reading their SHAs
+    using detail::redis::script;
+    std::deque<std::string> hold;  // argv_t holds views: the numbers live here
+    std::deque<detail::redis::job_keys> keys;
+    std::vector<argv_t> cmds;
+    std::vector<std::size_t> sent;  // index in batch of each command
+    const std::string now = now_arg();
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      const finish_request& f = batch[i];
+      if (f.status == run_status::running) continue;
+      const script which = f.status ? script::finish : script::release;
+      keys.push_back(keys_of(f.run.job));
+      argv_t& a = cmds.emplace_back(argv_t{"EVALSHA", conn_->sha(which)});
+      push_keys(a, keys.back(), which);
+      a.insert(a.end(), {std::string_view(now), std::string_view(hold.emplace_back(ms(f.run.slot))),
+                         std::string_view(f.token)});
+      if (f.status) a.push_back(hold.emplace_back(std::to_string(static_cast<int>(*f.status))));
+      sent.push_back(i);
+    }
+    if (cmds.empty()) return;
+    auto replies = conn_->exchange(cmds);
+    for (std::size_t k = 0; k < sent.size(); ++k) {
+      const finish_request& f = batch[sent[k]];
+      const char* what = f.status ? "finish" : "release";
+      if (detail::redis::connection::error_code_of(replies[k].get()) == redis_errc::noscript) {
+        out[sent[k]] = f.status ? send_finish(f.run, f.token, *f.status) : send_release(f.run, f.token);
+        continue;
+      }
+      detail::redis::connection::throw_if_error(replies[k].get(), what);
+      out[sent[k]] = as_int(replies[k].get(), what) == 1;
+    }
   }
 
   /// One round trip: the store's marker and quarantine (HMGET), then the
@@ -542,15 +619,14 @@ class redis_store {
     not_replicated(req, 1);
   }
 
-  /// Whether opts_.replicas acknowledged every write so far (one WAIT).
+  /// Whether opts_.replicas acknowledged every write so far (one WAIT; on a
+  /// cluster one per master the claims went to, all at once: router.hpp).
   bool replicated() {
     // argv_t holds views: the numbers must outlive the exchange.
     const std::string n = std::to_string(opts_.replicas), t = std::to_string(opts_.replica_timeout.count());
     const argv_t cmd{"WAIT", n, t};
     try {
-      auto replies = conn_->exchange(std::span(&cmd, 1));
-      detail::redis::connection::throw_if_error(replies.front().get(), "WAIT");
-      last_acked_ = as_int(replies.front().get(), "WAIT");
+      last_acked_ = conn_->wait_replicas(cmd);
     } catch (const store_error&) {
       last_acked_ = -1;  // unknown: as bad as too few
     }
@@ -666,6 +742,7 @@ class redis_store {
 static_assert(Store<redis_store>);
 static_assert(BatchHeartbeatStore<redis_store>);
 static_assert(BatchClaimStore<redis_store>);
+static_assert(BatchFinishStore<redis_store>);
 static_assert(NoticeStore<redis_store>);
 static_assert(PushStore<redis_store>);
 

@@ -3,7 +3,7 @@
 //
 // Standalone (the default) it is one `connection` and adds nothing. On a
 // cluster it keeps the slot map (CLUSTER SLOTS, read from any reachable node
-// or seed on a connection of its own) and one connection per master, and
+// or seed on a connection of its own: slot_map.hpp) and one connection per master, and
 // runs a batch of commands as one pipeline per node, all written before any
 // is read, so a batch spread over N masters costs one round trip in wall
 // time, not N. Every redirection is an answer of a command that did not run,
@@ -37,6 +37,7 @@
 
 #include "lease/store/redis/connection.hpp"
 #include "lease/store/redis/slot.hpp"
+#include "lease/store/redis/slot_map.hpp"
 
 namespace lease::detail::redis {
 
@@ -85,6 +86,34 @@ class router {
     return std::move(replies.front());
   }
 
+  /// `wait` (WAIT numreplicas timeout) on the node(s) that ran the last
+  /// exchange's scripts, all at once: the fewest replicas any of them acknowledged
+  /// with. WAIT counts the replicas that have this connection's writes, so
+  /// on a cluster it must go where the writes went, not to any node.
+  std::int64_t wait_replicas(const argv_t& wait) {
+    std::vector<reply_ptr> replies;
+    if (!cluster_) {
+      replies = nodes_.front()->exchange(std::span(&wait, 1));
+    } else {
+      std::map<std::size_t, std::vector<std::size_t>> by_node;
+      std::vector<argv_t> cmds;
+      for (std::size_t node : last_nodes_) {
+        by_node[node].push_back(cmds.size());
+        cmds.push_back(wait);
+      }
+      if (cmds.empty()) return 0;
+      replies.resize(cmds.size());
+      exchange_round(cmds, by_node, std::vector<char>(cmds.size(), 0), replies);
+    }
+    std::int64_t fewest = -1;
+    for (const auto& r : replies) {
+      connection::throw_if_error(r.get(), "WAIT");
+      if (r->type != REDIS_REPLY_INTEGER) raise(redis_errc::bad_reply, "WAIT", "not an integer");
+      fewest = fewest < 0 ? r->integer : std::min<std::int64_t>(fewest, r->integer);
+    }
+    return fewest;
+  }
+
   /// Connects (standalone) or reads the slot map and connects to a node.
   void open() {
     if (!cluster_) return nodes_.front()->open();
@@ -111,6 +140,8 @@ class router {
     return n;
   }
   [[nodiscard]] const connection_settings& settings() const noexcept { return base_; }
+  /// Where the slot map is first read (cluster): the url's node, then the seeds.
+  [[nodiscard]] const std::vector<endpoint>& seeds() const noexcept { return seeds_; }
 
   /// Redirections followed so far (cluster): for tests and metrics.
   [[nodiscard]] std::uint64_t moved() const noexcept { return moved_; }
@@ -184,55 +215,18 @@ class router {
     connection_settings s = base_;
     s.where.host = e.host;
     s.where.port = e.port;
-    s.backoff_min = s.backoff_max = std::chrono::milliseconds{0};
-    connection probe(s);
-    const argv_t cmd{"CLUSTER", "SLOTS"};
-    auto replies = probe.exchange(std::span(&cmd, 1));
-    const redisReply* r = replies.front().get();
-    connection::throw_if_error(r, "CLUSTER SLOTS");
-    if (r->type != REDIS_REPLY_ARRAY) raise(redis_errc::bad_reply, "CLUSTER SLOTS", "not an array");
-    std::array<std::size_t, slot_count> owner;
-    owner.fill(none);
-    for (std::size_t i = 0; i < r->elements; ++i) {
-      const redisReply* range = r->element[i];
-      if (range->type != REDIS_REPLY_ARRAY || range->elements < 3 || range->element[0]->type != REDIS_REPLY_INTEGER ||
-          range->element[1]->type != REDIS_REPLY_INTEGER || range->element[2]->type != REDIS_REPLY_ARRAY ||
-          range->element[2]->elements < 2 || range->element[2]->element[0]->type != REDIS_REPLY_STRING ||
-          range->element[2]->element[1]->type != REDIS_REPLY_INTEGER)
-        raise(redis_errc::bad_reply, "CLUSTER SLOTS", "range of unexpected shape");
-      const redisReply* master = range->element[2];
-      std::string host(master->element[0]->str, master->element[0]->len);
-      if (host.empty() || host == "?") host = e.host;  // "the node you asked"
-      const std::size_t n = node_at(host, static_cast<int>(master->element[1]->integer));
-      const auto lo = range->element[0]->integer, hi = range->element[1]->integer;
-      if (lo < 0 || hi >= static_cast<long long>(slot_count) || lo > hi)
-        raise(redis_errc::bad_reply, "CLUSTER SLOTS", "slot range out of bounds");
-      for (auto slot = lo; slot <= hi; ++slot) owner[static_cast<std::size_t>(slot)] = n;
-    }
-    owner_ = owner;
+    const slot_map m = read_slot_map(std::move(s));
+    std::vector<std::size_t> node(m.masters.size());
+    for (std::size_t i = 0; i < m.masters.size(); ++i) node[i] = node_at(m.masters[i].host, m.masters[i].port);
+    for (std::size_t slot = 0; slot < slot_count; ++slot)
+      owner_[slot] = m.owner[slot] == slot_map::none ? none : node[m.owner[slot]];
   }
 
   /// "MOVED 3999 127.0.0.1:6381" / "ASK ...": the slot and the node.
   std::optional<std::pair<unsigned, std::size_t>> redirection(std::string_view text) {
-    const auto sp1 = text.find(' '), sp2 = text.find(' ', sp1 + 1);
-    if (sp1 == std::string_view::npos || sp2 == std::string_view::npos) return std::nullopt;
-    const std::string_view slot_text = text.substr(sp1 + 1, sp2 - sp1 - 1), addr = text.substr(sp2 + 1);
-    const auto colon = addr.rfind(':');
-    if (colon == std::string_view::npos) return std::nullopt;
-    unsigned slot = 0;
-    int port = 0;
-    for (char c : slot_text) {
-      if (c < '0' || c > '9') return std::nullopt;
-      slot = slot * 10 + static_cast<unsigned>(c - '0');
-      if (slot >= slot_count) return std::nullopt;
-    }
-    for (char c : addr.substr(colon + 1)) {
-      if (c < '0' || c > '9' || port > 65535) return std::nullopt;
-      port = port * 10 + (c - '0');
-    }
-    std::string host(addr.substr(0, colon));
-    if (host.empty()) host = base_.where.host;
-    return std::pair{slot, node_at(host, port)};
+    auto to = parse_redirection(text, base_.where.host);
+    if (!to) return std::nullopt;
+    return std::pair{to->first, node_at(to->second.host, to->second.port)};
   }
 
   std::vector<reply_ptr> routed(std::span<const argv_t> cmds) {
@@ -304,6 +298,11 @@ class router {
       }
       todo = std::move(again);
     }
+    last_nodes_.clear();  // where scripts ran (the claims), not plain reads (the marker's HMGET)
+    for (std::size_t i = 0; i < n; ++i)
+      if (!cmds[i].empty() && cmds[i][0] == "EVALSHA") last_nodes_.push_back(target[i]);
+    std::sort(last_nodes_.begin(), last_nodes_.end());
+    last_nodes_.erase(std::unique(last_nodes_.begin(), last_nodes_.end()), last_nodes_.end());
     return out;
   }
 
@@ -349,6 +348,7 @@ class router {
   std::vector<std::unique_ptr<connection>> nodes_;  // stable addresses: hooks point at them
   std::array<std::size_t, slot_count> owner_{};      // slot -> index in nodes_ (cluster)
   bool stale_ = true;
+  std::vector<std::size_t> last_nodes_;  // the nodes the last routed exchange ran scripts on
   std::uint64_t moved_ = 0, asked_ = 0, refreshes_ = 0;
   inline static const std::string empty_;
 };

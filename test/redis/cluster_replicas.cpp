@@ -1,0 +1,372 @@
+// redis_store on a real Redis Cluster of 3 masters and 3 replicas (cluster =
+// true), started once for the whole binary (ctest runs the binary as one
+// test; the test cases run in order, the failover last).
+//
+// The 4-process race and the two-schedulers law run with jobs on every
+// master. Push hand-over: the release subscriber holds one connection per master
+// serving a watched job's slot, hears the jobs of every master, follows a
+// slot moved to another master (the old one unsubscribes it), and under the
+// scheduler a stop() of runs on every master is taken over in milliseconds.
+#include <algorithm>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <thread>
+
+#include <catch2/catch.hpp>
+
+#include "lease/clock/fake.hpp"
+#include "lease/executor/thread_pool.hpp"
+#include "lease/make_scheduler.hpp"
+#include "lease/schedule/every.hpp"
+#include "lease/store/redis.hpp"
+#include "lease/store/redis/slot.hpp"
+#include "laws/two_schedulers.hpp"
+#include "redis/cluster_fixture.hpp"
+#include "redis/race.hpp"
+#include "redis/wait.hpp"
+
+using namespace std::chrono_literals;
+using lease::claim_outcome;
+using lease::claim_request;
+using lease::event_kind;
+using lease::time_point;
+using lease::testing::redis_cluster;
+using lease::testing::wait_for;
+
+namespace {
+
+redis_cluster& shared_cluster() {
+  static redis_cluster c(3, /*replicas=*/true);
+  return c;
+}
+
+lease::redis_options cluster_options(const std::string& prefix) {
+  lease::redis_options o;
+  o.url = shared_cluster().url();
+  o.prefix = prefix;
+  o.cluster = true;
+  for (int i = 1; i < shared_cluster().total(); ++i)
+    o.seeds.push_back("127.0.0.1:" + std::to_string(shared_cluster().node(i).port()));
+  return o;
+}
+
+lease::redis_store cluster_store(const std::string& prefix, std::optional<lease::fake_clock> clock = std::nullopt) {
+  lease::redis_options o = cluster_options(prefix);
+  if (clock) o.clock = [c = *clock] { return c.now(); };
+  return lease::redis_store{std::move(o)};
+}
+
+claim_request request(std::string job, time_point slot, std::string token) {
+  claim_request r;
+  r.run = {std::move(job), slot};
+  r.runner = "me";
+  r.token = std::move(token);
+  r.lease = 30s;
+  r.deadline = slot + 1h;
+  return r;
+}
+
+unsigned slot_of(const std::string& prefix, const std::string& job) {
+  return lease::detail::redis::key_slot(lease::detail::redis::keys_for(prefix, job).runs);
+}
+
+/// `per_master` job names for each master of the cluster, in master order.
+std::vector<std::string> jobs_on_every_master(const std::string& prefix, int per_master) {
+  std::vector<std::vector<std::string>> by(static_cast<std::size_t>(shared_cluster().size()));
+  for (int i = 0; std::any_of(by.begin(), by.end(), [&](auto& v) { return v.size() < std::size_t(per_master); }); ++i) {
+    const std::string job = "job-" + std::to_string(i);
+    auto& v = by[static_cast<std::size_t>(shared_cluster().shard_of(shared_cluster().owner_of(slot_of(prefix, job))))];
+    if (v.size() < std::size_t(per_master)) v.push_back(job);
+  }
+  std::vector<std::string> out;
+  for (auto& v : by) out.insert(out.end(), v.begin(), v.end());
+  return out;
+}
+
+/// Events from several loop threads, behind one lock.
+struct recorder {
+  std::mutex m;
+  std::vector<lease::event> events;
+  void operator()(const lease::event& e) {
+    std::scoped_lock l(m);
+    events.push_back(e);
+  }
+  std::vector<lease::event> of(event_kind k) {
+    std::scoped_lock l(m);
+    std::vector<lease::event> out;
+    for (const auto& e : events)
+      if (e.kind == k) out.push_back(e);
+    return out;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("on a redis cluster a listener hears every master's jobs, one connection per master, and follows a moved slot") {
+  redis_cluster& c = shared_cluster();
+  {
+    lease::fake_clock clock{time_point{lease::duration{1'700'000'000'000}}};
+    const std::string prefix = lease::testing::fresh_prefix("cpush");
+    auto watcher = cluster_store(prefix, clock);
+    auto runner = cluster_store(prefix, clock);
+    lease::testing::heard_jobs heard;
+    watcher.listen_releases(std::ref(heard));
+    const auto jobs = jobs_on_every_master(prefix, 3);
+    for (const auto& j : jobs) (void)watcher.unfinished(j);
+    REQUIRE(wait_for([&] { return watcher.listener_channels() == jobs.size(); }));
+    CHECK(watcher.listener_connects() == 3);
+
+    for (std::size_t i = 0; i < jobs.size(); ++i) {
+      const std::string token = "t" + std::to_string(i);
+      REQUIRE(runner.claim(request(jobs[i], clock.now(), token)).outcome == claim_outcome::won);
+      if (i % 2 == 0)
+        CHECK(runner.release({jobs[i], clock.now()}, token));
+      else
+        CHECK(runner.finish({jobs[i], clock.now()}, token, lease::run_status::success));
+    }
+    CHECK(wait_for([&] { return heard.size() == jobs.size(); }));
+    for (const auto& j : jobs) CHECK(heard.count(j) == 1);
+
+    // Move the first job's slot (empty of keys but its run's) to the next master.
+    const std::string moving = jobs.front();
+    const unsigned slot = slot_of(prefix, moving);
+    const int from = c.owner_of(slot), to = (from + 1) % c.size();
+    const std::string s = std::to_string(slot);
+    redis_cluster::expect_ok(c.node(to).command({"CLUSTER", "SETSLOT", s, "IMPORTING", c.id(from)}), "IMPORTING");
+    redis_cluster::expect_ok(c.node(from).command({"CLUSTER", "SETSLOT", s, "MIGRATING", c.id(to)}), "MIGRATING");
+    auto keys = c.node(from).command({"CLUSTER", "GETKEYSINSLOT", s, "100"});
+    std::vector<std::string> migrate{"MIGRATE", "127.0.0.1", std::to_string(c.node(to).port()), "", "0", "5000", "KEYS"};
+    for (std::size_t i = 0; i < keys->elements; ++i) migrate.emplace_back(keys->element[i]->str, keys->element[i]->len);
+    if (keys->elements > 0) redis_cluster::expect_ok(c.node(from).command(migrate), "MIGRATE");
+    const auto reads = watcher.listener_map_reads();
+    for (int i : {to, from, (to + 1) % c.size()})
+      redis_cluster::expect_ok(c.node(i).command({"CLUSTER", "SETSLOT", s, "NODE", c.id(to)}), "SETSLOT NODE");
+    // The old owner unsubscribed the channel; the listener read the map again and subscribed at the new owner.
+    REQUIRE(wait_for([&] { return watcher.listener_map_reads() > reads && watcher.listener_channels() == jobs.size(); }));
+    clock.advance(1s);
+    REQUIRE(runner.claim(request(moving, clock.now(), "again")).outcome == claim_outcome::won);
+    CHECK(runner.release({moving, clock.now()}, "again"));
+    CHECK(wait_for([&] { return heard.count(moving) == 2; }));
+    CHECK(c.owner_of(slot) == to);
+  }
+}
+
+TEST_CASE("on a redis cluster a stop() of runs on every master is taken over by the backup in milliseconds") {
+  {
+    recorder rec;
+    auto handler = [](lease::run_context& ctx) {
+      while (!ctx.stop.stop_requested()) std::this_thread::sleep_for(5ms);
+      throw std::runtime_error("stopping");
+    };
+    auto settings = [&](std::string name, lease::duration catch_up) {
+      lease::options o;
+      o.lease = 20s;  // heartbeat 4 s: B's first periodic check is 4–8 s after it became the backup
+      o.claim_jitter = 20ms;
+      o.catch_up = catch_up;
+      o.catch_up_jitter = 0ms;
+      o.instance = std::move(name);
+      return o;
+    };
+    const std::string prefix = lease::testing::fresh_prefix("chandover");
+    const auto jobs = jobs_on_every_master(prefix, 1);
+    auto a = lease::make_scheduler(lease::store = cluster_store(prefix), lease::executor = lease::thread_pool{3},
+                                   lease::settings = settings("A", 2h));
+    auto b = lease::make_scheduler(lease::store = cluster_store(prefix), lease::executor = lease::thread_pool{3},
+                                   lease::settings = settings("B", 0ms));
+    for (auto* s : {&a, &b}) {
+      for (const auto& j : jobs) s->add(j, lease::every(1h), handler);
+      s->on_event(std::ref(rec));
+    }
+    a.start();
+    REQUIRE(wait_for([&] { return rec.of(event_kind::catch_up).size() == jobs.size(); }));
+    b.start();
+    REQUIRE(wait_for([&] { return rec.of(event_kind::backup).size() == jobs.size(); }));
+    REQUIRE(wait_for([&] { return b.store().listener_channels() == jobs.size(); }));
+    CHECK(b.store().listener_connects() == 3);
+    const auto t0 = std::chrono::steady_clock::now();
+    a.stop(2s);
+    REQUIRE(rec.of(event_kind::handed_over).size() == jobs.size());
+    REQUIRE(wait_for([&] { return rec.of(event_kind::takeover).size() == jobs.size(); }, 30s));
+    const auto took = std::chrono::steady_clock::now() - t0;
+    CHECK(took < 1s);  // only the announcements can do that: the next periodic check is ≥ 4 s away
+    for (const auto& e : rec.of(event_kind::takeover)) {
+      CHECK(e.instance == "B");
+      CHECK(e.attempt == 2);
+    }
+    b.stop(2s);
+  }
+}
+
+TEST_CASE("on a redis cluster with replicas = 1 each claim waits for the replica of the master that ran it") {
+  redis_cluster& c = shared_cluster();
+  const std::string prefix = lease::testing::fresh_prefix("wait");
+  lease::redis_options o = cluster_options(prefix);
+  o.replicas = 1;
+  o.replica_timeout = 300ms;
+  lease::redis_store store{std::move(o)};
+  const auto jobs = jobs_on_every_master(prefix, 2);  // two per master, in master order
+  const auto slot = time_point{lease::duration{1'700'000'000'000}};
+  auto req = [&](std::size_t i, std::string token) {
+    auto r = request(jobs[i], slot, std::move(token));
+    r.deadline = time_point::max() - 1h;
+    return r;
+  };
+  // Every master has its replica: claims on each win, alone or in a batch.
+  CHECK(store.claim(req(0, "a")).outcome == claim_outcome::won);
+  std::vector<claim_request> batch{req(2, "b"), req(4, "c")};
+  for (const auto& r : store.claim_many(batch)) CHECK(r.outcome == claim_outcome::won);
+
+  // Master 1's replica stalls: a claim on master 1 is not acknowledged
+  // (released, thrown); one on master 2, whose replica is well, still wins.
+  const int stalled = c.size() + 1;
+  std::jthread stall([&] { (void)c.node(stalled).command({"DEBUG", "SLEEP", "1.5"}); });
+  std::this_thread::sleep_for(100ms);
+  auto late = req(3, "b2");
+  std::optional<std::error_code> err;
+  std::optional<claim_outcome> outcome;
+  try {
+    outcome = store.claim(late).outcome;
+  } catch (const lease::store_error& e) {
+    err = e.code();
+  }
+  CAPTURE(outcome.has_value() ? static_cast<int>(*outcome) : -1);
+  auto well = req(5, "c2");
+  const auto res = store.claim(well);
+  stall.join();
+  REQUIRE(err);
+  CHECK(*err == lease::redis_errc::not_replicated);
+  CHECK(store.get(late.run)->released);
+  CHECK(res.outcome == claim_outcome::won);
+  c.wait_synced(1);
+}
+
+TEST_CASE("on a redis cluster four processes racing for runs on every master get exactly one winner per attempt") {
+  const std::string prefix = lease::testing::fresh_prefix("crace");
+  lease::testing::check_four_racers(cluster_options(prefix), jobs_on_every_master(prefix, 2),
+                                    shared_cluster().node(0).dir());
+}
+
+TEST_CASE("on a redis cluster two schedulers run every slot exactly once, with the job on each master in turn") {
+  redis_cluster& c = shared_cluster();
+  for (int m = 0; m < c.size(); ++m) {
+    std::string prefix = lease::testing::fresh_prefix("claw");
+    while (c.owner_of(slot_of(prefix, "report")) != m) prefix = lease::testing::fresh_prefix("claw");
+    CAPTURE(m);
+    lease::testing::check_two_schedulers([&](lease::fake_clock clock) { return cluster_store(prefix, clock); });
+  }
+}
+
+namespace {
+
+/// Polls until node `replica` says it is a master and every other node up agrees on the slot's owner.
+void wait_promoted(redis_cluster& c, int replica, unsigned slot) {
+  REQUIRE(wait_for([&] { return c.info_field(replica, "replication", "role") == "master"; }));
+  REQUIRE(wait_for([&] {
+    for (int i = 0; i < c.total(); ++i) {
+      if (!c.node(i).ready()) continue;
+      try {
+        if (c.owner_of(slot, i) != replica) return false;
+      } catch (const std::exception&) {
+        return false;
+      }
+    }
+    return true;
+  }));
+}
+
+}  // namespace
+
+TEST_CASE("on a redis cluster a master killed mid-finish: the replica takes over, the store follows, no second winner") {
+  redis_cluster& c = shared_cluster();
+  const std::string prefix = lease::testing::fresh_prefix("failover");
+  auto store = cluster_store(prefix);
+  auto rival = cluster_store(prefix);
+  const auto jobs = jobs_on_every_master(prefix, 2);  // jobs[0], jobs[1] on master 0
+  const auto slot0 = time_point{lease::duration{1'700'000'000'000}};
+  std::vector<lease::heartbeat_request> beats;
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    auto req = request(jobs[i], slot0, "t" + std::to_string(i));
+    req.deadline = time_point::max() - 1h;
+    REQUIRE(store.claim(req).outcome == claim_outcome::won);
+    beats.push_back({req.run, req.token, 30s});
+  }
+  c.wait_synced(0);
+
+  // Master 0 stalls with a finish of jobs[0] written to it and unanswered;
+  // its replica takes over, then master 0 dies: the finish's reply is lost.
+  const int victim = 0, heir = c.size();
+  std::jthread stall([&] { (void)c.node(victim).command({"DEBUG", "SLEEP", "3"}); });
+  std::this_thread::sleep_for(100ms);
+  const auto reads = store.slot_map_reads();
+  std::optional<bool> finished;
+  std::string error;
+  std::jthread finisher([&] {
+    try {
+      finished = store.finish(beats[0].run, beats[0].token, lease::run_status::success);
+    } catch (const lease::store_error& e) {
+      error = e.what();
+    }
+  });
+  std::this_thread::sleep_for(100ms);
+  redis_cluster::expect_ok(c.node(heir).command({"CLUSTER", "FAILOVER", "TAKEOVER"}), "FAILOVER TAKEOVER");
+  wait_promoted(c, heir, slot_of(prefix, jobs[0]));
+  c.kill(victim);
+  stall.join();
+  finisher.join();
+  // In doubt, read back on the new master (it never ran on the dead one), sent once more there.
+  CAPTURE(error);
+  REQUIRE(finished);
+  CHECK(*finished);
+  CHECK(store.slot_map_reads() > reads);
+  auto rec = lease::testing::until([&] { return store.get(beats[0].run); });
+  REQUIRE(rec);
+  CHECK(rec->status == lease::run_status::success);
+  CHECK(rec->token == beats[0].token);
+
+  // Every other run, on every master, is still held and renewed in one batch.
+  std::vector<lease::heartbeat_request> rest(beats.begin() + 1, beats.end());
+  const auto renewed = lease::testing::until([&] { return store.heartbeat_many(rest); });
+  for (bool r : renewed) CHECK(r);
+  // No second winner: a rival's claims find each run running or finished.
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    auto req = request(jobs[i], slot0, "rival");
+    req.deadline = time_point::max() - 1h;
+    const auto res = lease::testing::until([&] { return rival.claim(req); });
+    CHECK(res.outcome == (i == 0 ? claim_outcome::finished : claim_outcome::running));
+  }
+  c.wait_ready();
+}
+
+TEST_CASE("on a redis cluster a replica promoted without the last writes: the loss is detected, no second winner") {
+  redis_cluster& c = shared_cluster();
+  const std::string prefix = lease::testing::fresh_prefix("lossy");
+  auto store = cluster_store(prefix);
+  const int victim = 1, heir = c.size() + 1;
+  const std::string job = jobs_on_every_master(prefix, 1)[static_cast<std::size_t>(victim)];
+  auto req = request(job, time_point{lease::duration{1'700'000'000'000}}, "mine");
+  req.deadline = time_point::max() - 1h;
+  REQUIRE(store.claim(req).outcome == claim_outcome::won);
+  c.wait_synced(victim);
+  (void)store.take_notices();
+  // The replica forgets what it had (a stand-in for one whose sync fell
+  // behind), is promoted, and the master dies: the run is gone from the cluster.
+  redis_cluster::expect_ok(c.node(heir).command({"CONFIG", "SET", "replica-read-only", "no"}), "CONFIG SET");
+  redis_cluster::expect_ok(c.node(heir).command({"FLUSHALL"}), "FLUSHALL on the replica");
+  redis_cluster::expect_ok(c.node(heir).command({"CLUSTER", "FAILOVER", "TAKEOVER"}), "FAILOVER TAKEOVER");
+  wait_promoted(c, heir, slot_of(prefix, job));
+  c.kill(victim);
+
+  // The runner's heartbeat is refused, and the store sees why: the job's
+  // fence counter went back, so its state was lost (watch.hpp).
+  CHECK_FALSE(lease::testing::until([&] { return store.heartbeat(req.run, req.token, 30s); }));
+  const auto notices = store.take_notices();
+  REQUIRE_FALSE(notices.empty());
+  CHECK(notices.back().find("lost in a failover") != std::string::npos);
+  // A rival does not win the forgotten run a second time: it is quarantined.
+  auto rival = cluster_store(prefix);
+  auto again = req;
+  again.token = "rival";
+  const auto res = lease::testing::until([&] { return rival.claim(again); });
+  CHECK(res.outcome == claim_outcome::quarantined);
+}
