@@ -112,9 +112,9 @@ void takeovers(const backend& b, const config& c, const std::filesystem::path& d
                       {"--lease", std::to_string(c.lease), "--heartbeat", std::to_string(c.heartbeat), "--every",
                        std::to_string(c.every), "--work", "1500", "--max-attempts", "2"});
   std::printf("\nlease %lld ms, heartbeat %lld ms, one job every %lld ms (handler 1.5 s; a takeover's 0.2 s), "
-              "max_attempts 2, claim_jitter 20 ms; one round trip (median of 20 probes) %.2f ms\n",
+              "max_attempts 2, claim_jitter 20 ms; one round trip (median of 20 probes) %.2f ms%s\n",
               static_cast<long long>(c.lease), static_cast<long long>(c.heartbeat),
-              static_cast<long long>(c.every), rtt);
+              static_cast<long long>(c.every), rtt, rtt == 0 ? " (no server: in-process)" : "");
   const auto slot_wait = std::chrono::milliseconds(2 * c.every + 5000);
   const auto takeover_wait = std::chrono::milliseconds(c.lease + 4 * c.heartbeat + 3000);
   auto next_start = [&](std::size_t from) {
@@ -264,6 +264,7 @@ struct sweep_result {
   int jobs = 0;
   long due = 0, once = 0, twice = 0, missed = 0;
   std::map<std::string, long> why;  // the events logged for missed slots
+  std::map<std::int64_t, long> silent;  // missed slots with no event, by seconds after the window opened
   std::vector<double> lag;
   double stop_max = 0;
   double trips_per_fire = NAN, script_cmds_per_fire = NAN;
@@ -342,6 +343,7 @@ sweep_result sweep_one(const backend& b, const config& c, int jobs, const std::f
       std::string why;
       for (auto& e : events[k]) why += (why.empty() ? "" : "+") + e;
       ++r.why[why.empty() ? "(no event)" : why];
+      if (why.empty()) ++r.silent[static_cast<std::int64_t>(k) % nslots];
     }
   }
   if (fires > 0) r.trips_per_fire = trips / fires;
@@ -372,24 +374,35 @@ void sweep(const backend& b, const config& c, const std::filesystem::path& dir) 
   std::printf("e. sweep: S jobs every 1 s over 3 instances (handlers 10 ms, 32 pool threads each), %d s each; "
               "slots audited: %d s from the 2nd slot after start (the last 2 s before stop() not counted)\n",
               c.sweep_seconds, c.sweep_seconds - 1);
-  std::printf("   %-7s | %-24s | %-8s | %-7s | %-17s | %-8s | %-9s | %-16s | %-8s\n", "S", "slot-runs exactly once",
-              "twice+", "missed", "lag p50 / p99 ms", "trips/fire", "cmds in scripts/fire",
-              "CPU ms/1k fires inst / server", "stop() max ms");
+  std::printf("   %-6s | %-22s | %-6s | %-7s | %-13s | %-10s | %-13s | %-22s | %s\n", "S", "slot-runs exactly once",
+              "twice+", "missed", "lag p50 / p99", "trips/fire", "script cmds/fire", "CPU per 1k fires",
+              "stop() max");
+  std::printf("   %-6s | %-22s | %-6s | %-7s | %-13s | %-10s | %-13s | %-22s | %s\n", "", "", "", "", "ms",
+              "(client)", "(Redis)", "3 instances / server", "ms");
+  auto opt = [](double v, const char* fmt) {
+    if (std::isnan(v)) return std::string("-");
+    char b[32];
+    std::snprintf(b, sizeof b, fmt, v);
+    return std::string(b);
+  };
   for (auto& r : rs) {
     char once[64], lag[64], cpu[64];
     std::snprintf(once, sizeof once, "%ld / %ld (%.2f%%)", r.once, r.due,
                   100.0 * static_cast<double>(r.once) / static_cast<double>(std::max(r.due, 1L)));
     std::snprintf(lag, sizeof lag, "%.0f / %.0f", pct(r.lag, 50), pct(r.lag, 99));
-    std::snprintf(cpu, sizeof cpu, "%.0f / %s", r.inst_cpu_per_k,
-                  std::isnan(r.server_cpu_per_k) ? "-" : std::to_string(static_cast<long>(std::lround(r.server_cpu_per_k))).c_str());
-    std::printf("   %-7d | %-24s | %-8ld | %-7ld | %-17s | %-10.2f | %-20.2f | %-29s | %.0f%s\n", r.jobs, once, r.twice,
-                r.missed, lag, r.trips_per_fire, r.script_cmds_per_fire, cpu, r.stop_max,
-                r.stop_missing ? " (an instance did not exit: killed)" : "");
+    std::snprintf(cpu, sizeof cpu, "%.0f / %s ms", r.inst_cpu_per_k, opt(r.server_cpu_per_k, "%.0f").c_str());
+    std::printf("   %-6d | %-22s | %-6ld | %-7ld | %-13s | %-10s | %-16s | %-22s | %.0f%s\n", r.jobs, once, r.twice,
+                r.missed, lag, opt(r.trips_per_fire, "%.2f").c_str(), opt(r.script_cmds_per_fire, "%.2f").c_str(), cpu,
+                r.stop_max, r.stop_missing ? " (an instance did not exit: killed)" : "");
   }
   for (auto& r : rs)
     if (!r.why.empty()) {
       std::printf("   S=%d missed slots by the events logged for them:", r.jobs);
       for (auto& [k, n] : r.why) std::printf(" %s=%ld", k.c_str(), n);
+      if (!r.silent.empty()) {
+        std::printf("; those with no event, by slot (s after the window opened):");
+        for (auto& [k, n] : r.silent) std::printf(" %lld:%ld", static_cast<long long>(k), n);
+      }
       std::printf("\n");
     }
 }
