@@ -200,7 +200,8 @@ def cluster_table(texts):
         sweep = re.findall(r"^\s+(\d+)\s+\| (\d+) / (\d+) \(([\d.]+)%\)\s+\| (\d+)\s+\| (\d+)\s+\| (\S+) / (\S+)\s+\| (\S+)\s+\| (\S+)\s+\| "
                            r"(\S+) / (\S+) ms\s+\| (\d+)", text, re.M)
         runs = "; ".join(f"{int(r[0]):,}: {r[3]} %, p99 {r[7]} ms, stop {r[12]} ms" for r in sweep) or "—"
-        work = "; ".join(f"{int(r[0]):,}: {r[8]} trips" + (f", {r[9]} script cmds" if r[9] != "-" else "") for r in sweep[:1] + sweep[-1:])
+        work = "; ".join(f"{int(r[0]):,}: " + ("no client round trips (in-process)" if r[8] == "-" else f"{r[8]} trips")
+                         + (f", {r[9]} script cmds" if r[9] != "-" else "") for r in sweep[:1] + sweep[-1:])
         rows.append((store, take, hand, crash, idle, runs, work or "—"))
     if not rows:
         return []
