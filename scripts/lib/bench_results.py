@@ -17,9 +17,14 @@ figure finds its floor, per binary:
 * `store_X` next to `floor_X` (sqlite_store_bench), on CPU time;
 * `BM_poll_per_event/N` next to `BM_store_floor/N` (bench_scheduler_poll);
 * everything in schedule_bench next to `floor_every_5s` (lease::every).
+
+The cluster programs' outputs (--text, from benchmark/cluster) are shown as
+they are, after a table of their headline figures next to the targets
+(cluster_table: parsed from the lines those programs print).
 """
 import argparse
 import json
+import re
 import statistics
 import sys
 
@@ -170,6 +175,49 @@ def section(name, path, out):
     out.append("")
 
 
+def cluster_table(texts):
+    """Headline rows of the cluster programs' outputs (benchmark/cluster), or []."""
+    rows = []
+    for name, text in texts:
+        m = re.search(r"^cluster benchmark, store (\w+)", text, re.M)
+        if not m:
+            continue
+        store = m.group(1)
+
+        def grab(pattern, fmt, default="—"):
+            g = re.search(pattern, text, re.M)
+            return fmt(g) if g else default
+
+        take = grab(r"after the last acknowledged heartbeat:\s+(\d+) /\s+(\d+) /\s+(\d+) /\s+(\d+) ms\s+bound (\d+) ms.*?: (\d+) over; "
+                    r"target median <= (\d+) ms: (\w+)",
+                    lambda g: f"{g[2]} ms (target ≤ {g[7]}: {g[8]}); max {g[4]} ms (bound {g[5]}: {g[6]} over)")
+        hand = grab(r"SIGTERM -> the backup's handler start:\s+(\d+) /\s+(\d+) /\s+(\d+) /\s+(\d+) ms",
+                    lambda g: f"{g[2]} ms (max {g[4]})")
+        crash = grab(r"^c\. crash loop: (\d+) attempt\(s\) started.*?(interrupted (\d+) ms after|NO interrupted)",
+                     lambda g: f"{g[1]} attempts, interrupted after {g[3]} ms" if g[3] else f"{g[1]} attempts, NOT interrupted")
+        idle = grab(r"^d\. idle.*?instance syscalls ([\d.]+)/s(?:, server commands ([\d.]+)/s)?",
+                    lambda g: f"{g[1]} syscalls/s" + (f", {g[2]} commands/s" if g[2] else ""))
+        sweep = re.findall(r"^\s+(\d+)\s+\| (\d+) / (\d+) \(([\d.]+)%\)\s+\| (\d+)\s+\| (\d+)\s+\| (\S+) / (\S+)\s+\| (\S+)\s+\| (\S+)\s+\| "
+                           r"(\S+) / (\S+) ms\s+\| (\d+)", text, re.M)
+        runs = "; ".join(f"{int(r[0]):,}: {r[3]} %, p99 {r[7]} ms, stop {r[12]} ms" for r in sweep) or "—"
+        work = "; ".join(f"{int(r[0]):,}: " + ("no client round trips (in-process)" if r[8] == "-" else f"{r[8]} trips")
+                         + (f", {r[9]} script cmds" if r[9] != "-" else "") for r in sweep[:1] + sweep[-1:])
+        rows.append((store, take, hand, crash, idle, runs, work or "—"))
+    if not rows:
+        return []
+    out = ["### Cluster benchmarks: headline figures against the targets", "",
+           "From the outputs below (3 instance processes per store, each program its own run). Targets (issue #13, "
+           "for Redis): takeover median ≤ lease + heartbeat / 2 after the last acknowledged heartbeat, never beyond "
+           "lease + 2 × heartbeat + one round trip; 0 idle traffic; 10,000 jobs/s ≥ 99.9 % exactly once, lag p99 ≤ "
+           "500 ms, stop() ≤ 1 s; ≤ 5 client round trips and ≤ 20 commands inside scripts per fire.", "",
+           "| store | takeover after kill -9, median after last ack | hand-over after SIGTERM, median | crash loop | "
+           "idle | sweep S jobs/s: exactly once, lag p99, stop() | store work per fire (smallest, largest S) |",
+           "| --- | --- | --- | --- | --- | --- | --- |"]
+    out += [f"| {' | '.join(r)} |" for r in rows]
+    out.append("")
+    return out
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("out")
@@ -197,10 +245,13 @@ def main():
     for item in a.json:
         name, path = item.split("=", 1)
         section(name, path, out)
+    texts = []
     for item in a.text:
         name, path = item.split("=", 1)
         with open(path) as f:
-            text = f.read().rstrip()
+            texts.append((name, f.read().rstrip()))
+    out += cluster_table(texts)
+    for name, text in texts:
         out += [f"### {name}", "", "```", text, "```", ""]
     with open(a.out, "w") as f:
         f.write("\n".join(out))
