@@ -105,6 +105,21 @@ TEST_CASE("a job's own max_attempts, catch_up and max_late go into its claims") 
   REQUIRE(late.count(event_kind::catch_up) == 1);
 }
 
+TEST_CASE("a job's own max_late decides whether a claim that comes late may still start") {
+  cluster c{at(1s)};
+  auto& a = c.add(spec_options("api-2", 1));  // "report": max_late 30 s
+  a.s->add("strict", lease::every(60s), [](lease::run_context&) {}, job_options{.max_late = 0ms});
+  a.s->start();
+  c.run_until(at(59s));
+  a.down = true;  // frozen across the slot
+  c.run_until(at(80s));
+  a.down = false;
+  c.run_until(at(80s));  // both claims reach the store 20 s after the slot
+  CHECK(c.record(at(60s))->status == run_status::running);  // 20 s < 30 s + 10 s
+  CHECK(!c.record(at(60s), "strict").has_value());           // 20 s > 0 s + 10 s
+  CHECK(a.has(event_kind::late, at(60s)));
+}
+
 TEST_CASE("job settings are validated like options, in a sentence naming the job and the option") {
   cluster c{at(1s)};
   auto& a = c.add(spec_options("api-2", 1));
