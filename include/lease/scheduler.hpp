@@ -22,11 +22,14 @@
 // is timed on its monotonic time.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <future>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <random>
 #include <set>
@@ -40,6 +43,8 @@
 #include "lease/error.hpp"
 #include "lease/event.hpp"
 #include "lease/executor/concept.hpp"
+#include "lease/job_info.hpp"
+#include "lease/job_options.hpp"
 #include "lease/options.hpp"
 #include "lease/overlap/concept.hpp"
 #include "lease/run.hpp"
@@ -75,9 +80,12 @@ namespace lease {
 ///   scheduler's loop thread and its watchdog; stop(timeout) blocks for at
 ///   most the timeout plus one store round trip.
 ///
-/// Thread-safety: add(), on() and on_event() before start() only; start() and
+/// Thread-safety: on() and on_event() before start() only; start() and
 /// stop() from one controlling thread, never from a handler or an event sink
-/// (stop() joins the loop thread that runs the sinks); poll(), next_wakeup()
+/// (stop() joins the loop thread that runs the sinks); add(), remove() and
+/// jobs() from the controlling thread before start(), from any thread after
+/// it (they are posted to the loop: real mode, the loop thread carries them
+/// out at once; deterministic mode, the next poll() does); poll(), next_wakeup()
 /// and check_leases() only in deterministic mode, from one thread. Event
 /// sinks and store calls run on the loop thread (deterministic: the caller of
 /// poll()); handlers on the executor. Not copyable or movable.
@@ -118,18 +126,76 @@ class scheduler {
     stop_listening();
   }
 
-  /// Adds a job. `name` must be unique and valid (validate_job_name);
-  /// `schedule` models lease::Schedule. Throws std::invalid_argument for a bad
-  /// or duplicate name, std::logic_error after start().
+  /// Adds a job with the instance's settings; see the overload below.
   template <Schedule Sch>
   void add(std::string name, Sch schedule, handler fn) {
-    if (phase_ != phase::idle) throw std::logic_error("lease::scheduler::add: add jobs before start()");
-    validate_job_name(name);
-    if (!names_.insert(name).second) throw std::invalid_argument("lease: job name \"" + name + "\" is already added");
-    if (!fn) throw std::invalid_argument("lease: job \"" + name + "\" has an empty handler");
-    jobs_.push_back(job{std::move(name), detail::any_schedule(std::move(schedule)),
-                        std::make_shared<const handler>(std::move(fn)), time_point::max(), std::nullopt});
+    add(std::move(name), std::move(schedule), std::move(fn), job_options{});
   }
+
+  /// Adds a job with its own settings (`settings` overrides the instance's
+  /// options, job_options.hpp). `name` must be valid (validate_job_name);
+  /// `schedule` models lease::Schedule. Throws std::invalid_argument for a bad
+  /// name, an empty handler or invalid settings (a sentence naming the job and
+  /// the option), std::logic_error once stop() was called.
+  ///
+  /// Before start(), a name added twice is a mistake (std::invalid_argument).
+  /// After start(), add() is an upsert by name: a new job starts as at
+  /// start() (catch-up, then its slots); an existing one gets the new
+  /// schedule, handler and settings for its future slots and claims (an
+  /// attempt already running keeps its lease and heartbeat). Takes effect
+  /// on the loop (deterministic mode: at the next poll()).
+  template <Schedule Sch>
+  void add(std::string name, Sch schedule, handler fn, const job_options& settings) {
+    if (phase_ == phase::stopping || phase_ == phase::stopped)
+      throw std::logic_error("lease::scheduler::add: stop() was called; no job can be added any more");
+    validate_job_name(name);
+    if (!fn) throw std::invalid_argument("lease: job \"" + name + "\" has an empty handler");
+    job_settings cfg = settings.resolve(opts_, overlap_.mode(), name);
+    auto sch = detail::any_schedule(std::move(schedule));
+    auto h = std::make_shared<const handler>(std::move(fn));
+    std::scoped_lock lock(names_mutex_);
+    if (phase_ == phase::idle) {
+      if (names_.contains(name)) throw std::invalid_argument("lease: job name \"" + name + "\" is already added");
+      names_.insert(name);
+      apply_add(std::move(name), std::move(sch), std::move(h), cfg);
+      return;
+    }
+    names_.insert(name);
+    // Posted while names_mutex_ is held: the loop applies adds and removes in
+    // the order their callers saw them.
+    if (!inbox_->post_call([this, name = std::move(name), sch = std::move(sch), h = std::move(h), cfg]() mutable {
+          apply_add(std::move(name), std::move(sch), std::move(h), cfg);
+        }))
+      throw std::logic_error("lease::scheduler::add: the instance has stopped; no job can be added any more");
+  }
+
+  /// Removes job `name`: no slot of it is claimed any more and this
+  /// instance stops backing up its runs. An attempt of it running here goes
+  /// on to its end and its result is recorded (a removal never kills a
+  /// handler); with `hand_over`, its stop token is requested, as on stop(),
+  /// and a handler that then throws hands the run over to a backup. Returns
+  /// whether a job of that name was added (and not removed since). Before
+  /// start(), the job is simply dropped. Thread-safety: as add().
+  bool remove(std::string_view name, bool hand_over = false) {
+    std::scoped_lock lock(names_mutex_);
+    auto it = names_.find(name);
+    if (it == names_.end()) return false;
+    names_.erase(it);
+    if (phase_ == phase::idle) {
+      apply_remove(std::string(name), hand_over);
+      return true;
+    }
+    inbox_->post_call([this, n = std::string(name), hand_over] { apply_remove(n, hand_over); });
+    return true;
+  }
+
+  /// This instance's own view of its jobs, in the order added: schedule as
+  /// registered, settings in force, next slot, attempts running and runs
+  /// watched here now. No store call. Real mode: the loop thread answers
+  /// (the caller waits for its current step, at most one store round trip;
+  /// an event sink, on the loop thread, is answered at once). Deterministic
+  /// mode: adds and removes after start() show after the next poll().
+  [[nodiscard]] std::vector<job_info> jobs() const;
 
   /// Calls `fn` for every event of kind `k` (on the loop thread). An
   /// exception from a sink is swallowed: a sink must not stop the scheduler.
@@ -196,8 +262,11 @@ class scheduler {
     std::string name;
     detail::any_schedule schedule;
     std::shared_ptr<const handler> fn;  // shared with in-flight tasks
-    time_point next_slot;               // the slot whose claim timer is armed
-    std::optional<time_point> buffered; // buffer_one: the newest skipped slot
+    job_settings cfg;
+    time_point next_slot = time_point::max();  // the slot whose claim timer is armed
+    std::optional<time_point> buffered;        // buffer_one: the newest skipped slot
+    bool removed = false;  // kept (indices stay valid for timers and attempts), never claimed
+    std::uint64_t gen = 0;  // bumped by every add and remove: older slot and recover timers are stale
   };
   /// A scheduled or catch-up claim, kept (same token) until answered or too late.
   struct pending_claim {
@@ -233,6 +302,9 @@ class scheduler {
     std::string why;  // the handler's exception message
     std::uint32_t tries = 0;
     bool checked = false;  // its lease_check timer is set
+    duration lease_len{};  // the job's lease and heartbeat when the attempt began
+    duration hb{};
+    duration margin{};
     std::optional<steady_point> started{};  // handed to the executor (unset if it refused)
     std::optional<duration> ran{};           // the handler ended after this long
     /// For events: how long the handler ran, or has run so far.
@@ -242,7 +314,13 @@ class scheduler {
     }
   };
 
-  static duration abort_margin(const options& o) { return std::min(o.lease / 10, duration{5'000}); }
+  static duration abort_margin(const options& o) { return abort_margin(o.lease); }
+  static duration abort_margin(duration lease) { return std::min(lease / 10, duration{5'000}); }
+
+  // jobs: add, remove and jobs() carried out on the loop (loop.hpp)
+  void apply_add(std::string name, detail::any_schedule sch, std::shared_ptr<const handler> fn, job_settings cfg);
+  void apply_remove(const std::string& name, bool hand_over);
+  [[nodiscard]] std::vector<job_info> describe_jobs() const;
 
   // loop.hpp
   void run_loop();
@@ -262,10 +340,10 @@ class scheduler {
 
   // claims.hpp
   void arm_slot(std::uint32_t j, time_point slot);
-  void on_slot(std::uint32_t j, time_point slot);
+  void on_slot(std::uint32_t j, time_point slot, std::uint64_t gen);
   void new_claim(std::uint32_t j, time_point slot, claim_reason reason, duration delay = duration::zero());
   void drop_older_claims(std::uint32_t j, time_point slot);
-  claim_request make_request(run_key run, claim_reason reason);
+  claim_request make_request(std::uint32_t j, run_key run, claim_reason reason);
   void send_pending(std::uint64_t id);
   void claim_answered(std::uint64_t id, std::optional<claim_result> res);
   void backup_answered(std::uint32_t j, const claim_request& req, steady_point sent, std::optional<claim_result> res);
@@ -273,7 +351,7 @@ class scheduler {
   std::optional<claim_result> try_claim(const claim_request& req);
   void on_claim(std::uint32_t j, const claim_request& req, const claim_result& res, steady_point sent);
   void not_yet(std::uint32_t j, const claim_request& req, const claim_result& res);
-  std::string interrupted_why(const run_record& rec) const;
+  std::string interrupted_why(std::uint32_t j, const run_record& rec) const;
 
   // backups.hpp
   void watch_run(std::uint32_t j, const run_key& run, bool check_now,
@@ -286,13 +364,13 @@ class scheduler {
   void on_backup(std::uint32_t j, time_point slot, std::uint64_t gen);
 
   // catch_up.hpp
-  void on_recover(std::uint32_t j);
+  void on_recover(std::uint32_t j, std::uint64_t gen);
 
   // attempts.hpp
   void begin_attempt(std::uint32_t j, const claim_request& req, const run_record& rec, steady_point sent,
                      std::optional<duration> takeover_latency = std::nullopt);
   void dispatch(std::uint32_t j, std::uint64_t id, run_context ctx);
-  void on_heartbeat();
+  void on_heartbeat(duration interval);
   void on_lease_check(std::uint64_t id);
   template <class It>
   void lose(It it, const std::string& why);
@@ -312,7 +390,10 @@ class scheduler {
 
   // helpers, defined in loop.hpp
   duration jitter(duration max);
-  duration backup_delay() { return hb_ + jitter(hb_); }  // uniform in [1, 2] × heartbeat
+  duration backup_delay(std::uint32_t j) {  // uniform in [1, 2] × the job's heartbeat
+    const duration hb = jobs_[j].cfg.heartbeat;
+    return hb + jitter(hb);
+  }
   duration backoff(std::uint32_t tries);
   void store_failed(std::string_view op, const run_key& run, const store_error& e);
   void store_answered();
@@ -339,8 +420,10 @@ class scheduler {
   std::shared_ptr<detail::inbox> inbox_;
   bool listening_ = false;  // a PushStore calls our listener (start() to stop())
 
-  std::vector<job> jobs_;
-  std::set<std::string, std::less<>> names_;
+  std::vector<job> jobs_;  // loop-owned after start(); a removed job stays, marked
+  std::map<std::string, std::uint32_t, std::less<>> job_index_;  // loop-owned: name → index in jobs_
+  std::mutex names_mutex_;  // guards names_ (add and remove may come from any thread)
+  std::set<std::string, std::less<>> names_;  // the jobs added and not removed, as callers see them
   std::vector<std::pair<std::optional<event_kind>, sink>> sinks_;
   detail::timer_heap<steady_point> timers_;    // intervals, on monotonic time
   detail::timer_heap<time_point> slot_timers_;  // slots, on wall time
@@ -372,7 +455,11 @@ class scheduler {
   std::optional<duration> round_trip_;  // of the claim whose answer is being handled (set by try_claim)
   std::shared_ptr<live_counts> counts_ = std::make_shared<live_counts>();
   std::uint64_t next_id_ = 1;
-  bool heartbeat_armed_ = false;
+  /// The next heartbeat tick of each interval in use by a running attempt:
+  /// attempts with one heartbeat renew together, and every interval due at
+  /// a tick goes in the same store call.
+  std::map<duration, steady_point> hb_ticks_;
+  std::atomic<std::thread::id> loop_thread_{};  // for jobs() called on the loop thread
   std::atomic<phase> phase_{phase::idle};
   mutable detail::lease_guard guard_;
   std::jthread loop_;  // last: joined before the members it uses are destroyed

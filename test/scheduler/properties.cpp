@@ -2,7 +2,8 @@
 // skewed clocks), random job settings and handler scripts, random faults
 // (crash, restart, freeze, stop, slow store calls that block the caller,
 // failing store calls and lost replies, wall-clock steps, a store that loses
-// its state); every history must satisfy the invariants of doc/invariants.md,
+// its state) and jobs removed and added again while instances run (I5
+// then also says a removed-then-readded job never starts a slot twice); every history must satisfy the invariants of doc/invariants.md,
 // including I9 (no two handlers of one run execute at once) and "a healthy
 // runner is kept".
 //
@@ -49,11 +50,13 @@ T one_of(T first, Ts... rest) {
 /// shows that the interesting paths (takeovers, lost, hand-overs) happen.
 struct coverage_counts {
   std::size_t histories = 0, with_takeover = 0, handlers = 0, store_calls = 0, timed_takeovers = 0;
+  std::size_t removes = 0, readds = 0, runs_after_readd = 0;
   std::array<std::size_t, 16> kinds{};
   void print() const {
     std::cout << "  coverage: " << histories << " histories, " << with_takeover << " with a takeover, "
               << handlers << " handler runs, " << store_calls << " store calls, " << timed_takeovers
-              << " lease ends held to the takeover deadline (I6); events:";
+              << " lease ends held to the takeover deadline (I6), " << removes << " jobs removed and " << readds
+              << " added again while running (" << runs_after_readd << " handler starts after one); events:";
     for (std::size_t k = 0; k < kinds.size(); ++k)
       std::cout << ' ' << lease::to_string(static_cast<lease::event_kind>(k)) << '=' << kinds[k];
     std::cout << std::endl;
@@ -126,7 +129,7 @@ void random_history(coverage_counts& coverage, bool long_jobs) {
   const int steps = pick(3, 12);
   for (int s = 0; s < steps; ++s) {
     const auto who = static_cast<std::size_t>(pick(0, n));
-    switch (pick(0, 16)) {
+    switch (pick(0, 18)) {
       case 0: case 1: case 2: sim.run_for(ms(pick(100, long_jobs ? 20000 : 8000))); break;
       case 3: sim.crash(who); break;
       case 4: sim.restart(who); break;
@@ -145,6 +148,10 @@ void random_history(coverage_counts& coverage, bool long_jobs) {
       // A monotonic clock off by up to 8 %, slow or fast (the margin covers
       // a runner down to 90 %; backups that run slow check later).
       case 15: sim.drift_clock(who, one_of(920, 960, 1040, 1080) / 1000.0); break;
+      // An operator removes a job on one instance (its handler finishes, or
+      // is handed over), and adds it back (or re-adds it: an upsert).
+      case 16: sim.remove_job(who, "job" + std::to_string(pick(0, jobs)), pick(0, 3) == 0); break;
+      case 17: sim.readd_job(who, "job" + std::to_string(pick(0, jobs))); break;
     }
   }
   sim.run_for(3 * o.lease);
@@ -156,6 +163,15 @@ void random_history(coverage_counts& coverage, bool long_jobs) {
   coverage.handlers += h.handlers.size();
   coverage.store_calls += h.ops.size();
   for (const auto& e : h.events) coverage.kinds[static_cast<std::size_t>(e.kind)]++;
+  std::optional<lease::time_point> first_readd;
+  for (const auto& [at, what] : h.faults) {
+    coverage.removes += what.rfind("remove job", 0) == 0 ? 1 : 0;
+    if (what.rfind("add job", 0) == 0) {
+      ++coverage.readds;
+      if (!first_readd) first_readd = at;
+    }
+  }
+  for (const auto& r : h.handlers) coverage.runs_after_readd += first_readd && r.start > *first_readd ? 1 : 0;
   const auto bad = sim.violations();
   coverage.timed_takeovers += sim.takeover_checks();
   if (!bad.empty()) RC_FAIL(sim.describe());

@@ -23,7 +23,10 @@ template <Store S, Clock C, Executor E, OverlapPolicy P>
 void scheduler<S, C, E, P>::begin_attempt(std::uint32_t j, const claim_request& req, const run_record& rec,
                                           steady_point sent, std::optional<duration> takeover_latency) {
   unwatch(rec.key());
-  if (steady() >= sent + opts_.lease - margin_) {
+  // The lease this claim asked for (an add() may have changed the job's since).
+  const duration lease_len = req.lease;
+  const duration margin = abort_margin(lease_len);
+  if (steady() >= sent + lease_len - margin) {
     // The answer came so late (a hung call, a stalled reply) that the lease
     // it started may already have ended, and another instance may be
     // running the next attempt: the handler is not started. The attempt's
@@ -31,7 +34,7 @@ void scheduler<S, C, E, P>::begin_attempt(std::uint32_t j, const claim_request& 
     emit(event_kind::lost, rec.key(), rec.attempt, rec.fence,
          std::string(to_string(req.reason)) + " claim won attempt " + std::to_string(rec.attempt) +
              ", but its answer arrived " + detail::fmt(steady() - sent) + " after the claim was sent, past lease − "
-             "safety margin (" + detail::fmt(opts_.lease - margin_) + "): the lease may have ended already, so the "
+             "safety margin (" + detail::fmt(lease_len - margin) + "): the lease may have ended already, so the "
              "handler is not started; a backup takes the run over when the lease runs out",
          answer_facts());
     return;
@@ -44,7 +47,11 @@ void scheduler<S, C, E, P>::begin_attempt(std::uint32_t j, const claim_request& 
   a.token = req.token;
   a.fence = rec.fence;
   a.reason = req.reason;
-  a.lease = std::make_shared<detail::attempt_lease>(steady_, sent + opts_.lease - margin_);
+  a.lease_len = lease_len;
+  a.margin = margin;
+  const job_settings& cfg = jobs_[j].cfg;
+  a.hb = cfg.lease == lease_len ? cfg.heartbeat : std::max(std::min(duration{5'000}, lease_len / 6), duration{1});
+  a.lease = std::make_shared<detail::attempt_lease>(steady_, sent + lease_len - margin);
   guard_.add(a.lease);
   recount();
   const event_kind kind = req.reason == claim_reason::takeover   ? event_kind::takeover
@@ -52,12 +59,10 @@ void scheduler<S, C, E, P>::begin_attempt(std::uint32_t j, const claim_request& 
                                                                  : event_kind::won;
   emit(kind, a.run, a.number, a.fence,
        std::string(to_string(req.reason)) + " claim won: attempt " + std::to_string(a.number) + " of " +
-           std::to_string(opts_.max_attempts) + ", fence " + std::to_string(a.fence) + "; starting the handler",
+           std::to_string(req.max_attempts) + ", fence " + std::to_string(a.fence) + "; starting the handler",
        {.takeover_latency = takeover_latency, .claim_round_trip = round_trip_});
-  if (!heartbeat_armed_) {
-    heartbeat_armed_ = true;
-    push_after(hb_, {{}, 0, detail::timer_kind::heartbeat});
-  }
+  if (auto [tick, fresh] = hb_ticks_.try_emplace(a.hb, steady() + a.hb); fresh)  // else it joins that tick
+    push({tick->second, 0, detail::timer_kind::heartbeat, 0, {}, static_cast<std::uint64_t>(a.hb.count())});
 
   run_context ctx{a.run.job, a.run.slot, a.number, a.reason, a.token, a.fence, a.lease->token(), a.lease};
   try {
@@ -90,15 +95,23 @@ void scheduler<S, C, E, P>::dispatch(std::uint32_t j, std::uint64_t id, run_cont
   }));
 }
 
-/// One tick renews every attempt of the instance, in one round trip when the
-/// store can batch. A refused renewal fences that attempt.
+/// A tick of heartbeat interval `interval` renews every attempt whose
+/// interval's tick is due — those of this interval and of any other due at
+/// the same moment — in one round trip when the store can batch. A refused
+/// renewal fences that attempt.
 template <Store S, Clock C, Executor E, OverlapPolicy P>
-void scheduler<S, C, E, P>::on_heartbeat() {
+void scheduler<S, C, E, P>::on_heartbeat(duration interval) {
+  const steady_point sent = steady();
+  if (auto t = hb_ticks_.find(interval); t == hb_ticks_.end() || t->second > sent) return;  // stale timer
+  std::set<duration> due;
+  for (const auto& [hb, at] : hb_ticks_)
+    if (at <= sent) due.insert(hb);
   std::vector<std::uint64_t> ids;
   std::vector<heartbeat_request> batch;
   for (auto& [id, a] : attempts_) {
+    if (!due.contains(a.hb)) continue;
     ids.push_back(id);
-    batch.push_back({a.run, a.token, opts_.lease});
+    batch.push_back({a.run, a.token, a.lease_len});
     // Set at the attempt's first tick (within a heartbeat of its claim, so
     // well before it can fire), not at its start: a short run never costs a timer.
     if (!a.checked) {
@@ -106,12 +119,16 @@ void scheduler<S, C, E, P>::on_heartbeat() {
       push({a.lease->deadline(), 0, detail::timer_kind::lease_check, a.job, {}, id});
     }
   }
-  if (ids.empty()) {
-    heartbeat_armed_ = false;
-    return;
+  for (const duration hb : due) {
+    const bool used = std::any_of(attempts_.begin(), attempts_.end(), [&](const auto& p) { return p.second.hb == hb; });
+    if (!used) {
+      hb_ticks_.erase(hb);  // its last attempt ended; the next one sets a new tick
+      continue;
+    }
+    hb_ticks_[hb] = sent + hb;
+    push({sent + hb, 0, detail::timer_kind::heartbeat, 0, {}, static_cast<std::uint64_t>(hb.count())});
   }
-  const steady_point sent = steady();
-  push({sent + hb_, 0, detail::timer_kind::heartbeat});
+  if (ids.empty()) return;
   std::vector<std::optional<bool>> acked(ids.size());
   if constexpr (BatchHeartbeatStore<S>) {
     try {
@@ -135,7 +152,7 @@ void scheduler<S, C, E, P>::on_heartbeat() {
     auto it = attempts_.find(ids[i]);
     if (it == attempts_.end() || !acked[i]) continue;
     if (*acked[i]) {
-      it->second.lease->extend(sent + opts_.lease - margin_);
+      it->second.lease->extend(sent + it->second.lease_len - it->second.margin);
     } else {
       lose(it, "heartbeat refused by the store: this attempt's token is no longer current (another "
                "instance took the run over, or it was replaced or interrupted, or the store lost it); the "
@@ -156,7 +173,7 @@ void scheduler<S, C, E, P>::on_lease_check(std::uint64_t id) {
     push({deadline, 0, detail::timer_kind::lease_check, it->second.job, {}, id});
     return;
   }
-  lose(it, "no heartbeat acknowledged for lease − safety margin (" + detail::fmt(opts_.lease - margin_) +
+  lose(it, "no heartbeat acknowledged for lease − safety margin (" + detail::fmt(it->second.lease_len - it->second.margin) +
                ", monotonic time since the last acknowledged one was sent): another instance may own the run "
                "soon, so the handler's stop token was requested at that deadline and nothing more is sent");
 }
@@ -338,7 +355,7 @@ void scheduler<S, C, E, P>::release_buffer(std::uint32_t j) {
   if (!jb.buffered || phase_ != phase::running) return;
   const time_point slot = *jb.buffered;
   jb.buffered.reset();
-  if (wall() > slot + opts_.max_late) {
+  if (wall() > slot + jb.cfg.max_late) {
     emit(event_kind::late, {jb.name, slot}, 0, 0,
          "buffered slot dropped: the blocking run ended after its deadline (slot + max_late)");
     return;

@@ -31,7 +31,7 @@ void scheduler<S, C, E, P>::watch_run(std::uint32_t j, const run_key& run, bool 
   recount();
   if (!fresh && !check_now) return;
   it->second.gen = next_id_++;
-  push_after(check_now ? duration::zero() : backup_delay(),
+  push_after(check_now ? duration::zero() : backup_delay(j),
              {{}, 0, detail::timer_kind::backup, j, run.slot, it->second.gen});
 }
 
@@ -61,12 +61,12 @@ void scheduler<S, C, E, P>::on_backup(std::uint32_t j, time_point slot, std::uin
   // The next check is set first: whatever this one answers (or throws), the
   // watch goes on until an answer ends it (unwatch makes the timer stale).
   it->second.gen = next_id_++;
-  push_after(backup_delay(), {{}, 0, detail::timer_kind::backup, j, slot, it->second.gen});
+  push_after(backup_delay(j), {{}, 0, detail::timer_kind::backup, j, slot, it->second.gen});
   const job& jb = jobs_[j];
   if (jb.next_slot > slot && jb.next_slot <= wall()) return;  // the newer slot's claim goes first
   watch& w = it->second;
   const bool resend = w.in_doubt.has_value();
-  const claim_request req = resend ? *w.in_doubt : make_request(run, claim_reason::takeover);
+  const claim_request req = resend ? *w.in_doubt : make_request(j, run, claim_reason::takeover);
   const steady_point sent = resend ? w.in_doubt_sent : steady();
   if constexpr (BatchClaimStore<S>) {
     claim_batch_.push_back({true, 0, j, req, sent});

@@ -15,14 +15,15 @@
 namespace lease {
 
 template <Store S, Clock C, Executor E, OverlapPolicy P>
-void scheduler<S, C, E, P>::on_recover(std::uint32_t j) {
+void scheduler<S, C, E, P>::on_recover(std::uint32_t j, std::uint64_t gen) {
   job& jb = jobs_[j];
+  if (jb.removed || gen != jb.gen) return;  // removed (and perhaps added again, with a catch-up of its own)
   std::vector<run_record> open;
   std::optional<run_record> missed;
   time_point store_now{};
   const time_point now = wall();
   const time_point latest = jb.schedule.latest(now);
-  const bool in_window = now - latest < opts_.catch_up;
+  const bool in_window = now - latest < jb.cfg.catch_up;
   // Read everything first, act after: a failed read retries the whole step
   // without having half-acted.
   try {
@@ -33,7 +34,7 @@ void scheduler<S, C, E, P>::on_recover(std::uint32_t j) {
   } catch (const store_error& e) {
     const duration wait = backoff(recover_tries_[j]++);
     store_failed("catch-up read", {jb.name, latest}, e);
-    push_after(wait, {{}, 0, detail::timer_kind::recover, j});
+    push_after(wait, {{}, 0, detail::timer_kind::recover, j, {}, gen});
     return;
   }
   for (const run_record& r : open) {

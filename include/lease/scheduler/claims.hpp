@@ -25,13 +25,13 @@ namespace lease {
 template <Store S, Clock C, Executor E, OverlapPolicy P>
 void scheduler<S, C, E, P>::arm_slot(std::uint32_t j, time_point slot) {
   jobs_[j].next_slot = slot;
-  slot_timers_.push({slot + jitter(opts_.claim_jitter), 0, detail::timer_kind::slot, j, slot});
+  slot_timers_.push({slot + jitter(opts_.claim_jitter), 0, detail::timer_kind::slot, j, slot, jobs_[j].gen});
 }
 
 template <Store S, Clock C, Executor E, OverlapPolicy P>
-void scheduler<S, C, E, P>::on_slot(std::uint32_t j, time_point slot) {
+void scheduler<S, C, E, P>::on_slot(std::uint32_t j, time_point slot, std::uint64_t gen) {
   job& jb = jobs_[j];
-  if (slot != jb.next_slot) return;
+  if (slot != jb.next_slot || gen != jb.gen || jb.removed) return;  // re-armed by an add, or removed
   // A loop that fell behind (frozen process, long store call, a wall clock
   // stepped forward) claims only the latest due slot: never a queue.
   const time_point now = wall();
@@ -62,7 +62,7 @@ void scheduler<S, C, E, P>::new_claim(std::uint32_t j, time_point slot, claim_re
   const std::uint64_t id = next_id_++;
   pending_claim& pc = pending_[id];
   pc.job = j;
-  pc.req = make_request({jobs_[j].name, slot}, reason);
+  pc.req = make_request(j, {jobs_[j].name, slot}, reason);
   if (delay > duration::zero())
     push_after(delay, {{}, 0, detail::timer_kind::claim, j, slot, id});
   else
@@ -90,18 +90,19 @@ void scheduler<S, C, E, P>::drop_older_claims(std::uint32_t j, time_point slot) 
 }
 
 template <Store S, Clock C, Executor E, OverlapPolicy P>
-claim_request scheduler<S, C, E, P>::make_request(run_key run, claim_reason reason) {
+claim_request scheduler<S, C, E, P>::make_request(std::uint32_t j, run_key run, claim_reason reason) {
+  const job_settings& cfg = jobs_[j].cfg;
   claim_request req;
   req.run = std::move(run);
   req.runner = opts_.instance;
   req.token = make_token(rng_);
   req.reason = reason;
-  req.lease = opts_.lease;
-  req.max_attempts = opts_.max_attempts;
-  req.deadline = req.run.slot + (reason == claim_reason::catch_up ? opts_.catch_up : opts_.max_late);
-  req.overlap = overlap_.mode();
-  req.history_size = opts_.history_size;
-  req.retain = std::max(opts_.max_late, opts_.catch_up);
+  req.lease = cfg.lease;
+  req.max_attempts = cfg.max_attempts;
+  req.deadline = req.run.slot + (reason == claim_reason::catch_up ? cfg.catch_up : cfg.max_late);
+  req.overlap = cfg.overlap;
+  req.history_size = cfg.history_size;
+  req.retain = std::max(cfg.max_late, cfg.catch_up);
   return req;
 }
 
@@ -262,11 +263,11 @@ void scheduler<S, C, E, P>::on_claim(std::uint32_t j, const claim_request& req, 
       emit(event_kind::skip, req.run, 0, 0,
            what + "skipped as an overlap: the earlier run " + detail::fmt(rec.slot) + " (attempt " +
                std::to_string(rec.attempt) + " on " + rec.runner + ") still holds a live lease" +
-               (overlap_.mode() == overlap_mode::buffer_one ? "; buffered until it ends" : ""),
+               (jobs_[j].cfg.overlap == overlap_mode::buffer_one ? "; buffered until it ends" : ""),
            answer_facts());
       watch_run(j, rec.key(), false, rec.lease_end);
       watch_run(j, req.run, false);  // if the earlier run ends and someone claims this one
-      if (overlap_.mode() == overlap_mode::buffer_one && (!jobs_[j].buffered || *jobs_[j].buffered < req.run.slot))
+      if (jobs_[j].cfg.overlap == overlap_mode::buffer_one && (!jobs_[j].buffered || *jobs_[j].buffered < req.run.slot))
         jobs_[j].buffered = req.run.slot;
       break;
     case claim_outcome::late:
@@ -283,7 +284,7 @@ void scheduler<S, C, E, P>::on_claim(std::uint32_t j, const claim_request& req, 
     case claim_outcome::finished:
       unwatch(rec.key());
       if (rec.status == run_status::interrupted)
-        emit(event_kind::interrupted, rec.key(), rec.attempt, rec.fence, what + interrupted_why(rec),
+        emit(event_kind::interrupted, rec.key(), rec.attempt, rec.fence, what + interrupted_why(j, rec),
              answer_facts(rec.runner));
       else if (req.reason != claim_reason::takeover)
         emit(event_kind::skip, req.run, rec.attempt, rec.fence,
@@ -345,10 +346,11 @@ void scheduler<S, C, E, P>::not_yet(std::uint32_t j, const claim_request& req, c
 }
 
 template <Store S, Clock C, Executor E, OverlapPolicy P>
-std::string scheduler<S, C, E, P>::interrupted_why(const run_record& rec) const {
-  if (rec.attempt >= rec.handovers + opts_.max_attempts)
+std::string scheduler<S, C, E, P>::interrupted_why(std::uint32_t j, const run_record& rec) const {
+  const std::uint32_t max_attempts = jobs_[j].cfg.max_attempts;
+  if (rec.attempt >= rec.handovers + max_attempts)
     return "marked interrupted: " + std::to_string(rec.attempt - rec.handovers) + " runner(s) died, max_attempts (" +
-           std::to_string(opts_.max_attempts) + ") used up";
+           std::to_string(max_attempts) + ") used up";
   return "marked interrupted: a newer run of the job started first, so this one is not retried";
 }
 

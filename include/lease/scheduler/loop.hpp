@@ -24,7 +24,8 @@ void scheduler<S, C, E, P>::start() {
   phase_ = phase::running;
   const time_point now = wall();
   for (std::uint32_t j = 0; j < jobs_.size(); ++j) {
-    push_after(duration::zero(), {{}, 0, detail::timer_kind::recover, j});
+    if (jobs_[j].removed) continue;
+    push_after(duration::zero(), {{}, 0, detail::timer_kind::recover, j, {}, jobs_[j].gen});
     arm_slot(j, jobs_[j].schedule.next(now));
   }
   if constexpr (PushStore<S>) {
@@ -44,6 +45,7 @@ template <Store S, Clock C, Executor E, OverlapPolicy P>
 void scheduler<S, C, E, P>::stop(duration timeout) {
   if (phase_ == phase::idle) {
     phase_ = phase::stopped;
+    inbox_->close();
     return;
   }
   inbox_->request_stop(timeout);
@@ -81,9 +83,15 @@ void scheduler<S, C, E, P>::run_loop() {
   // A wall-clock step changes when a slot is due but is not seen by a wait
   // on monotonic time: a wait for a slot is cut into pieces of at most this.
   constexpr duration max_slot_wait{1'000};
+  loop_thread_ = std::this_thread::get_id();
   for (;;) {
     poll_once();
-    if (phase_ == phase::stopped) return;
+    if (phase_ == phase::stopped) {
+      // Calls posted meanwhile are still run (a caller of jobs() waits for
+      // its answer; an add or remove finds the instance stopped).
+      for (auto& fn : inbox_->close()) fn();
+      return;
+    }
     std::unique_lock lock(inbox_->mutex);
     auto woken = [&] { return inbox_->waiting(); };
     if (woken()) continue;
@@ -143,17 +151,21 @@ std::size_t scheduler<S, C, E, P>::take_inbox() {
   std::vector<detail::completion> done;
   std::optional<duration> stop_request;
   std::vector<std::string> released;
+  std::vector<std::function<void()>> calls;
   {
     std::scoped_lock lock(inbox_->mutex);
     inbox_->posted.store(false);
     done.swap(inbox_->done);
     released.swap(inbox_->released);
+    calls.swap(inbox_->calls);
     stop_request = std::exchange(inbox_->stop_request, std::nullopt);
   }
+  // Adds and removes before a stop request: they were posted before it.
+  for (auto& fn : calls) fn();
   if (stop_request && phase_ == phase::running) begin_stop(*stop_request);
   for (auto& c : done) on_completion(c);
   for (const std::string& job : released) recheck_watches(job);
-  return done.size() + released.size();
+  return done.size() + released.size() + calls.size();
 }
 
 /// The next due timer: interval timers first, then slots. The clocks are
@@ -174,15 +186,99 @@ void scheduler<S, C, E, P>::fire(const detail::timer& t) {
   using detail::timer_kind;
   const bool claiming = phase_ == phase::running;  // nothing new once stopping
   switch (t.kind) {
-    case timer_kind::slot: if (claiming) on_slot(t.job, t.slot); break;
+    case timer_kind::slot: if (claiming) on_slot(t.job, t.slot, t.id); break;
     case timer_kind::claim: if (claiming) send_pending(t.id); break;
     case timer_kind::backup: if (claiming) on_backup(t.job, t.slot, t.id); break;
-    case timer_kind::recover: if (claiming) on_recover(t.job); break;
-    case timer_kind::heartbeat: on_heartbeat(); break;
+    case timer_kind::recover: if (claiming) on_recover(t.job, t.id); break;
+    case timer_kind::heartbeat: on_heartbeat(duration{static_cast<duration::rep>(t.id)}); break;
     case timer_kind::lease_check: on_lease_check(t.id); break;
     case timer_kind::finish_retry: on_finish_retry(t.id); break;
     case timer_kind::stop_deadline: on_stop_deadline(); break;
   }
+}
+
+// ---- jobs at run time ------------------------------------------------------
+
+/// An add, on the loop (or before start()). A new name is set up as start()
+/// sets up each job; an existing one gets the new schedule, handler and
+/// settings, and its slot timer is re-armed on the new schedule.
+template <Store S, Clock C, Executor E, OverlapPolicy P>
+void scheduler<S, C, E, P>::apply_add(std::string name, detail::any_schedule sch, std::shared_ptr<const handler> fn,
+                                      job_settings cfg) {
+  if (phase_ != phase::idle && phase_ != phase::running) return;  // posted before a stop
+  auto [at, fresh] = job_index_.try_emplace(name, static_cast<std::uint32_t>(jobs_.size()));
+  const std::uint32_t j = at->second;
+  if (fresh) jobs_.push_back(job{std::move(name), sch, fn, cfg, time_point::max(), std::nullopt, false, 0});
+  job& jb = jobs_[j];
+  const bool was_removed = !fresh && jb.removed;
+  const time_point armed = jb.next_slot;
+  jb.schedule = std::move(sch);
+  jb.fn = std::move(fn);
+  if (jb.cfg.overlap != cfg.overlap) jb.buffered.reset();
+  jb.cfg = cfg;
+  jb.removed = false;
+  ++jb.gen;
+  if (phase_ != phase::running) return;
+  const time_point now = wall();
+  if (fresh || was_removed) {
+    push_after(duration::zero(), {{}, 0, detail::timer_kind::recover, j, {}, jb.gen});
+    arm_slot(j, jb.schedule.next(now));
+    return;
+  }
+  // A slot already due and waiting out its claim jitter is kept if the new
+  // schedule has it too: an upsert with the same schedule loses no slot.
+  arm_slot(j, armed <= now && jb.schedule.latest(now) == armed ? armed : jb.schedule.next(now));
+}
+
+/// A remove, on the loop (or before start()): the job's timers become stale,
+/// its pending claims and watches are dropped; its attempts run on.
+template <Store S, Clock C, Executor E, OverlapPolicy P>
+void scheduler<S, C, E, P>::apply_remove(const std::string& name, bool hand_over) {
+  auto at = job_index_.find(name);
+  if (at == job_index_.end() || jobs_[at->second].removed) return;
+  const std::uint32_t j = at->second;
+  job& jb = jobs_[j];
+  jb.removed = true;
+  ++jb.gen;
+  jb.next_slot = time_point::max();
+  jb.buffered.reset();
+  std::erase_if(pending_, [&](const auto& p) { return p.second.job == j; });
+  std::erase_if(watches_, [&](const auto& w) { return w.second.job == j; });
+  std::erase_if(claim_batch_, [&](const batched_claim& b) { return b.backup && b.job == j; });
+  recover_tries_.erase(j);
+  recount();
+  if (hand_over)
+    for (auto& [id, a] : attempts_)
+      if (a.job == j && a.at == step::running) a.lease->request_stop();
+}
+
+template <Store S, Clock C, Executor E, OverlapPolicy P>
+std::vector<job_info> scheduler<S, C, E, P>::describe_jobs() const {
+  std::vector<job_info> out;
+  for (std::uint32_t j = 0; j < jobs_.size(); ++j) {
+    const job& jb = jobs_[j];
+    if (jb.removed) continue;
+    job_info info{jb.name, jb.schedule.text(), jb.cfg, std::nullopt, 0, 0};
+    if (jb.next_slot != time_point::max()) info.next_slot = jb.next_slot;
+    else if (phase_ == phase::idle) info.next_slot = jb.schedule.next(wall());
+    for (const auto& [id, a] : attempts_) info.running += a.job == j ? 1 : 0;
+    for (const auto& [run, w] : watches_) info.watching += w.job == j ? 1 : 0;
+    out.push_back(std::move(info));
+  }
+  return out;
+}
+
+template <Store S, Clock C, Executor E, OverlapPolicy P>
+std::vector<job_info> scheduler<S, C, E, P>::jobs() const {
+  if constexpr (!is_manual_clock<C>) {
+    if (phase_ != phase::idle && loop_thread_.load() != std::this_thread::get_id()) {
+      auto answer = std::make_shared<std::promise<std::vector<job_info>>>();
+      std::future<std::vector<job_info>> got = answer->get_future();
+      if (inbox_->post_call([this, answer] { answer->set_value(describe_jobs()); })) return got.get();
+      // The loop has exited: its state is final and no longer written.
+    }
+  }
+  return describe_jobs();
 }
 
 // ---- helpers ---------------------------------------------------------------

@@ -197,6 +197,31 @@ class cluster {
     fault(i, "stop " + std::to_string(timeout.count()) + " ms");
     in.sched->stop(timeout);
   }
+  /// Instance `i` removes job `name` while it runs (scheduler::remove;
+  /// `hand_over`: its running handler is stopped as on stop()). Recorded as a
+  /// fault of the instance: it no longer backs up that job's runs.
+  void remove_job(std::size_t i, const std::string& name, bool hand_over = false) {
+    instance& in = *instances_.at(i);
+    if (in.crashed || in.sched->stopped()) return;
+    fault(i, "remove job " + name + (hand_over ? " handing over" : ""));
+    in.sched->remove(name, hand_over);
+  }
+  /// Instance `i` adds job `name` (one given to add_job) again while it runs:
+  /// an upsert, or a new start of it after remove_job.
+  void readd_job(std::size_t i, const std::string& name) {
+    instance& in = *instances_.at(i);
+    if (in.crashed || in.sched->stopped()) return;
+    for (const auto& j : jobs_) {
+      if (j.name != name) continue;
+      fault(i, "add job " + name);
+      try {
+        j.install(*in.sched, j.name, handler_of(in));
+      } catch (const std::logic_error&) {
+        // stopping: add() is refused, as it should be
+      }
+    }
+  }
+
   /// Instance `i`'s next `calls` store calls reach the store `d` late: its
   /// loop waits in each call meanwhile, the rest of the world goes on.
   void delay_store(std::size_t i, duration d, int calls) { slow_store(i, d, calls, false); }
@@ -321,10 +346,12 @@ class cluster {
       copy.at = e.at - c.offset();  // history times are on the store's clock
       w->hist.events.push_back(std::move(copy));
     });
-    for (const auto& j : jobs_)
-      j.install(*in.sched, j.name, [flag = &in.throw_next](run_context&) {
-        if (*flag) throw std::runtime_error("scripted failure");
-      });
+    for (const auto& j : jobs_) j.install(*in.sched, j.name, handler_of(in));
+  }
+  static typename scheduler_type::handler handler_of(instance& in) {
+    return [flag = &in.throw_next](run_context&) {
+      if (*flag) throw std::runtime_error("scripted failure");
+    };
   }
 
   [[nodiscard]] time_point end_of(const running_handler& r) const {

@@ -1,7 +1,9 @@
 // lease/scheduler/detail/any_schedule.hpp — a type-erased Schedule, one per job.
 #pragma once
 
+#include <concepts>
 #include <memory>
+#include <string>
 #include <type_traits>
 
 #include "lease/schedule/concept.hpp"
@@ -16,12 +18,33 @@ class any_schedule {
   // whether it is copyable, which asks this constructor again (clang recurses).
   template <class S>
     requires(!std::is_same_v<S, any_schedule> && Schedule<S>)
-  explicit any_schedule(S s) : impl_(std::make_shared<model<S>>(std::move(s))) {}
+  explicit any_schedule(S s) : text_(text_of(s)), impl_(std::make_shared<model<S>>(std::move(s))) {}
 
   [[nodiscard]] time_point next(time_point t) const { return impl_->next(t); }
   [[nodiscard]] time_point latest(time_point t) const { return impl_->latest(t); }
+  /// The schedule as registered, for scheduler::jobs().
+  [[nodiscard]] const std::string& text() const noexcept { return text_; }
 
  private:
+  /// cron: its expression and zone; every: its interval; any other schedule
+  /// its own text(), if it has one.
+  template <class S>
+  static std::string text_of(const S& s) {
+    if constexpr (requires {
+                    { s.text() } -> std::convertible_to<std::string>;
+                  })
+      return std::string(s.text());
+    else if constexpr (requires {
+                         { s.expression() } -> std::convertible_to<std::string>;
+                         { s.zone() } -> std::convertible_to<std::string>;
+                       })
+      return "cron \"" + std::string(s.expression()) + "\" " + std::string(s.zone());
+    else if constexpr (requires { s.interval().count(); })
+      return "every " + std::to_string(s.interval().count()) + " ms";
+    else
+      return "custom schedule";
+  }
+
   struct base {
     virtual ~base() = default;
     [[nodiscard]] virtual time_point next(time_point t) const = 0;
@@ -34,6 +57,7 @@ class any_schedule {
     [[nodiscard]] time_point latest(time_point t) const override { return s.latest(t); }
     S s;
   };
+  std::string text_;
   std::shared_ptr<const base> impl_;
 };
 

@@ -5,10 +5,12 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "lease/time.hpp"
@@ -36,6 +38,11 @@ struct inbox {
   /// Jobs a PushStore announced a release or an end of a run of (their
   /// watched runs are re-checked at once), in the order announced.
   std::vector<std::string> released;
+  /// Work posted by a controlling thread (add, remove, jobs after start()),
+  /// run by the loop in the order posted.
+  std::vector<std::function<void()>> calls;
+  /// Set by the loop thread when it exits: calls are refused from then on.
+  bool closed = false;
   /// Set with every post: lets the loop look between two timers without
   /// taking the mutex (completions and stop() are never starved by timers).
   std::atomic<bool> posted{false};
@@ -64,8 +71,28 @@ struct inbox {
     }
     ready.notify_all();
   }
+  /// Queues `fn` for the loop; false (and `fn` dropped) once the loop has exited.
+  bool post_call(std::function<void()> fn) {
+    {
+      std::scoped_lock lock(mutex);
+      if (closed) return false;
+      calls.push_back(std::move(fn));
+      posted.store(true);
+    }
+    ready.notify_all();
+    return true;
+  }
+  /// The loop exits: refuses further calls and hands back the ones left (the
+  /// loop runs them, so no caller of jobs() waits forever).
+  std::vector<std::function<void()>> close() {
+    std::scoped_lock lock(mutex);
+    closed = true;
+    return std::exchange(calls, {});
+  }
   /// Whether anything is waiting for the loop (call with `mutex` held).
-  [[nodiscard]] bool waiting() const { return !done.empty() || stop_request.has_value() || !released.empty(); }
+  [[nodiscard]] bool waiting() const {
+    return !done.empty() || stop_request.has_value() || !released.empty() || !calls.empty();
+  }
   [[nodiscard]] bool has_work() {
     std::scoped_lock lock(mutex);
     return waiting();
