@@ -241,6 +241,25 @@ TEST_CASE("a claim still being retried when a newer slot is due is dropped with 
   CHECK(dropped);
 }
 
+TEST_CASE("a claim still pending when stop() is called is not sent, and says so") {
+  cluster c{at(1s)};
+  auto o = spec_options("A", 1);
+  o.max_late = 600s;
+  auto& a = c.add(o, "report", 10s);
+  a.s->start();
+  c.run_until(at(9s));
+  for (int i = 0; i < 30; ++i) c.store.fail_next(op::claim, lease::errc::unavailable);
+  c.run_until(at(11s));  // slot 10 s was tried and failed: its claim waits for a retry
+  a.s->stop(5s);
+  c.run_until(at(40s));
+  CHECK(a.started.empty());
+  CHECK_FALSE(c.record(at(10s)).has_value());
+  bool told = false;
+  for (const auto& e : a.of(event_kind::late))
+    told = told || (e.run.slot == at(10s) && e.message.find("stop() was called") != std::string::npos);
+  CHECK(told);  // a slot this instance gave up at stop() is accounted for, not silently gone
+}
+
 // ---- backups -----------------------------------------------------------------
 
 TEST_CASE("a backup whose check comes due with a newer slot lets the newer slot's claim go first") {

@@ -10,7 +10,23 @@ namespace lease {
 template <Store S, Clock C, Executor E, OverlapPolicy P>
 void scheduler<S, C, E, P>::begin_stop(duration timeout) {
   phase_ = phase::stopping;
+  // Claims not answered yet (waiting out their jitter, the store's clock, or
+  // a retry) and buffered slots are not sent: each says so, since another
+  // instance may run the slot, or none if all of them are stopping.
+  for (const auto& [id, pc] : pending_)
+    emit(event_kind::late, pc.req.run, 0, 0,
+         std::string(to_string(pc.req.reason)) + " claim not sent: stop() was called while it was still pending (" +
+             (!pc.first_sent    ? "waiting out its claim jitter, or for the store's clock to reach its slot"
+              : pc.tries == 0 ? "queued for this loop turn's batch of claims"
+                              : "being retried after a store error") +
+             "); this instance does not run the slot, another instance may");
+  for (job& jb : jobs_)
+    if (jb.buffered && !jb.removed)
+      emit(event_kind::late, {jb.name, *std::exchange(jb.buffered, std::nullopt)}, 0, 0,
+           "buffered slot dropped: stop() was called while the run it waited for was still going; this instance "
+           "does not run it, another instance may");
   pending_.clear();
+  claim_batch_.clear();
   watches_.clear();
   recount();
   for (auto& [id, a] : attempts_) a.lease->request_stop();
