@@ -260,6 +260,21 @@ TEST_CASE("a claim still pending when stop() is called is not sent, and says so"
   CHECK(told);  // a slot this instance gave up at stop() is accounted for, not silently gone
 }
 
+TEST_CASE("a slot due in the loop turn that takes a stop() is not claimed, and says so") {
+  cluster c{at(1s)};
+  auto& a = c.add(spec_options("A", 1), "report", 10s);
+  a.s->start();
+  c.run_until(at(9s));
+  c.clock.set(at(10s));  // slot 10 s is due, and the stop request is already waiting when the loop wakes
+  a.s->stop(5s);
+  c.run_until(at(40s));
+  CHECK(a.started.empty());
+  bool told = false;
+  for (const auto& e : a.of(event_kind::late))
+    told = told || (e.run.slot == at(10s) && e.message.find("stop() was taken first") != std::string::npos);
+  CHECK(told);
+}
+
 // ---- backups -----------------------------------------------------------------
 
 TEST_CASE("a backup whose check comes due with a newer slot lets the newer slot's claim go first") {

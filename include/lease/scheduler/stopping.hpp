@@ -20,6 +20,12 @@ void scheduler<S, C, E, P>::begin_stop(duration timeout) {
               : pc.tries == 0 ? "queued for this loop turn's batch of claims"
                               : "being retried after a store error") +
              "); this instance does not run the slot, another instance may");
+  const time_point now = wall();
+  for (const job& jb : jobs_)
+    if (!jb.removed && jb.next_slot <= now)  // its timer is due but has not fired: the loop got the stop first
+      emit(event_kind::late, {jb.name, jb.next_slot}, 0, 0,
+           "slot not claimed: it was due (" + detail::fmt(jb.next_slot) + ") but stop() was taken first; this "
+           "instance does not run it, another instance may");
   for (job& jb : jobs_)
     if (jb.buffered && !jb.removed)
       emit(event_kind::late, {jb.name, *std::exchange(jb.buffered, std::nullopt)}, 0, 0,
