@@ -112,7 +112,8 @@ def section(name, path, out):
     if any("median_ms" in r[0] for r in ok.values()):
         for n, r in ok.items():
             def ms(key):
-                return spread([x[key] for x in r], lambda v: f"{v:.0f}")
+                # A pushed hand-over takes a few ms: one decimal below 10 ms.
+                return spread([x[key] for x in r], lambda v: f"{v:.1f}" if v < 10 else f"{v:.0f}")
             rows.append((n, f"{ms('min_ms')} / {ms('median_ms')} / {ms('p95_ms')} / {ms('max_ms')} ms",
                          "—", "—", f"min / median / p95 / max of {r[0].get('iterations', '?')} per repetition; "
                          "the bound is in the benchmark's source"))
