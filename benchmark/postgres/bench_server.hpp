@@ -56,6 +56,19 @@ class floor_probe {
                            "ON CONFLICT (k) DO UPDATE SET v = excluded.v");
   }
   [[nodiscard]] int pid() const noexcept { return conn_.backend_pid(); }
+  /// Bytes of WAL the whole server has written so far (its insert position):
+  /// the difference over a loop is what that loop wrote, on a server with no
+  /// other traffic (the bench server; not LEASE_BENCH_POSTGRES if it is busy).
+  std::int64_t wal_position() {
+    auto r = conn_.exec_simple("SELECT (pg_current_wal_insert_lsn() - '0/0')::int8", "wal");
+    return std::stoll(PQgetvalue(r.get(), 0, 0));
+  }
+  /// WAL bytes one floor upsert writes, over `n` of them.
+  double wal_per_upsert(int n = 200) {
+    const auto w = wal_position();
+    for (int i = 0; i < n; ++i) (void)once();
+    return static_cast<double>(wal_position() - w) / n;
+  }
   double once() {
     lease::detail::postgres::params p;
     p.i64(static_cast<std::int64_t>(::getpid())).i64(++n_);

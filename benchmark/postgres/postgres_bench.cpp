@@ -7,7 +7,28 @@
 // heartbeat() calls vs one heartbeat_many(): round trips of each, and
 // `speedup` = single time / batched time (aim ≥ 10×); the same for 100
 // claims of new jobs, claim() each vs one claim_many(). The store's clock is
-// the server's clock_timestamp(), as in production.
+// the server's clock_timestamp(), as in production. `wal_B`: WAL bytes per
+// operation (the server's insert position over the loop, less the floors').
+//
+// Why BM_claim's cpu_vs_floor stays near 0.4-0.6 (measured 2026-12-01 on
+// 2 loaded cores, pgbench -M prepared and pg_stat_statements on the bench
+// server's settings): a claim of a new job writes 5 WAL records (2 heap
+// inserts, 2 primary-key entries, the commit), ~460 B, against the floor's
+// 2 records (one HOT update, the commit), ~125-170 B. That is not what holds
+// it back: BM_claim_writes_alone, the same two rows in one statement with no
+// read, lock or rule, runs at ~0.75-0.9 of the floor. The rest is the three
+// statements lease_claim runs for them (lock probe of the job's row, read of
+// lease_store and the clock, the insert): ~145 us of server execution per
+// claim, of which the three statements' own execution is ~70 us (the insert
+// ~50) and the rest their executor start-up and shutdown, plan-cache checks
+// and the function call (perf: ExecutorStart alone ~16% of the backend's
+// CPU, plpgsql ~55%). Merging the probe and the read, skipping the probe
+// when no fence is known, or one CTE in the function: no difference above
+// the machine's noise (±20%); the new-job claim as one top-level CTE
+// statement: ~15-20% less server CPU (pgbench: 201-206 vs 236-258 us), still
+// short of 0.7 as long as it must read the store's marker and lost_at (loss
+// of state) and find out whether the job exists before writing.
+// cpu_vs_floor (server CPU) is the steadier figure on a loaded machine.
 //
 //   postgres_bench [--benchmark_min_time=2]
 //   LEASE_BENCH_POSTGRES='host=… dbname=…' postgres_bench   (your server; fsync and
@@ -39,10 +60,11 @@ std::string unique_schema(const char* what) {
   return std::string("bench_") + what + "_" + std::to_string(::getpid()) + "_" + std::to_string(++n);
 }
 
-lease::postgres_store make_store(const char* what) {
+lease::postgres_store make_store(const char* what, std::string* schema = nullptr) {
   lease::postgres_options o;
   o.conninfo = conninfo();
   o.schema = unique_schema(what);
+  if (schema != nullptr) *schema = o.schema;
   return lease::postgres_store{std::move(o)};
 }
 
@@ -62,6 +84,8 @@ lease::claim_request claim_for(std::string job, lease::time_point slot, std::str
 template <class Op, class Pid, class Also = void (*)()>
 double paired(benchmark::State& state, Op op, Pid pid, Also also = [] {}) {
   floor_probe floor;
+  const double floor_wal = floor.wal_per_upsert();
+  const std::int64_t wal0 = floor.wal_position();
   double op_total = 0, floor_total = 0, op_cpu = 0, floor_cpu = 0;
   bool cpu = true;
   for (auto _ : state) {
@@ -81,6 +105,10 @@ double paired(benchmark::State& state, Op op, Pid pid, Also also = [] {}) {
     also();  // untimed: e.g. setting up the next iteration
   }
   const auto n = static_cast<double>(state.iterations());
+  // WAL bytes per operation: the loop's (operations, floors and whatever
+  // `also` did) less the floors' (measured alone before the loop).
+  state.counters["floor_wal_B"] = floor_wal;
+  state.counters["wal_B"] = static_cast<double>(floor.wal_position() - wal0) / n - floor_wal;
   state.counters["floor_us"] = 1e6 * floor_total / n;
   state.counters["vs_floor"] = floor_total / op_total;
   if (cpu && op_cpu > 0) {
@@ -108,6 +136,33 @@ void BM_claim(benchmark::State& state) {
     if (store.claim(claim_for("job-" + n, slot, "tok-" + n)).outcome != lease::claim_outcome::won)
       state.SkipWithError("claim did not win");
   }, [&] { return store.backend_pid(); });
+}
+
+/// What BM_claim writes and nothing else: the job's row and its run, in the
+/// store's own tables (same indexes and constraints), inserted by one prepared
+/// statement on a connection of its own, with no read, no lock taken first,
+/// no rule and no function call. No claim of a new job under this layout can
+/// be faster: its vs_floor is the ceiling of BM_claim's.
+void BM_claim_writes_alone(benchmark::State& state) {
+  std::string schema;
+  auto store = make_store("writes", &schema);
+  (void)store.now();  // creates the schema
+  lease::detail::postgres::connection conn({conninfo(), 2000ms, 5000ms, 25ms, 1000ms, "lease-bench-writes"});
+  conn.open();
+  conn.prepare("writes", lease::detail::postgres::in_schema(
+                             "WITH j AS (INSERT INTO @.lease_jobs (job, fence) VALUES ($1::bytea, $2::int8) "
+                             "           ON CONFLICT (job) DO NOTHING RETURNING fence) "
+                             "INSERT INTO @.lease_runs SELECT $1::bytea, $2::int8, 1, $3::bytea, j.fence, 'bench'::bytea, "
+                             "  0, $2::int8 + 60000, false, 0 FROM j RETURNING *",
+                             schema));
+  const std::int64_t slot = store.now().time_since_epoch().count();  // ms
+  std::int64_t i = 0;
+  paired(state, [&] {
+    const std::string n = std::to_string(i++);
+    lease::detail::postgres::params p;
+    p.bytes("job-" + n).i64(slot).bytes("tok-" + n);
+    if (PQntuples(conn.exec_prepared("writes", p, "writes").get()) != 1) state.SkipWithError("no row written");
+  }, [&] { return conn.backend_pid(); });
 }
 
 /// The steady state of a job that runs every slot: one job, the next slot
@@ -235,6 +290,7 @@ void BM_claim_100_batched_vs_single(benchmark::State& state) {
 // Registration order is run order.
 BENCHMARK(BM_floor_upsert)->UseManualTime();
 BENCHMARK(BM_claim)->UseManualTime();
+BENCHMARK(BM_claim_writes_alone)->UseManualTime();
 BENCHMARK(BM_claim_next_slot_of_a_job)->UseManualTime();
 BENCHMARK(BM_heartbeat)->UseManualTime();
 BENCHMARK(BM_finish)->UseManualTime();

@@ -294,7 +294,8 @@ inline constexpr const char* stmt_names[] = {"lease_claim", "lease_heartbeat", "
 inline constexpr std::string_view stmt_sql[] = {
     // claim (lease_claim). A one-statement fast path for the common claims
     // (CTEs, lease_claim only as the fallback) was measured slower: its
-    // plan's start-up outweighed the plpgsql statements it saved.
+    // plan's start-up outweighed the plpgsql statements it saved. Where a
+    // claim's time goes, against the floor: benchmark/postgres/postgres_bench.cpp.
     "SELECT o_outcome, o_now, o_detected, o_marker, o_lost_at, o_slot, o_attempt, o_token, o_fence, o_runner, "
     "o_status, o_lease_end, o_released, o_handovers FROM @.lease_claim($1::int8, $2::text, $3::int8, $4::bytea, "
     "$5::int8, $6::bytea, $7::bytea, $8::int4, $9::int8, $10::int4, $11::int8, $12::int4, $13::int4, $14::int8)",
