@@ -50,13 +50,14 @@ T one_of(T first, Ts... rest) {
 /// shows that the interesting paths (takeovers, lost, hand-overs) happen.
 struct coverage_counts {
   std::size_t histories = 0, with_takeover = 0, handlers = 0, store_calls = 0, timed_takeovers = 0;
-  std::size_t removes = 0, readds = 0, runs_after_readd = 0;
+  std::size_t removes = 0, readds = 0, runs_after_readd = 0, slots_accounted = 0;
   std::array<std::size_t, 16> kinds{};
   void print() const {
     std::cout << "  coverage: " << histories << " histories, " << with_takeover << " with a takeover, "
               << handlers << " handler runs, " << store_calls << " store calls, " << timed_takeovers
               << " lease ends held to the takeover deadline (I6), " << removes << " jobs removed and " << readds
-              << " added again while running (" << runs_after_readd << " handler starts after one); events:";
+              << " added again while running (" << runs_after_readd << " handler starts after one), " << slots_accounted
+              << " (instance, slot) pairs held to \"every slot says why\"; events:";
     for (std::size_t k = 0; k < kinds.size(); ++k)
       std::cout << ' ' << lease::to_string(static_cast<lease::event_kind>(k)) << '=' << kinds[k];
     std::cout << std::endl;
@@ -155,6 +156,12 @@ void random_history(coverage_counts& coverage, bool long_jobs) {
     }
   }
   sim.run_for(3 * o.lease);
+  if (!long_jobs) {
+    // Every instance stops at the end, so that each slot due on it up to
+    // then is held to "every slot says why", however late in the history.
+    for (std::size_t i = 0; i < sim.size(); ++i) sim.stop(i, o.stop_timeout);
+    sim.run_for(o.stop_timeout + 100ms);
+  }
   const auto& h = sim.recorded();
   int takeovers = 0;
   for (const auto& r : h.handlers) takeovers += r.attempt > 1 ? 1 : 0;
@@ -174,6 +181,7 @@ void random_history(coverage_counts& coverage, bool long_jobs) {
   for (const auto& r : h.handlers) coverage.runs_after_readd += first_readd && r.start > *first_readd ? 1 : 0;
   const auto bad = sim.violations();
   coverage.timed_takeovers += sim.takeover_checks();
+  coverage.slots_accounted += sim.slots_accounted();
   if (!bad.empty()) RC_FAIL(sim.describe());
 }
 

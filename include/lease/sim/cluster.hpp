@@ -266,8 +266,13 @@ class cluster {
     check_takeover_time(out);
     check_no_overlap(out);
     check_healthy_kept(out);
+    check_slots_accounted(out);
     return out;
   }
+
+  /// How many (instance, slot) pairs the last violations() call held to
+  /// "every slot that does not run says why".
+  [[nodiscard]] std::size_t slots_accounted() const noexcept { return slots_accounted_; }
 
   /// How many claim_many calls the instances made (each one round trip).
   [[nodiscard]] std::uint64_t claim_batches() const noexcept { return world_->claim_batches; }
@@ -602,6 +607,85 @@ class cluster {
     }
   }
 
+  /// Every slot says why (doc/invariants.md): an instance that has a job
+  /// while one of its slots comes due has an event about that slot — it ran
+  /// it, backed it up, or says why not (a `late` naming a range of skipped
+  /// slots counts for each). Checked over each stretch in which the instance
+  /// ran with the job registered, up to a stop() (every slot due before it),
+  /// a crash, a remove or the end of the history (every slot due at least
+  /// `settle` before it: time for jitter, retries and slow store calls).
+  /// An instance whose wall clock was stepped is not checked: its slots are
+  /// due at store times this check does not follow.
+  void check_slots_accounted(std::vector<std::string>& out) const {
+    slots_accounted_ = 0;
+    const history& h = world_->hist;
+    const duration settle = std::chrono::seconds{40};
+    for (const auto& inp : instances_) {
+      const instance& in = *inp;
+      const std::string suffix = " " + in.name;
+      std::vector<std::pair<time_point, std::string>> mine;
+      bool stepped = false;
+      for (const auto& [at, what] : h.faults)
+        if (what.size() > suffix.size() && what.compare(what.size() - suffix.size(), suffix.size(), suffix) == 0) {
+          mine.push_back({at, what.substr(0, what.size() - suffix.size())});
+          stepped = stepped || what.rfind("step clock", 0) == 0;
+        }
+      if (stepped) continue;
+      const duration off = in.clock->offset();
+      for (const job_spec& js : jobs_) {
+        std::set<time_point> told;
+        for (const event& e : h.events) {
+          if (e.instance != in.name || e.run.job != js.name) continue;
+          told.insert(e.run.slot);
+          if (e.kind == event_kind::late && e.skipped_slots) {
+            time_point s = e.run.slot;
+            for (std::uint64_t k = 1; k < *e.skipped_slots; ++k) told.insert(s = js.slots.next(s));
+          }
+        }
+        // Stretches [from, to) in which the instance ran with the job; `to`
+        // counts every slot due before it when the stretch ended in a stop.
+        std::optional<time_point> from;
+        bool running = false, has_job = true;
+        auto check = [&](time_point to, bool stopped) {
+          if (!from) return;
+          const time_point last_due = stopped ? to : to - settle;
+          for (time_point s = js.slots.next(*from + off); s - off < last_due; s = js.slots.next(s)) {
+            ++slots_accounted_;
+            if (told.count(s) == 0)
+              out.push_back("a slot without a word: " + to_text({js.name, s}) + " came due on " + in.name +
+                            " (store time " + std::to_string((s - off).time_since_epoch().count()) +
+                            "), which had the job and was running, and no event of it names that slot");
+          }
+          from.reset();
+        };
+        for (std::size_t f = 0; f < mine.size(); ++f) {
+          const auto& [at, what] = mine[f];
+          if (what == "start" || what == "restart") {
+            running = true;
+            has_job = true;  // a new process registers every job
+            if (!from) from = at;
+          } else if (what == "add job " + js.name) {
+            if (running && !has_job) from = at;
+            has_job = true;
+          } else if (what.rfind("remove job " + js.name, 0) == 0 &&
+                     (what.size() == 11 + js.name.size() || what[11 + js.name.size()] == ' ')) {
+            if (has_job) check(at, false);
+            has_job = false;
+          } else if (what == "crash") {
+            check(at, false);
+            running = false;
+          } else if (what.rfind("stop ", 0) == 0 && running) {
+            // A crash in the same instant comes before the loop has taken the stop.
+            const bool crashed_at_once = f + 1 < mine.size() && mine[f + 1].first == at && mine[f + 1].second == "crash";
+            check(at, !crashed_at_once);
+            running = false;
+          }
+        }
+        if (running && has_job) check(now(), false);
+      }
+    }
+  }
+
   [[nodiscard]] bool has_clean_backup(const run_key& run, const std::string& runner, time_point end,
                                       time_point deadline) const {
     const history& h = world_->hist;
@@ -646,6 +730,7 @@ class cluster {
 
   std::uint64_t seed_;
   options opts_;
+  mutable std::size_t slots_accounted_ = 0;
   std::shared_ptr<world> world_;
   std::vector<job_spec> jobs_;
   std::vector<std::unique_ptr<instance>> instances_;
