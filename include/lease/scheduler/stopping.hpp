@@ -18,14 +18,26 @@ void scheduler<S, C, E, P>::begin_stop(duration timeout) {
          std::string(to_string(pc.req.reason)) + " claim not sent: stop() was called while it was still pending (" +
              (!pc.first_sent    ? "waiting out its claim jitter, or for the store's clock to reach its slot"
               : pc.tries == 0 ? "queued for this loop turn's batch of claims"
-                              : "being retried after a store error") +
+                              : "sent, unanswered, and being retried after a store error; if the store applied "
+                                "it, its lease runs out and a backup or the next slot deals with it") +
              "); this instance does not run the slot, another instance may");
   const time_point now = wall();
-  for (const job& jb : jobs_)
-    if (!jb.removed && jb.next_slot <= now)  // its timer is due but has not fired: the loop got the stop first
-      emit(event_kind::late, {jb.name, jb.next_slot}, 0, 0,
-           "slot not claimed: it was due (" + detail::fmt(jb.next_slot) + ") but stop() was taken first; this "
-           "instance does not run it, another instance may");
+  for (const job& jb : jobs_) {
+    if (jb.removed || jb.next_slot > now) continue;
+    // Its timer is due but has not fired (the loop got the stop first, or is
+    // behind by several slots): every slot due since is named.
+    std::uint64_t skipped = 0;
+    time_point last = jb.next_slot;
+    for (time_point s = jb.next_slot; s <= now && skipped < 10'000; s = jb.schedule.next(s)) {
+      ++skipped;
+      last = s;
+    }
+    emit(event_kind::late, {jb.name, jb.next_slot}, 0, 0,
+         std::to_string(skipped) + (skipped >= 10'000 ? "+" : "") + " slot(s) not claimed, " +
+             detail::fmt(jb.next_slot) + (skipped > 1 ? " to " + detail::fmt(last) : std::string{}) +
+             ": due, but stop() was taken first; this instance does not run them, another instance may",
+         {.skipped_slots = skipped});
+  }
   for (job& jb : jobs_)
     if (jb.buffered && !jb.removed)
       emit(event_kind::late, {jb.name, *std::exchange(jb.buffered, std::nullopt)}, 0, 0,
