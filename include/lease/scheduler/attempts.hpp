@@ -255,15 +255,31 @@ void scheduler<S, C, E, P>::flush_ends() {
       batch.push_back({a.run, a.token, a.at == step::releasing ? std::nullopt : std::optional(a.result)});
     }
     std::vector<bool> answers;
-    try {
-      answers = store_.finish_many(batch);
-      store_answered();
-    } catch (const store_error& e) {
+    auto failed = [&](const store_error& e) {
       store_failed("batch of " + std::to_string(batch.size()) + " finishes and releases", batch.front().run, e);
       for (std::uint64_t id : ids) end_failed(id, e, true);
+    };
+    try {
+      answers = store_.finish_many(batch);
+    } catch (const store_error& e) {
+      failed(e);
+      return;
+    } catch (const std::exception& e) {
+      // A store must throw store_error (law L6). Anything else, like an
+      // answer of the wrong length below, leaves every outcome unknown: each
+      // run is read back, and stop() still ends (its deadline runs after this).
+      failed(store_error(make_error_code(errc::outcome_unknown),
+                         std::string("finish_many threw something other than a store_error: ") + e.what()));
       return;
     }
-    for (std::size_t i = 0; i < ids.size(); ++i) end_answered(ids[i], answers.at(i));
+    if (answers.size() != ids.size()) {
+      failed(store_error(make_error_code(errc::outcome_unknown),
+                         "finish_many answered " + std::to_string(answers.size()) + " of " +
+                             std::to_string(ids.size()) + " finishes and releases"));
+      return;
+    }
+    store_answered();
+    for (std::size_t i = 0; i < ids.size(); ++i) end_answered(ids[i], answers[i]);
   }
 }
 
