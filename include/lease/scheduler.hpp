@@ -157,14 +157,17 @@ class scheduler {
     if (phase_ == phase::idle) {
       if (names_.contains(name)) throw std::invalid_argument("lease: job name \"" + name + "\" is already added");
       names_.insert(name);
-      apply_add(std::move(name), std::move(sch), std::move(h), cfg);
+      apply_add(std::move(name), std::move(sch), std::move(h), cfg, wall());
       return;
     }
     names_.insert(name);
     // Posted while names_mutex_ is held: the loop applies adds and removes in
-    // the order their callers saw them.
-    if (!inbox_->post_call([this, name = std::move(name), sch = std::move(sch), h = std::move(h), cfg]() mutable {
-          apply_add(std::move(name), std::move(sch), std::move(h), cfg);
+    // the order their callers saw them. Its slots count from now, not from
+    // when a busy loop gets to it: a slot due meanwhile is claimed (or named
+    // in a late event), never silently passed over.
+    const time_point asked = wall();
+    if (!inbox_->post_call([this, name = std::move(name), sch = std::move(sch), h = std::move(h), cfg, asked]() mutable {
+          apply_add(std::move(name), std::move(sch), std::move(h), cfg, asked);
         }))
       throw std::logic_error("lease::scheduler::add: the instance has stopped; no job can be added any more");
   }
@@ -266,7 +269,10 @@ class scheduler {
     time_point next_slot = time_point::max();  // the slot whose claim timer is armed
     std::optional<time_point> buffered;        // buffer_one: the newest skipped slot
     bool removed = false;  // kept (indices stay valid for timers and attempts), never claimed
-    std::uint64_t gen = 0;  // bumped by every add and remove: older slot and recover timers are stale
+    std::uint64_t gen = 0;  // bumped by every add and remove: older slot timers are stale
+    /// Bumped by a remove only: a recover timer of an earlier life is stale.
+    /// (Not by an upsert, which must not cancel the start's catch-up.)
+    std::uint64_t life = 0;
   };
   /// A scheduled or catch-up claim, kept (same token) until answered or too late.
   struct pending_claim {
@@ -318,7 +324,8 @@ class scheduler {
   static duration abort_margin(duration lease) { return std::min(lease / 10, duration{5'000}); }
 
   // jobs: add, remove and jobs() carried out on the loop (loop.hpp)
-  void apply_add(std::string name, detail::any_schedule sch, std::shared_ptr<const handler> fn, job_settings cfg);
+  void apply_add(std::string name, detail::any_schedule sch, std::shared_ptr<const handler> fn, job_settings cfg,
+                 time_point asked);
   void apply_remove(const std::string& name, bool hand_over);
   [[nodiscard]] std::vector<job_info> describe_jobs() const;
 
@@ -364,7 +371,7 @@ class scheduler {
   void on_backup(std::uint32_t j, time_point slot, std::uint64_t gen);
 
   // catch_up.hpp
-  void on_recover(std::uint32_t j, std::uint64_t gen);
+  void on_recover(std::uint32_t j, std::uint64_t life);
 
   // attempts.hpp
   void begin_attempt(std::uint32_t j, const claim_request& req, const run_record& rec, steady_point sent,

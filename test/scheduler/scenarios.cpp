@@ -422,6 +422,18 @@ TEST_CASE("catch-up on start: both instances start after a missed slot, one wins
   CHECK(loser.has(event_kind::backup, at(6h)));
 }
 
+TEST_CASE("catch-up on start survives an upsert of the job before the loop first runs (a config reconcile)") {
+  cluster c{at(6h + 2min)};
+  auto o = spec_options("A", 11);
+  o.catch_up = 5min;
+  auto& a = c.add(o, "report", 1h);
+  a.s->start();
+  a.s->add("report", lease::every(1h), [](lease::run_context&) {});  // same job again, as a reconcile loop does
+  c.run_for(2s);
+  CHECK(a.has(event_kind::catch_up, at(6h)));  // the missed slot is still caught up
+  CHECK(c.record(at(6h)).has_value());
+}
+
 TEST_CASE("catch-up on start claims only the latest missed slot, never a queue") {
   cluster c{at(2h + 30s)};
   auto o = spec_options("A", 3);

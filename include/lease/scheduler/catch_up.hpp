@@ -15,9 +15,9 @@
 namespace lease {
 
 template <Store S, Clock C, Executor E, OverlapPolicy P>
-void scheduler<S, C, E, P>::on_recover(std::uint32_t j, std::uint64_t gen) {
+void scheduler<S, C, E, P>::on_recover(std::uint32_t j, std::uint64_t life) {
   job& jb = jobs_[j];
-  if (jb.removed || gen != jb.gen) return;  // removed (and perhaps added again, with a catch-up of its own)
+  if (jb.removed || life != jb.life) return;  // removed (and perhaps added again, with a catch-up of its own)
   std::vector<run_record> open;
   std::optional<run_record> missed;
   time_point store_now{};
@@ -34,10 +34,11 @@ void scheduler<S, C, E, P>::on_recover(std::uint32_t j, std::uint64_t gen) {
   } catch (const store_error& e) {
     const duration wait = backoff(recover_tries_[j]++);
     store_failed("catch-up read", {jb.name, latest}, e);
-    push_after(wait, {{}, 0, detail::timer_kind::recover, j, {}, gen});
+    push_after(wait, {{}, 0, detail::timer_kind::recover, j, {}, life});
     return;
   }
   for (const run_record& r : open) {
+    if (own_attempt(r.key())) continue;  // re-added while this instance runs it: nothing to recover
     if (r.live(store_now)) {
       const bool mine = r.runner == opts_.instance;
       emit(event_kind::backup, r.key(), r.attempt, r.fence,

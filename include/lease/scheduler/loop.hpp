@@ -25,7 +25,7 @@ void scheduler<S, C, E, P>::start() {
   const time_point now = wall();
   for (std::uint32_t j = 0; j < jobs_.size(); ++j) {
     if (jobs_[j].removed) continue;
-    push_after(duration::zero(), {{}, 0, detail::timer_kind::recover, j, {}, jobs_[j].gen});
+    push_after(duration::zero(), {{}, 0, detail::timer_kind::recover, j, {}, jobs_[j].life});
     arm_slot(j, jobs_[j].schedule.next(now));
   }
   if constexpr (PushStore<S>) {
@@ -204,7 +204,7 @@ void scheduler<S, C, E, P>::fire(const detail::timer& t) {
 /// settings, and its slot timer is re-armed on the new schedule.
 template <Store S, Clock C, Executor E, OverlapPolicy P>
 void scheduler<S, C, E, P>::apply_add(std::string name, detail::any_schedule sch, std::shared_ptr<const handler> fn,
-                                      job_settings cfg) {
+                                      job_settings cfg, time_point asked) {
   if (phase_ != phase::idle && phase_ != phase::running) return;  // posted before a stop
   auto [at, fresh] = job_index_.try_emplace(name, static_cast<std::uint32_t>(jobs_.size()));
   const std::uint32_t j = at->second;
@@ -214,20 +214,34 @@ void scheduler<S, C, E, P>::apply_add(std::string name, detail::any_schedule sch
   const time_point armed = jb.next_slot;
   jb.schedule = std::move(sch);
   jb.fn = std::move(fn);
-  if (jb.cfg.overlap != cfg.overlap) jb.buffered.reset();
+  if (jb.cfg.overlap != cfg.overlap && jb.buffered)
+    emit(event_kind::late, {jb.name, *std::exchange(jb.buffered, std::nullopt)}, 0, 0,
+         "buffered slot dropped: the job was added again with another overlap mode while the run it waited "
+         "for was still going");
   jb.cfg = cfg;
   jb.removed = false;
   ++jb.gen;
   if (phase_ != phase::running) return;
   const time_point now = wall();
+  const time_point from = std::min(asked, now);  // slots after the add() call are this instance's to claim
   if (fresh || was_removed) {
-    push_after(duration::zero(), {{}, 0, detail::timer_kind::recover, j, {}, jb.gen});
-    arm_slot(j, jb.schedule.next(now));
+    push_after(duration::zero(), {{}, 0, detail::timer_kind::recover, j, {}, jb.life});
+    arm_slot(j, jb.schedule.next(from));
     return;
   }
-  // A slot already due and waiting out its claim jitter is kept if the new
-  // schedule has it too: an upsert with the same schedule loses no slot.
-  arm_slot(j, armed <= now && jb.schedule.latest(now) == armed ? armed : jb.schedule.next(now));
+  // A slot already due (waiting out its claim jitter, or the loop is behind)
+  // stays armed when the new schedule has a slot due since: its timer then
+  // claims the latest one and names any skipped, as it would have without the
+  // add. An upsert with the same schedule thus loses no slot.
+  if (armed <= now && jb.schedule.latest(now) >= armed) {
+    arm_slot(j, armed);
+    return;
+  }
+  if (armed <= now)
+    emit(event_kind::late, {jb.name, armed}, 0, 0,
+         "slot not claimed: it was due, and the job was added again with a schedule that has no slot due "
+         "since; the new schedule's next slot, " + detail::fmt(jb.schedule.next(from)) + ", is claimed instead");
+  arm_slot(j, jb.schedule.next(from));
 }
 
 /// A remove, on the loop (or before start()): the job's timers become stale,
@@ -240,8 +254,12 @@ void scheduler<S, C, E, P>::apply_remove(const std::string& name, bool hand_over
   job& jb = jobs_[j];
   jb.removed = true;
   ++jb.gen;
+  ++jb.life;
   jb.next_slot = time_point::max();
-  jb.buffered.reset();
+  if (jb.buffered)
+    emit(event_kind::late, {jb.name, *std::exchange(jb.buffered, std::nullopt)}, 0, 0,
+         "buffered slot dropped: the job was removed from this instance while the run it waited for was still "
+         "going");
   std::erase_if(pending_, [&](const auto& p) { return p.second.job == j; });
   std::erase_if(watches_, [&](const auto& w) { return w.second.job == j; });
   std::erase_if(claim_batch_, [&](const batched_claim& b) { return b.backup && b.job == j; });
