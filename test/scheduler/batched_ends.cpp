@@ -4,13 +4,20 @@
 // one per handler. On lease::sim, whose every store call takes a round trip.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
+#include <memory>
 #include <set>
+#include <span>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
+#include "lease/executor/manual.hpp"
 #include "lease/schedule/every.hpp"
 #include "lease/sim.hpp"
+#include "lease/store/memory.hpp"
 
 namespace {
 
@@ -131,4 +138,68 @@ TEST_CASE("a batch of finishes that never reached the store is resent, and each 
   for (const auto& op : h.ops) finishes += op.op == store_op::kind::finish ? 1 : 0;
   CHECK(finishes == 40);  // the 20 refused before applying are not in the store's record
   CHECK(sim.violations().empty());
+}
+
+namespace {
+
+/// A memory_store whose finish_many throws something other than a
+/// store_error (a buggy store, against law L6) while `bad` > 0.
+struct buggy_batch_store : lease::memory_store<lease::fake_clock> {
+  using lease::memory_store<lease::fake_clock>::memory_store;
+  std::shared_ptr<int> bad = std::make_shared<int>(0);
+  std::vector<bool> finish_many(std::span<const lease::finish_request> batch) {
+    if (*bad > 0) {
+      --*bad;
+      throw std::runtime_error("a bug in the store");
+    }
+    return lease::memory_store<lease::fake_clock>::finish_many(batch);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a finish_many that throws something other than a store_error loses no result, and stop() still ends") {
+  lease::fake_clock clock{start};
+  lease::manual_executor exec;
+  buggy_batch_store store{clock};
+  const std::shared_ptr<int> bad = store.bad;
+  lease::options o = quiet_start();
+  o.instance = "a";
+  lease::scheduler<buggy_batch_store, lease::fake_clock, lease::manual_executor, lease::skip_t> s(
+      store, clock, exec, lease::skip_t{}, o);
+  std::vector<lease::event> events;
+  s.on_event([&](const lease::event& e) { events.push_back(e); });
+  for (int j = 0; j < 3; ++j) s.add("job" + std::to_string(j), lease::every(1min), [](lease::run_context&) {});
+  s.start();
+  clock.set(time_point{} + 2h);
+  s.poll();
+  REQUIRE(exec.pending() == 3);
+  *bad = 1;
+  exec.run_all();  // the three end together: one finish_many, which throws
+  s.poll();
+  for (int i = 0; i < 20 && s.running() > 0; ++i) {
+    clock.advance(1s);
+    s.poll();
+  }
+  for (int j = 0; j < 3; ++j) {
+    auto rec = s.store().get({"job" + std::to_string(j), time_point{} + 2h});
+    REQUIRE(rec.has_value());
+    CHECK(rec->status == lease::run_status::success);  // read back or resent: recorded once, as success
+  }
+  auto count = [&](event_kind k) { return std::count_if(events.begin(), events.end(), [k](const auto& e) { return e.kind == k; }); };
+  CHECK(count(event_kind::success) == 3);
+  CHECK(count(event_kind::lost) == 0);
+
+  // The same at stop()'s deadline: the queued ends are sent, fail, and stop() ends regardless.
+  clock.set(time_point{} + 2h + 1min);
+  s.poll();
+  REQUIRE(exec.pending() == 3);
+  exec.run_all();
+  *bad = 100;
+  s.stop(0ms);
+  for (int i = 0; i < 5 && !s.stopped(); ++i) {
+    clock.advance(1s);
+    s.poll();
+  }
+  CHECK(s.stopped());
 }

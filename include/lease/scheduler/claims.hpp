@@ -158,15 +158,28 @@ void scheduler<S, C, E, P>::flush_claims() {
     batch.reserve(items.size());
     for (const batched_claim& b : items) batch.push_back(b.req);
     std::vector<claim_result> answers;
+    auto failed = [&](const store_error& e) {
+      store_failed("batch of " + std::to_string(batch.size()) + " claims", batch.front().run, e);
+      for (batched_claim& b : items) answer(b, std::nullopt);  // each resent later with its own token
+    };
     try {
       answers = store_.claim_many(batch);
-      store_answered();
     } catch (const store_error& e) {
-      store_failed("batch of " + std::to_string(batch.size()) + " claims", batch.front().run, e);
-      for (batched_claim& b : items) answer(b, std::nullopt);
+      failed(e);
+      return;
+    } catch (const std::exception& e) {  // not a store_error (law L6): still no claim is dropped
+      failed(store_error(make_error_code(errc::outcome_unknown),
+                         std::string("claim_many threw something other than a store_error: ") + e.what()));
       return;
     }
-    for (std::size_t i = 0; i < items.size(); ++i) answer(items[i], std::move(answers.at(i)));
+    if (answers.size() != items.size()) {
+      failed(store_error(make_error_code(errc::outcome_unknown),
+                         "claim_many answered " + std::to_string(answers.size()) + " of " +
+                             std::to_string(items.size()) + " claims"));
+      return;
+    }
+    store_answered();
+    for (std::size_t i = 0; i < items.size(); ++i) answer(items[i], std::move(answers[i]));
   }
 }
 
