@@ -234,7 +234,7 @@ class router {
     const std::size_t n = cmds.size();
     std::vector<reply_ptr> out(n);
     std::vector<std::size_t> target(n);
-    std::vector<char> asking(n, 0), reloaded(n, 0);
+    std::vector<char> asking(n, 0), reloaded(n, 0), moved_now(n, 0);
     for (std::size_t i = 0; i < n; ++i) target[i] = target_of(cmds[i]);
     std::vector<std::size_t> todo(n);
     for (std::size_t i = 0; i < n; ++i) todo[i] = i;
@@ -254,6 +254,7 @@ class router {
       std::vector<std::size_t> again;
       bool wait = false;
       for (std::size_t i : todo) {
+        moved_now[i] = 0;
         const redisReply* r = out[i].get();
         if (r->type != REDIS_REPLY_ERROR) continue;
         const std::string_view text(r->str, r->len);
@@ -266,6 +267,7 @@ class router {
           if (moved) {
             owner_[to->first] = to->second;
             stale_ = true;
+            moved_now[i] = 1;
             ++moved_;
           } else {
             ++asked_;
@@ -290,8 +292,11 @@ class router {
       if (stale_) {
         try {
           refresh();
+          // A command just redirected by MOVED goes where the owner said: a
+          // map read from another node may still show the old owner for a
+          // moment while a migration settles, and would send it back there.
           for (std::size_t i : again)
-            if (asking[i] == 0) target[i] = target_of(cmds[i]);
+            if (asking[i] == 0 && moved_now[i] == 0) target[i] = target_of(cmds[i]);
         } catch (const store_error&) {
           // Keep the redirections' targets; the next batch reads the map again.
         }
