@@ -19,6 +19,7 @@
 #include <string>
 
 #include "lease/scheduler.hpp"
+#include "lease/scheduler/detail/slot_span.hpp"
 
 namespace lease {
 
@@ -37,19 +38,12 @@ void scheduler<S, C, E, P>::on_slot(std::uint32_t j, time_point slot, std::uint6
   const time_point now = wall();
   const time_point latest = jb.schedule.latest(now);
   if (latest > slot) {
-    std::size_t skipped = 0;
-    time_point last = slot;
-    for (time_point s = slot; s < latest && skipped < 10'000; s = jb.schedule.next(s)) {
-      ++skipped;
-      last = s;
-    }
+    const auto span = detail::slot_span::of(jb.schedule, slot, latest);
     emit(event_kind::late, {jb.name, slot}, 0, 0,
-         std::to_string(skipped) + (skipped >= 10'000 ? "+" : "") + " slot(s) not claimed, " + detail::fmt(slot) +
-             (skipped > 1 ? " to " + detail::fmt(last) : std::string{}) +
-             ": this instance's loop did not run from " + detail::fmt(slot) + " to " + detail::fmt(now) +
-             " (frozen, overloaded, or its wall clock stepped forward); only the latest slot, " +
+         span.not_claimed() + ": this instance's loop did not run from " + detail::fmt(slot) + " to " +
+             detail::fmt(now) + " (frozen, overloaded, or its wall clock stepped forward); only the latest slot, " +
              detail::fmt(latest) + ", is claimed",
-         {.skipped_slots = skipped});
+         {.skipped_slots = span.count});
     slot = latest;
   }
   arm_slot(j, jb.schedule.next(slot));

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "lease/scheduler.hpp"
+#include "lease/scheduler/detail/slot_span.hpp"
 
 namespace lease {
 
@@ -26,17 +27,11 @@ void scheduler<S, C, E, P>::begin_stop(duration timeout) {
     if (jb.removed || jb.next_slot > now) continue;
     // Its timer is due but has not fired (the loop got the stop first, or is
     // behind by several slots): every slot due since is named.
-    std::uint64_t skipped = 0;
-    time_point last = jb.next_slot;
-    for (time_point s = jb.next_slot; s <= now && skipped < 10'000; s = jb.schedule.next(s)) {
-      ++skipped;
-      last = s;
-    }
+    const auto span = detail::slot_span::of(jb.schedule, jb.next_slot, now + duration{1});
     emit(event_kind::late, {jb.name, jb.next_slot}, 0, 0,
-         std::to_string(skipped) + (skipped >= 10'000 ? "+" : "") + " slot(s) not claimed, " +
-             detail::fmt(jb.next_slot) + (skipped > 1 ? " to " + detail::fmt(last) : std::string{}) +
-             ": due, but stop() was taken first; this instance does not run them, another instance may",
-         {.skipped_slots = skipped});
+         span.not_claimed() + ": due, but stop() was taken first; this instance does not run them, another "
+                              "instance may",
+         {.skipped_slots = span.count});
   }
   for (job& jb : jobs_)
     if (jb.buffered && !jb.removed)
