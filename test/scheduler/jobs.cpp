@@ -17,6 +17,7 @@ using namespace test;
 using lease::event_kind;
 using lease::job_options;
 using lease::run_status;
+using op = faulty_store::op;
 
 namespace {
 
@@ -279,6 +280,25 @@ TEST_CASE("a job removed and added again never runs a slot twice") {
   std::set<lease::time_point> slots;
   for (const auto& ctx : a.started) CHECK(slots.insert(ctx.slot).second);
   CHECK(slots == std::set<lease::time_point>{at(60s), at(120s), at(180s)});
+}
+
+TEST_CASE("a remove() taken by the loop before a due slot's timer names that slot and the claims it drops") {
+  cluster c{at(1s)};
+  auto o = spec_options("api-2", 1);
+  o.max_late = 600s;
+  auto& a = c.add(o, "report", 10s);
+  a.s->start();
+  c.run_until(at(9s));
+  c.store.fail_next(op::claim, lease::errc::unavailable);
+  c.run_until(at(10s));  // slot 10 s was tried and failed: its claim waits for a retry
+  c.clock.set(at(20s));  // slot 20 s is due, and the remove is already waiting when the loop wakes
+  a.s->remove("report");
+  c.run_until(at(60s));
+  CHECK(a.started.empty());
+  std::set<lease::time_point> named;
+  for (const auto& e : a.of(event_kind::late))
+    if (e.message.find("removed") != std::string::npos) named.insert(e.run.slot);
+  CHECK(named == std::set<lease::time_point>{at(10s), at(20s)});  // neither is silently gone
 }
 
 TEST_CASE("add, remove and jobs() after stop() are refused or harmless") {

@@ -15,6 +15,7 @@
 #include <mutex>
 
 #include "lease/scheduler.hpp"
+#include "lease/scheduler/detail/slot_span.hpp"
 
 namespace lease {
 
@@ -252,6 +253,21 @@ void scheduler<S, C, E, P>::apply_remove(const std::string& name, bool hand_over
   if (at == job_index_.end() || jobs_[at->second].removed) return;
   const std::uint32_t j = at->second;
   job& jb = jobs_[j];
+  // Every slot says why: one that is due (its timer has not fired yet) and
+  // the claims not answered yet are given up here, and each says so.
+  if (const time_point now = wall(); phase_ == phase::running && jb.next_slot <= now) {
+    const auto span = detail::slot_span::of(jb.schedule, jb.next_slot, now + duration{1});
+    emit(event_kind::late, {jb.name, jb.next_slot}, 0, 0,
+         span.not_claimed() + ": due, but the job was removed from this instance first; another instance may "
+                              "run them",
+         {.skipped_slots = span.count});
+  }
+  for (const auto& [id, pc] : pending_)
+    if (pc.job == j)
+      emit(event_kind::late, pc.req.run, 0, 0,
+           std::string(to_string(pc.req.reason)) +
+               " claim not sent: the job was removed from this instance while the claim was still pending; "
+               "another instance may run the slot");
   jb.removed = true;
   ++jb.gen;
   ++jb.life;

@@ -675,8 +675,16 @@ class cluster {
             check(at, false);
             running = false;
           } else if (what.rfind("stop ", 0) == 0 && running) {
-            // A crash in the same instant comes before the loop has taken the stop.
-            const bool crashed_at_once = f + 1 < mine.size() && mine[f + 1].first == at && mine[f + 1].second == "crash";
+            // A crash in the same instant, or while a freeze that began then
+            // lasts, comes before the loop has taken the stop.
+            bool crashed_at_once = false;
+            time_point until = at;
+            for (std::size_t g = f + 1; g < mine.size() && mine[g].first <= until && !crashed_at_once; ++g) {
+              const std::string& next = mine[g].second;
+              crashed_at_once = next == "crash";
+              if (next.rfind("freeze ", 0) == 0 && mine[g].first == at)
+                until = std::max(until, at + duration{std::stoll(next.substr(7))});
+            }
             check(at, !crashed_at_once);
             running = false;
           }
