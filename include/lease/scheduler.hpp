@@ -107,7 +107,6 @@ class scheduler {
         executor_(std::move(executor)),
         overlap_(std::move(overlap)),
         opts_(opts.validated()),
-        hb_(*opts_.heartbeat),
         margin_(abort_margin(opts_)),
         steady_(std::make_shared<const detail::steady_reader>([c = clock_] { return steady_now(c); })),
         inbox_(std::make_shared<detail::inbox>()) {
@@ -401,7 +400,7 @@ class scheduler {
     const duration hb = jobs_[j].cfg.heartbeat;
     return hb + jitter(hb);
   }
-  duration backoff(std::uint32_t tries);
+  duration backoff(std::uint32_t tries, duration cap);
   void store_failed(std::string_view op, const run_key& run, const store_error& e);
   void store_answered();
   void emit(event_kind k, run_key run, std::uint32_t attempt_no, std::uint64_t fence, std::string message,
@@ -420,7 +419,6 @@ class scheduler {
   E executor_;
   [[no_unique_address]] P overlap_;
   options opts_;
-  duration hb_;
   duration margin_;
   std::shared_ptr<const detail::steady_reader> steady_;
   std::mt19937_64 rng_;

@@ -65,6 +65,20 @@ TEST_CASE("a job's own lease and heartbeat are used for its runs; intervals due 
   CHECK(c.record(at(60s))->lease_end == at(95s));
 }
 
+TEST_CASE("a job's failed claims are retried at most its own heartbeat apart, not the instance's") {
+  cluster c{at(1s)};
+  auto& a = c.add(spec_options("api-2", 1), "report", 3600s);  // the instance's heartbeat: 5 s
+  a.s->add("ping", lease::every(60s), [](lease::run_context&) {}, job_options{.heartbeat = 500ms, .max_late = 60s});
+  a.s->start();
+  c.run_until(at(59s));
+  for (int i = 0; i < 10; ++i) c.store.fail_next(op::claim, lease::errc::unavailable);
+  // Backoff 0.1, 0.2, 0.4 s, then ping's heartbeat (0.5 s) each, +50% jitter at
+  // most: won by 66.3 s. Capped at the instance's 5 s it would take ~26 s.
+  c.run_until(at(67s));
+  CHECK(c.store.calls(op::claim) == 11);
+  CHECK(a.has(event_kind::won, at(60s)));
+}
+
 TEST_CASE("a job's own overlap mode overrides the scheduler's OverlapPolicy for that job only") {
   cluster c{at(1s)};  // OverlapPolicy skip
   auto& a = c.add(spec_options("api-2", 1), "report", 10s);

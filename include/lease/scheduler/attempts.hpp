@@ -299,7 +299,7 @@ void scheduler<S, C, E, P>::end_failed(std::uint64_t id, const store_error& e, b
       return;
     }
   }
-  const duration wait = backoff(a.tries++);
+  const duration wait = backoff(a.tries++, a.hb);
   if (!reported) store_failed(a.at == step::releasing ? "release" : "finish", a.run, e);
   push_after(wait, {{}, 0, detail::timer_kind::finish_retry, a.job, {}, id});
 }

@@ -32,7 +32,7 @@ void scheduler<S, C, E, P>::on_recover(std::uint32_t j, std::uint64_t life) {
     if (in_window) missed = store_.get({jb.name, latest});
     store_answered();
   } catch (const store_error& e) {
-    const duration wait = backoff(recover_tries_[j]++);
+    const duration wait = backoff(recover_tries_[j]++, jb.cfg.heartbeat);
     store_failed("catch-up read", {jb.name, latest}, e);
     push_after(wait, {{}, 0, detail::timer_kind::recover, j, {}, life});
     return;

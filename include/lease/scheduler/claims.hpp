@@ -185,7 +185,7 @@ void scheduler<S, C, E, P>::claim_answered(std::uint64_t id, std::optional<claim
   if (it == pending_.end()) return;
   pending_claim& pc = it->second;
   if (!res) {
-    const duration wait = backoff(pc.tries++);
+    const duration wait = backoff(pc.tries++, jobs_[pc.job].cfg.heartbeat);
     if (wall() + wait > pc.req.deadline + late_tolerance) {
       emit(event_kind::late, pc.req.run, 0, 0,
            std::string(to_string(pc.req.reason)) + " claim dropped: the store did not answer before the deadline " +

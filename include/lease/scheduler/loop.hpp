@@ -323,13 +323,14 @@ duration scheduler<S, C, E, P>::jitter(duration max) {
   return duration{std::uniform_int_distribution<duration::rep>{0, max.count()}(rng_)};
 }
 
-/// Retry delay after `tries` failures: 100 ms doubling, capped at one
-/// heartbeat, plus up to 50% jitter so instances don't retry in step.
+/// Retry delay after `tries` failures: 100 ms doubling, capped at `cap` (the
+/// job's heartbeat: a job with a short lease is retried as often as it is
+/// renewed), plus up to 50% jitter so instances don't retry in step.
 template <Store S, Clock C, Executor E, OverlapPolicy P>
-duration scheduler<S, C, E, P>::backoff(std::uint32_t tries) {
+duration scheduler<S, C, E, P>::backoff(std::uint32_t tries, duration cap) {
   duration d{100};
-  for (std::uint32_t i = 0; i < tries && d < hb_; ++i) d *= 2;
-  d = std::min(d, hb_);
+  for (std::uint32_t i = 0; i < tries && d < cap; ++i) d *= 2;
+  d = std::min(d, cap);
   return d + jitter(d / 2);
 }
 
