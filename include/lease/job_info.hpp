@@ -18,7 +18,8 @@ struct job_info {
   std::string schedule;
   job_settings settings;  ///< in force for its next claims
   /// The next slot this instance will claim (its wall clock; the claim is
-  /// sent up to claim_jitter later); nullopt if the schedule has none.
+  /// sent up to claim_jitter later); nullopt if the schedule has none, or
+  /// once stop() was taken (an instance that is stopping claims nothing).
   std::optional<time_point> next_slot;
   std::size_t running = 0;   ///< attempts of the job this instance runs now
   std::size_t watching = 0;  ///< runs of the job this instance backs up now

@@ -165,10 +165,10 @@ class scheduler {
     // when a busy loop gets to it: a slot due meanwhile is claimed (or named
     // in a late event), never silently passed over.
     const time_point asked = wall();
-    if (!inbox_->post_call([this, name = std::move(name), sch = std::move(sch), h = std::move(h), cfg, asked]() mutable {
+    if (!inbox_->post_add([this, name = std::move(name), sch = std::move(sch), h = std::move(h), cfg, asked]() mutable {
           apply_add(std::move(name), std::move(sch), std::move(h), cfg, asked);
         }))
-      throw std::logic_error("lease::scheduler::add: the instance has stopped; no job can be added any more");
+      throw std::logic_error("lease::scheduler::add: stop() was called; no job can be added any more");
   }
 
   /// Removes job `name`: no slot of it is claimed any more and this

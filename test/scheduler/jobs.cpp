@@ -323,6 +323,17 @@ TEST_CASE("add, remove and jobs() after stop() are refused or harmless") {
   c.poll_all();
   REQUIRE(a.s->stopped());
   CHECK_THROWS_AS(a.s->add("x", lease::every(60s), [](lease::run_context&) {}), std::logic_error);
+  CHECK(a.s->jobs().size() == 1);  CHECK_FALSE(a.s->jobs()[0].next_slot.has_value());  // a stopped instance claims nothing more
+}
+
+TEST_CASE("an add() after stop() is refused even before the loop has taken the stop") {
+  cluster c{at(1s)};
+  auto& a = c.add(spec_options("api-2", 1));
+  a.s->start();
+  a.s->stop(1s);  // deterministic mode: the loop takes it at the next poll
+  CHECK_THROWS_AS(a.s->add("x", lease::every(60s), [](lease::run_context&) {}), std::logic_error);
+  c.poll_all();
+  REQUIRE(a.s->stopped());
   CHECK(a.s->jobs().size() == 1);
 }
 

@@ -47,6 +47,7 @@ void scheduler<S, C, E, P>::stop(duration timeout) {
   if (phase_ == phase::idle) {
     phase_ = phase::stopped;
     inbox_->close();
+    inbox_->drained();
     return;
   }
   inbox_->request_stop(timeout);
@@ -91,6 +92,7 @@ void scheduler<S, C, E, P>::run_loop() {
       // Calls posted meanwhile are still run (a caller of jobs() waits for
       // its answer; an add or remove finds the instance stopped).
       for (auto& fn : inbox_->close()) fn();
+      inbox_->drained();
       return;
     }
     std::unique_lock lock(inbox_->mutex);
@@ -293,8 +295,8 @@ std::vector<job_info> scheduler<S, C, E, P>::describe_jobs() const {
     const job& jb = jobs_[j];
     if (jb.removed) continue;
     job_info info{jb.name, jb.schedule.text(), jb.cfg, std::nullopt, 0, 0};
-    if (jb.next_slot != time_point::max()) info.next_slot = jb.next_slot;
-    else if (phase_ == phase::idle) info.next_slot = jb.schedule.next(wall());
+    if (phase_ == phase::idle) info.next_slot = jb.schedule.next(wall());
+    else if (phase_ == phase::running && jb.next_slot != time_point::max()) info.next_slot = jb.next_slot;
     for (const auto& [id, a] : attempts_) info.running += a.job == j ? 1 : 0;
     for (const auto& [run, w] : watches_) info.watching += w.job == j ? 1 : 0;
     out.push_back(std::move(info));
@@ -309,7 +311,9 @@ std::vector<job_info> scheduler<S, C, E, P>::jobs() const {
       auto answer = std::make_shared<std::promise<std::vector<job_info>>>();
       std::future<std::vector<job_info>> got = answer->get_future();
       if (inbox_->post_call([this, answer] { answer->set_value(describe_jobs()); })) return got.get();
-      // The loop has exited: its state is final and no longer written.
+      // The loop is exiting: once it has run the calls left (a remove
+      // writes the jobs), its state is final and no longer written.
+      inbox_->wait_drained();
     }
   }
   return describe_jobs();

@@ -43,6 +43,10 @@ struct inbox {
   std::vector<std::function<void()>> calls;
   /// Set by the loop thread when it exits: calls are refused from then on.
   bool closed = false;
+  /// Set by stop() and never cleared: an add() from then on is refused, even
+  /// before the loop has taken the stop (it would never be applied).
+  bool stop_asked = false;
+  bool is_drained = false;  ///< see drained()
   /// Set with every post: lets the loop look between two timers without
   /// taking the mutex (completions and stop() are never starved by timers).
   std::atomic<bool> posted{false};
@@ -58,7 +62,8 @@ struct inbox {
   void request_stop(duration timeout) {
     {
       std::scoped_lock lock(mutex);
-      if (!stop_request) stop_request = timeout;
+      if (!stop_request && !stop_asked) stop_request = timeout;
+      stop_asked = true;
       posted.store(true);
     }
     ready.notify_all();
@@ -82,12 +87,39 @@ struct inbox {
     ready.notify_all();
     return true;
   }
+  /// Queues an add() for the loop; false (and `fn` dropped) once stop() was
+  /// called or the loop has exited.
+  bool post_add(std::function<void()> fn) {
+    {
+      std::scoped_lock lock(mutex);
+      if (closed || stop_asked) return false;
+      calls.push_back(std::move(fn));
+      posted.store(true);
+    }
+    ready.notify_all();
+    return true;
+  }
   /// The loop exits: refuses further calls and hands back the ones left (the
-  /// loop runs them, so no caller of jobs() waits forever).
+  /// loop runs them, so no caller of jobs() waits forever, then calls
+  /// drained()).
   std::vector<std::function<void()>> close() {
     std::scoped_lock lock(mutex);
     closed = true;
     return std::exchange(calls, {});
+  }
+  /// The calls close() handed back have run: the loop's state is final.
+  void drained() {
+    {
+      std::scoped_lock lock(mutex);
+      is_drained = true;
+    }
+    ready.notify_all();
+  }
+  /// For a caller refused by a closed inbox that reads the loop's state
+  /// itself: waits until the leftover calls (a remove, say) stopped writing it.
+  void wait_drained() {
+    std::unique_lock lock(mutex);
+    ready.wait(lock, [&] { return is_drained; });
   }
   /// Whether anything is waiting for the loop (call with `mutex` held).
   [[nodiscard]] bool waiting() const {
