@@ -611,6 +611,32 @@ TEST_CASE("a run the executor refuses is released to a backup, not lost") {
   CHECK(s.running() == 0);
 }
 
+TEST_CASE("a refused run whose release is retried across a stop() is not said to have thrown") {
+  lease::fake_clock clock{at(1s)};
+  test::faulty_store store{clock};
+  lease::scheduler<test::faulty_store, lease::fake_clock, refusing_executor, lease::skip_t> s(
+      store, clock, refusing_executor{}, lease::skip, spec_options("A", 1));
+  std::vector<lease::event> events;
+  s.on_event([&](const lease::event& e) { events.push_back(e); });
+  s.add("report", lease::every(60s), [](lease::run_context&) {});
+  s.start();
+  store.fail_next(op::release, lease::errc::unavailable);
+  clock.set(at(60s));
+  s.poll();  // won, refused by the executor, its release failed: retried later
+  s.stop(5s);
+  for (int i = 0; i < 50 && s.running() > 0; ++i) {
+    clock.advance(100ms);
+    s.poll();
+  }
+  REQUIRE(store.inner().get({"report", at(60s)})->released);
+  const auto handed = std::find_if(events.begin(), events.end(),
+                                   [](const lease::event& e) { return e.kind == event_kind::handed_over; });
+  REQUIRE(handed != events.end());
+  CHECK(handed->message.find("not started") != std::string::npos);
+  CHECK(handed->message.find("queue full") != std::string::npos);
+  CHECK(handed->message.find("threw") == std::string::npos);  // the handler never ran
+}
+
 TEST_CASE("an instance that skipped a slot as an overlap becomes the backup of whoever claims it later") {
   cluster c{at(1s)};
   auto& a = c.add(spec_options("A", 1));

@@ -321,9 +321,12 @@ void scheduler<S, C, E, P>::end_answered(std::uint64_t id, bool ok) {
   }
   if (release)
     emit(event_kind::handed_over, a.run, a.number, a.fence,
-         (phase_ == phase::stopping       ? "stopping: the handler threw after its stop request"
-          : a.lease->token().stop_requested() ? "the handler threw after its stop request"
-                                              : "not started") +
+         // A task the executor refused never ran, whatever happened since
+         // (a stop() while its release was being retried, say).
+         (!a.started                            ? "the handler was not started"
+          : phase_ == phase::stopping           ? "stopping: the handler threw after its stop request"
+          : a.lease->token().stop_requested()   ? "the handler threw after its stop request"
+                                                : "released") +
              detail_msg +
              "; the run is released and a backup takes it over within 2 heartbeats (not counted against "
              "max_attempts)",
