@@ -4,13 +4,9 @@
 // Every child is killed and reaped on every way out.
 #pragma once
 
-#include <fcntl.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <filesystem>
@@ -25,6 +21,7 @@
 #include <vector>
 
 #include "chaos/audit.hpp"
+#include "support/child_process.hpp"
 
 namespace cluster_bench {
 
@@ -97,15 +94,13 @@ class fleet {
       : dir_(std::move(dir)), self_(std::move(self)), common_(std::move(common)) {
     std::filesystem::create_directories(dir_);
   }
-  ~fleet() {
-    for (auto& [_, p] : procs_) kill_now(p);
-  }
+  ~fleet() = default;  // each child is killed and reaped
   fleet(const fleet&) = delete;
   fleet& operator=(const fleet&) = delete;
 
   [[nodiscard]] const std::vector<chaos::line>& lines() const { return lines_; }
   [[nodiscard]] std::size_t mark() const { return lines_.size(); }
-  [[nodiscard]] pid_t pid(const std::string& n) const { return procs_.at(n).pid; }
+  [[nodiscard]] pid_t pid(const std::string& n) const { return procs_.at(n).child.pid(); }
   [[nodiscard]] std::vector<std::string> names() const {
     std::vector<std::string> v;
     for (auto& [n, _] : procs_) v.push_back(n);
@@ -120,7 +115,7 @@ class fleet {
     std::vector<std::string> argv{self_, "--instance", "--name", name, "--log", p.log};
     argv.insert(argv.end(), common_.begin(), common_.end());
     const std::size_t from = mark();
-    p.pid = spawn(argv, (dir_ / (name + ".out")).string());
+    p.child = lease::testing::child_process(argv, {{}, (dir_ / (name + ".out")).string()});
     if (!wait_for([&](const chaos::line& l) { return l.type == "ready" && l.instance == name; }, timeout, from))
       throw harness_error(name + " did not start within " + std::to_string(timeout.count()) + " ms: " + tail(name));
   }
@@ -158,32 +153,22 @@ class fleet {
 
   /// kill -9 and reap; returns CLOCK_MONOTONIC µs of the kill.
   std::int64_t kill9(const std::string& n) {
-    proc& p = procs_.at(n);
     const std::int64_t at = chaos::mono_us();
-    kill_now(p);
+    procs_.at(n).child.kill();
     return at;
   }
   /// SIGTERM (stop()); returns CLOCK_MONOTONIC µs of the signal. Reap with wait_exit().
   std::int64_t term(const std::string& n) {
     const std::int64_t at = chaos::mono_us();
-    ::kill(procs_.at(n).pid, SIGTERM);
+    procs_.at(n).child.signal(SIGTERM);
     return at;
   }
   /// Waits for `n` to exit (after term()); false (and killed) after `timeout`.
   bool wait_exit(const std::string& n, std::chrono::milliseconds timeout) {
-    proc& p = procs_.at(n);
-    const auto end = std::chrono::steady_clock::now() + timeout;
-    while (p.pid > 0) {
-      int st = 0;
-      if (::waitpid(p.pid, &st, WNOHANG) == p.pid) {
-        p.pid = -1;
-        break;
-      }
-      if (std::chrono::steady_clock::now() >= end) {
-        kill_now(p);
-        return false;
-      }
-      std::this_thread::sleep_for(5ms);
+    lease::testing::child_process& c = procs_.at(n).child;
+    if (c.running() && !c.wait_for(timeout)) {
+      c.kill();
+      return false;
     }
     pump();
     return true;
@@ -192,37 +177,10 @@ class fleet {
  private:
   struct proc {
     std::string name, log, partial;
-    pid_t pid = -1;
+    lease::testing::child_process child;
     std::size_t read = 0;
   };
 
-  static pid_t spawn(const std::vector<std::string>& argv, const std::string& out) {
-    std::vector<std::string> copy = argv;
-    std::vector<char*> a;
-    for (auto& s : copy) a.push_back(s.data());
-    a.push_back(nullptr);
-    const pid_t pid = ::fork();
-    if (pid < 0) throw harness_error("fork failed");
-    if (pid == 0) {  // async-signal-safe calls only until exec
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-      const int fd = ::open(out.c_str(), O_WRONLY | O_APPEND | O_CREAT, 0644);
-      if (fd >= 0) {
-        ::dup2(fd, 1);
-        ::dup2(fd, 2);
-      }
-      ::execv(a[0], a.data());
-      ::_exit(127);
-    }
-    return pid;
-  }
-  static void kill_now(proc& p) {
-    if (p.pid <= 0) return;
-    ::kill(p.pid, SIGKILL);
-    int st = 0;
-    while (::waitpid(p.pid, &st, 0) < 0 && errno == EINTR) {
-    }
-    p.pid = -1;
-  }
   std::string tail(const std::string& n) const {
     std::ifstream f(dir_ / (n + ".out"));
     std::string all((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());

@@ -6,15 +6,11 @@
 // removed, on every way out.
 #pragma once
 
-#include <fcntl.h>
 #include <sched.h>
-#include <sys/prctl.h>
 #include <sys/resource.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -35,6 +31,7 @@
 
 #include "chaos/audit.hpp"
 #include "chaos/check.hpp"
+#include "support/child_process.hpp"
 
 namespace chaos {
 
@@ -62,42 +59,11 @@ struct backend {
   [[nodiscard]] virtual std::string kind() const = 0;
 };
 
-/// Forks and execs `argv` with `env` added; stdout and stderr go to `out`.
-inline pid_t spawn(const std::vector<std::string>& argv, const std::vector<std::string>& env, const std::string& out) {
-  std::vector<std::string> envs;
-  for (char** e = environ; *e != nullptr; ++e) envs.emplace_back(*e);
-  envs.insert(envs.end(), env.begin(), env.end());
-  std::vector<char*> a, e;
-  for (auto& s : const_cast<std::vector<std::string>&>(argv)) a.push_back(s.data());
-  a.push_back(nullptr);
-  for (auto& s : envs) e.push_back(s.data());
-  e.push_back(nullptr);
-  const pid_t pid = ::fork();
-  if (pid < 0) throw harness_error("fork failed");
-  if (pid == 0) {  // async-signal-safe calls only until exec
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    const int fd = ::open(out.c_str(), O_WRONLY | O_APPEND | O_CREAT, 0644);
-    if (fd >= 0) {
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
-    }
-    ::execve(a[0], a.data(), e.data());
-    ::_exit(127);
-  }
-  return pid;
-}
-
-inline void reap(pid_t pid) {
-  int st = 0;
-  while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-  }
-}
-
 class cluster {
  public:
   struct instance {
     std::string name;
-    pid_t pid = -1;
+    lease::testing::child_process child;
     std::string log;
     std::vector<std::string> env;  ///< e.g. LD_PRELOAD of libfaketime
     std::size_t read = 0;          ///< bytes of the log consumed
@@ -108,9 +74,7 @@ class cluster {
   cluster(std::string test, backend& b, std::filesystem::path dir) : test_(std::move(test)), b_(b), dir_(std::move(dir)) {
     origin_ = mono_us();
   }
-  ~cluster() {
-    for (auto& [_, i] : inst_) kill_now(i);
-  }
+  ~cluster() = default;  // each instance is killed and reaped
   cluster(const cluster&) = delete;
   cluster& operator=(const cluster&) = delete;
 
@@ -130,7 +94,11 @@ class cluster {
     std::vector<std::string> argv{LEASE_CHAOS_INSTANCE, "--name", name, "--log", i.log};
     for (auto& a : b_.store_args(name)) argv.push_back(a);
     const std::size_t from = mark();
-    i.pid = spawn(argv, i.env, (dir_ / (name + ".out")).string());
+    try {
+      i.child = lease::testing::child_process(argv, {i.env, (dir_ / (name + ".out")).string()});
+    } catch (const std::runtime_error& e) {  // fork failed: the test cannot go on, say so with the verdict
+      throw harness_error(e.what());
+    }
     i.expect_exit = false;
     need(wait_for([&](const line& l) { return l.type == "ready" && l.instance == name; }, 10s, from),
          name + " to start");
@@ -153,13 +121,9 @@ class cluster {
         if (auto l = parse(i.partial.substr(0, nl))) lines_.push_back(std::move(*l));
         i.partial.erase(0, nl + 1);
       }
-      if (i.pid > 0) {
-        int st = 0;
-        if (::waitpid(i.pid, &st, WNOHANG) == i.pid) {
-          i.pid = -1;
-          if (!i.expect_exit)
-            crashes_.push_back(i.name + " exited by itself (status " + std::to_string(st) + "): " + tail(i.name));
-        }
+      if (i.child.running()) {
+        if (const auto st = i.child.poll(); st && !i.expect_exit)
+          crashes_.push_back(i.name + " exited by itself (status " + std::to_string(*st) + "): " + tail(i.name));
       }
     }
   }
@@ -237,19 +201,17 @@ class cluster {
     faults_.push_back(at(mono_us(), origin_) + "  " + what);
     std::cout << "  [" << test_ << "] " << faults_.back() << "\n" << std::flush;
   }
-  [[nodiscard]] pid_t pid(const std::string& name) const { return inst_.at(name).pid; }
+  [[nodiscard]] pid_t pid(const std::string& name) const { return inst_.at(name).child.pid(); }
 
   void signal(const std::string& name, int sig, const std::string& what) {
     instance& i = inst_.at(name);
-    if (i.pid <= 0) throw harness_error(name + " is not running");
+    if (!i.child.running()) throw harness_error(name + " is not running");
     fault(what);
     if (sig == SIGKILL) {
       i.expect_exit = true;
-      ::kill(i.pid, SIGKILL);
-      reap(i.pid);
-      i.pid = -1;
+      i.child.kill();
     } else {
-      ::kill(i.pid, sig);
+      i.child.signal(sig);
     }
   }
 
@@ -258,21 +220,16 @@ class cluster {
   void stop_all() {
     window_to_ = wall_ms() - 1500;
     for (auto& [_, i] : inst_)
-      if (i.pid > 0) {
+      if (i.child.running()) {
         i.expect_exit = true;
-        ::kill(i.pid, SIGCONT);
-        ::kill(i.pid, SIGTERM);
+        i.child.signal(SIGCONT);
+        i.child.signal(SIGTERM);
       }
     const auto end = std::chrono::steady_clock::now() + 8s;
     for (auto& [_, i] : inst_) {
-      while (i.pid > 0 && std::chrono::steady_clock::now() < end) {
-        int st = 0;
-        if (::waitpid(i.pid, &st, WNOHANG) == i.pid) i.pid = -1;
-        else std::this_thread::sleep_for(10ms);
-      }
-      if (i.pid > 0) {
+      if (i.child.running() && !i.child.wait_until(end)) {
         crashes_.push_back(i.name + " did not exit within 8 s of SIGTERM (killed)");
-        kill_now(i);
+        i.child.kill();
       }
     }
     pump();
@@ -301,13 +258,6 @@ class cluster {
   }
 
  private:
-  void kill_now(instance& i) {
-    if (i.pid <= 0) return;
-    ::kill(i.pid, SIGKILL);
-    reap(i.pid);
-    i.pid = -1;
-  }
-
   std::string tail(const std::string& name) const {
     std::ifstream f(dir_ / (name + ".out"));
     std::string all((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());

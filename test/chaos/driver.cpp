@@ -12,11 +12,14 @@
 // sense for it: the proxy's network faults and the server faults need a
 // server, the SQLite write lock needs SQLite.
 #include <sched.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 
 #include <catch2/catch.hpp>
 #include <sqlite3.h>
 
+#include <cerrno>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -235,6 +238,12 @@ void pin(pid_t pid, int cpu, int nice) {
     const pid_t tid = std::stoi(t.path().filename().string());
     (void)::sched_setaffinity(tid, sizeof set, &set);
     (void)::setpriority(PRIO_PROCESS, static_cast<id_t>(tid), nice);
+  }
+}
+
+void reap(pid_t pid) {
+  int st = 0;
+  while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
   }
 }
 

@@ -7,11 +7,6 @@
 // So a CTest entry can run a program that takes `--store URL` (cluster_demo)
 // against a server the test starts itself, and fails when the program fails.
 // Exit 2 if the server could not be started (the test did not run: a failure).
-#include <sys/prctl.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <exception>
@@ -24,6 +19,7 @@
 #if LEASE_WITH_SERVER_POSTGRES
 #include "postgres/server.hpp"
 #endif
+#include "support/child_process.hpp"
 
 namespace {
 
@@ -31,28 +27,13 @@ namespace {
 int run(std::vector<std::string> argv, const std::string& url) {
   for (auto& a : argv)
     if (a == "@URL@") a = url;
-  std::vector<char*> a;
-  for (auto& s : argv) a.push_back(s.data());
-  a.push_back(nullptr);
-  std::fflush(nullptr);
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid < 0) {
-    std::perror("with_server: fork");
+  try {
+    lease::testing::child_process child(std::move(argv));  // dies with us: a killed test leaves nothing behind
+    return lease::testing::child_process::exit_code(child.wait());
+  } catch (const std::exception& e) {  // fork failed
+    std::fprintf(stderr, "with_server: %s\n", e.what());
     return 2;
   }
-  if (pid == 0) {
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // a killed test leaves nothing behind
-    if (::getppid() != parent) ::_exit(2);
-    ::execv(a[0], a.data());
-    std::perror("with_server: exec");
-    ::_exit(127);
-  }
-  int st = 0;
-  while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-  }
-  if (WIFEXITED(st)) return WEXITSTATUS(st);
-  return 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
 }
 
 }  // namespace

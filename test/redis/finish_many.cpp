@@ -174,8 +174,10 @@ TEST_CASE("a redis finish_many that cannot be resolved is outcome_unknown, and r
   lease::redis_store store{o};
   for (const char* j : {"a", "b"})
     REQUIRE(store.claim(request(j, clock.now(), std::string("t-") + j)).outcome == claim_outcome::won);
-  std::thread sleeper([&] { srv.command({"DEBUG", "SLEEP", "0.8"}); });
-  std::this_thread::sleep_for(100ms);
+  std::jthread sleeper([&] { srv.command({"DEBUG", "SLEEP", "0.8"}); });  // joined on every way out
+  // The batch must reach a server already asleep: wait until a PING of
+  // another connection goes unanswered (the sleep has begun, ~0.8 s left).
+  REQUIRE(lease::testing::wait_for([&] { return srv.busy(); }, 5s));
   std::optional<std::error_code> err;
   try {
     (void)store.finish_many(std::vector<finish_request>{{{"a", clock.now()}, "t-a", run_status::success},

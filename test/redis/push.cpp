@@ -18,6 +18,7 @@
 #include "lease/schedule/every.hpp"
 #include "lease/store/redis.hpp"
 #include "redis/server.hpp"
+#include "redis/wait.hpp"
 
 using namespace std::chrono_literals;
 using lease::claim_outcome;
@@ -47,29 +48,8 @@ lease::redis_store store_on(const lease::testing::redis_server& srv, const std::
   return lease::redis_store{std::move(o)};
 }
 
-template <class Pred>
-bool wait_for(Pred pred, std::chrono::milliseconds limit = 10s) {  // bounded poll
-  for (auto waited = 0ms; waited < limit && !pred(); waited += 5ms) std::this_thread::sleep_for(5ms);
-  return pred();
-}
-
-/// The jobs a listener heard, behind one lock (it runs on the store's thread).
-struct heard_jobs {
-  std::mutex m;
-  std::vector<std::string> jobs;
-  void operator()(std::string_view job) {
-    std::scoped_lock lock(m);
-    jobs.emplace_back(job);
-  }
-  std::size_t count(const std::string& job) {
-    std::scoped_lock lock(m);
-    return static_cast<std::size_t>(std::count(jobs.begin(), jobs.end(), job));
-  }
-  std::size_t size() {
-    std::scoped_lock lock(m);
-    return jobs.size();
-  }
-};
+using lease::testing::heard_jobs;
+using lease::testing::wait_for;
 
 /// Events from several loop threads, behind one lock.
 struct recorder {
@@ -87,7 +67,7 @@ struct recorder {
     return out;
   }
   bool wait_for(event_kind k, std::chrono::milliseconds limit) {
-    return ::wait_for([&] { return !of(k).empty(); }, limit);
+    return lease::testing::wait_for([&] { return !of(k).empty(); }, limit);
   }
 };
 

@@ -110,6 +110,21 @@ class redis_server {
         static_cast<redisReply*>(redisCommandArgv(c.get(), static_cast<int>(a.size()), a.data(), l.data()))};
   }
 
+  /// True while the server does not answer a PING within `within`: it is
+  /// busy (a DEBUG SLEEP, a long script) or frozen. A fresh connection each
+  /// time: one whose reply timed out cannot be used again.
+  [[nodiscard]] bool busy(std::chrono::milliseconds within = std::chrono::milliseconds{20}) const {
+    const auto tv = [](std::chrono::milliseconds d) {
+      return timeval{static_cast<time_t>(d.count() / 1000), static_cast<suseconds_t>(d.count() % 1000 * 1000)};
+    };
+    // The kernel completes the connect even while the server is busy: only the reply waits.
+    lease::detail::redis::context_ptr c{redisConnectWithTimeout("127.0.0.1", port_, tv(std::chrono::seconds{2}))};
+    if (!c || c->err) throw std::runtime_error("cannot connect to test redis-server");
+    if (redisSetTimeout(c.get(), tv(within)) != REDIS_OK) throw std::runtime_error("cannot set a reply timeout");
+    const lease::detail::redis::reply_ptr r{static_cast<redisReply*>(redisCommand(c.get(), "PING"))};
+    return !r;
+  }
+
   /// True once the server answers PING with PONG (not LOADING).
   [[nodiscard]] bool ready() const {
     try {
