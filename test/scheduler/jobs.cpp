@@ -315,6 +315,27 @@ TEST_CASE("a remove() taken by the loop before a due slot's timer names that slo
   CHECK(named == std::set<lease::time_point>{at(10s), at(20s)});  // neither is silently gone
 }
 
+TEST_CASE("a run handed over by remove() and a job added again at once is taken over, even by a lone instance") {
+  cluster c{at(1s)};
+  auto& a = c.add(spec_options("api-2", 1));
+  a.behaviour = ends::throws_if_stopped;
+  a.s->start();
+  c.run_until(at(60s));
+  REQUIRE(a.s->running() == 1);
+  a.s->remove("report", true);  // its stop token is requested: the handler throws, the run is released
+  a.s->add("report", lease::every(60s), [](lease::run_context& ctx) {
+    if (ctx.stop.stop_requested()) throw std::runtime_error("stopped");
+  });
+  c.poll_all();
+  c.finish_handlers(a);
+  REQUIRE(c.record(at(60s))->released);
+  c.run_until(at(60s) + 2 * 5s + 1s);  // within 2 heartbeats of the release
+  CHECK(a.has(event_kind::takeover, at(60s)));
+  c.finish_handlers(a);
+  CHECK(c.record(at(60s))->status == run_status::success);
+  CHECK(a.started.size() == 2);
+}
+
 TEST_CASE("add, remove and jobs() after stop() are refused or harmless") {
   cluster c{at(1s)};
   auto& a = c.add(spec_options("api-2", 1));

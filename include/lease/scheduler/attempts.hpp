@@ -339,9 +339,16 @@ void scheduler<S, C, E, P>::end_answered(std::uint64_t id, bool ok) {
          "the handler threw" + detail_msg + "; recorded as failed, and a failed run is never retried",
          {.handler_duration = a.ran});
   const std::uint32_t j = a.job;
+  const run_key run = a.run;
+  // Handed over by a remove(name, true) whose job was added again since:
+  // this instance is one of its backups too (alone, the only one). Not a
+  // task the executor refused: watching that would claim, refuse and
+  // release it again without end.
+  const bool watch_own = release && a.started && phase_ == phase::running && !jobs_[j].removed;
   guard_.remove(a.lease.get());
   attempts_.erase(it);
   after_attempt(j);
+  if (watch_own) watch_run(j, run, false);
 }
 
 /// After an outcome_unknown finish or release: did it apply? nullopt: can't tell yet.
