@@ -35,6 +35,7 @@ enum class event_kind : std::uint8_t {
   store_error,  ///< a store call failed; the message says what the scheduler does about it
   early,        ///< not started yet: the slot is still in the store's future (this instance's clock runs ahead); claimed again at the store's time
   store_notice, ///< the store said something an operator should know (durability settings, a detected loss of state)
+  paused,       ///< not started: the job is paused in the store (an operator's pause); it runs again from the first slot after a resume
 };
 
 [[nodiscard]] constexpr std::string_view to_string(event_kind k) noexcept {
@@ -55,6 +56,7 @@ enum class event_kind : std::uint8_t {
     case event_kind::store_error: return "store_error";
     case event_kind::early: return "early";
     case event_kind::store_notice: return "store_notice";
+    case event_kind::paused: return "paused";
   }
   return "?";
 }

@@ -19,10 +19,14 @@
 
 namespace lease::rules {
 
-/// The stored state of one job: its fence counter and its runs by slot.
+/// The stored state of one job: its fence counter, its runs by slot, and
+/// whether an operator paused it.
 struct job_state {
   std::uint64_t fence = 0;  ///< the last won attempt's fence; survives pruning
   std::map<time_point, run_record> runs;
+  /// Paused (pause() until resume()): no claim of the job wins; it is
+  /// answered `paused` instead. Runs in progress are not touched.
+  bool paused = false;
   friend bool operator==(const job_state&, const job_state&) = default;
 };
 
@@ -79,7 +83,7 @@ inline void prune(job_state& js, std::uint32_t history_size, duration retain, ti
   }
 }
 
-/// A claim (doc/store-rules.md, "Claim": cases 1–14, in that order). Returns the outcome, the record it concerns, and `now`.
+/// A claim (doc/store-rules.md, "Claim": cases 1–16, in that order). Returns the outcome, the record it concerns, and `now`.
 inline claim_result claim(run_table& t, const claim_request& req, time_point now) {
   claim_result res;
   res.store_now = now;
@@ -123,6 +127,9 @@ inline claim_result claim(run_table& t, const claim_request& req, time_point now
       res.outcome = claim_outcome::finished;
     } else if (quarantine) {
       return quarantined();
+    } else if (js.paused) {
+      res.outcome = claim_outcome::paused;  // the expired run stays as it is until a resume
+      return res;
     } else {
       ++r.attempt;
       won(js, r);
@@ -172,6 +179,11 @@ inline claim_result claim(run_table& t, const claim_request& req, time_point now
     res.record.lease_end = time_point::max();
     return res;
   }
+  // Paused: only a claim that would win gets here; it changes nothing.
+  if (j != t.jobs.end() && j->second.paused) {
+    res.outcome = claim_outcome::paused;
+    return res;
+  }
   if (j == t.jobs.end()) j = t.jobs.emplace(req.run.job, job_state{}).first;
   job_state& js = j->second;
   // Every older running run is interrupted by the new one: expired ones
@@ -192,8 +204,9 @@ inline claim_result claim(run_table& t, const claim_request& req, time_point now
 }
 
 /// The store lost everything it held (a fault the simulation and the tests
-/// inject; a real store detects it and applies the same rule): every run and
-/// fence is forgotten, and the loss is remembered as noticed at `now`.
+/// inject; a real store detects it and applies the same rule): every run,
+/// fence and pause is forgotten (an operator's pause is lost with the data
+/// and must be set again), and the loss is remembered as noticed at `now`.
 inline void lose_state(run_table& t, time_point now) {
   t.jobs.clear();
   t.lost_at = now;
@@ -229,6 +242,38 @@ inline bool release(run_table& t, const run_key& k, std::string_view token, time
   r->released = true;
   ++r->handovers;
   return true;
+}
+
+/// Pauses `job` (doc/store-rules.md, "Pause and resume"): from now on every
+/// claim of it that would win is answered `paused` and changes nothing, on
+/// every instance, until resume(). A job that never ran can be paused (its
+/// state is created). Runs in progress continue: heartbeat, finish and
+/// release are unaffected. Idempotent; returns whether the job was not
+/// paused before (whether this call changed anything).
+inline bool pause(run_table& t, std::string_view job, time_point /*now*/) {
+  auto j = t.jobs.find(job);
+  if (j == t.jobs.end()) j = t.jobs.emplace(std::string(job), job_state{}).first;
+  if (j->second.paused) return false;
+  j->second.paused = true;
+  return true;
+}
+
+/// Lifts a pause: the next claim of `job` that can win wins. Slots whose
+/// claims were answered `paused` meanwhile stay not run (a claim for one of
+/// them now is late, superseded or a fresh claim within its deadline, by the
+/// ordinary rules). Idempotent; returns whether the job was paused before.
+/// Creates nothing.
+inline bool resume(run_table& t, std::string_view job, time_point /*now*/) {
+  auto j = t.jobs.find(job);
+  if (j == t.jobs.end() || !j->second.paused) return false;
+  j->second.paused = false;
+  return true;
+}
+
+/// Whether `job` is paused.
+inline bool paused(const run_table& t, std::string_view job) {
+  auto j = t.jobs.find(job);
+  return j != t.jobs.end() && j->second.paused;
 }
 
 /// The job's running runs, whatever their lease, oldest first.

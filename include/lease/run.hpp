@@ -104,13 +104,19 @@ enum class claim_outcome : std::uint8_t {
   /// that could have had state before the loss (slot ≤ loss + early
   /// tolerance): it may have run already, so it never starts. Nothing was created.
   quarantined,
+  /// The job is paused in the store (an operator's pause, until a resume):
+  /// this claim would have won (a new run, or the next attempt of an expired
+  /// one) and did not. Nothing changed; the record carries only the
+  /// request's key.
+  paused,
 };
 
 /// A claim's answer, the record it concerns, and the store's clock when it answered.
 struct claim_result {
   claim_outcome outcome = claim_outcome::none;
   /// won: the new attempt; running: the live run; overlap: the blocking run;
-  /// finished: the ended run; late/superseded/none: the request's key only.
+  /// finished: the ended run; late/superseded/none/early/paused: the
+  /// request's key only (quarantined: and the quarantine's end).
   run_record record;
   time_point store_now{};
 };
@@ -168,6 +174,7 @@ inline constexpr duration early_tolerance{1'000};
     case claim_outcome::none: return "none";
     case claim_outcome::early: return "early";
     case claim_outcome::quarantined: return "quarantined";
+    case claim_outcome::paused: return "paused";
   }
   return "?";
 }

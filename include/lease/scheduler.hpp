@@ -291,6 +291,7 @@ class scheduler {
     std::optional<claim_request> in_doubt;
     steady_point in_doubt_sent{};
     std::optional<time_point> lease_end_seen{};  // the latest lease end the store answered (store clock)
+    bool paused_told = false;  // a takeover check was answered `paused` and said so once
   };
   enum class step : std::uint8_t { running, finishing, releasing };
   /// One attempt this instance won and has not finished.

@@ -376,3 +376,74 @@ TEST_CASE("a claim for a slot still more than early_tolerance in the store's fut
   CHECK(c.store.snapshot().jobs.empty());  // nothing was created
   CHECK(c.claim(t0 + lease::early_tolerance, "api-1").outcome == claim_outcome::won);
 }
+
+TEST_CASE("a paused job wins no new run: the claim is answered paused and nothing is created") {
+  cluster c;
+  CHECK(c.store.pause("report"));  // a job that never ran can be paused
+  CHECK(c.store.paused("report"));
+  CHECK_FALSE(c.store.pause("report"));  // idempotent: already paused
+  const auto res = c.claim(t0);
+  CHECK(res.outcome == claim_outcome::paused);
+  CHECK(res.record.job == "report");
+  CHECK(res.record.slot == t0);
+  CHECK(res.record.token.empty());
+  CHECK_FALSE(c.store.get({"report", t0}).has_value());
+  CHECK(c.claim(t0, "api-2", lease::claim_reason::catch_up).outcome == claim_outcome::paused);
+  // Answers that do not win stay as they were: takeover of nothing, late, early.
+  CHECK(c.claim(t0, "api-2", lease::claim_reason::takeover).outcome == claim_outcome::none);
+  CHECK(c.claim(t0 + lease::early_tolerance + 1ms).outcome == claim_outcome::early);
+  c.clock.advance(41s);
+  CHECK(c.claim(t0).outcome == claim_outcome::late);
+}
+
+TEST_CASE("after a resume the first claim that can win wins; the slots refused while paused stay not run") {
+  cluster c;
+  REQUIRE(c.store.pause("report"));
+  CHECK(c.claim(t0).outcome == claim_outcome::paused);
+  CHECK(c.store.resume("report"));
+  CHECK_FALSE(c.store.paused("report"));
+  CHECK_FALSE(c.store.resume("report"));  // idempotent
+  CHECK_FALSE(c.store.resume("never-paused"));
+  c.clock.advance(60s);
+  CHECK(c.claim(t0 + 60s).outcome == claim_outcome::won);
+  CHECK(c.claim(t0).outcome == claim_outcome::late);  // the paused slot never starts now
+  CHECK(c.store.get({"report", t0 + 60s})->attempt == 1);
+}
+
+TEST_CASE("a pause lets a run in progress go on, and only stops the next attempt of an expired one") {
+  cluster c;
+  const auto won = c.claim(t0, "api-1");
+  REQUIRE(won.outcome == claim_outcome::won);
+  REQUIRE(c.store.pause("report"));
+  c.clock.advance(10s);
+  CHECK(c.store.heartbeat({"report", t0}, won.record.token, 30s));
+  CHECK(c.claim(t0, "api-2").outcome == claim_outcome::running);  // live: a backup, as ever
+  c.clock.advance(31s);  // api-1 died: its lease ran out
+  const auto take = c.claim(t0, "api-2", lease::claim_reason::takeover);
+  CHECK(take.outcome == claim_outcome::paused);
+  const auto rec = c.store.get({"report", t0});
+  REQUIRE(rec);
+  CHECK(rec->token == won.record.token);  // the expired run is left as it is
+  CHECK(rec->status == run_status::running);
+  CHECK(rec->attempt == 1);
+  REQUIRE(c.store.resume("report"));
+  const auto after = c.claim(t0, "api-2", lease::claim_reason::takeover);
+  CHECK(after.outcome == claim_outcome::won);
+  CHECK(after.record.attempt == 2);
+}
+
+TEST_CASE("a finish of a run in progress is recorded while its job is paused") {
+  cluster c;
+  const auto won = c.claim(t0, "api-1");
+  REQUIRE(c.store.pause("report"));
+  CHECK(c.store.finish({"report", t0}, won.record.token, run_status::success));
+  CHECK(c.store.get({"report", t0})->status == run_status::success);
+  CHECK(c.claim(t0, "api-2").outcome == claim_outcome::finished);  // a claim that does not win: as before
+}
+
+TEST_CASE("a store that lost its state lost its pauses too") {
+  cluster c;
+  REQUIRE(c.store.pause("report"));
+  c.store.lose_state();
+  CHECK_FALSE(c.store.paused("report"));
+}

@@ -657,7 +657,7 @@ TEST_CASE("a schema with a version this library does not know is a clear error")
     FAIL("a newer schema was used");
   } catch (const lease::store_error& e) {
     CHECK(e.code() == lease::errc::corrupt);
-    CHECK(std::string(e.what()).find("has lease schema version '99', this library knows version 3") !=
+    CHECK(std::string(e.what()).find("has lease schema version '99', this library knows version 4") !=
           std::string::npos);
   }
 }
@@ -792,7 +792,7 @@ $f$;
 
 }  // namespace
 
-TEST_CASE("a version 1 schema with live runs is migrated to version 3 at the first connect, and its runs carry on") {
+TEST_CASE("a version 1 schema with live runs is migrated to version 4 at the first connect, and its runs carry on") {
   const std::string schema = lease::testing::fresh_schema("v1");
   // The layout and the claim function as version 1 of this library made them, and a run won through it.
   srv().sql(lease::detail::postgres::in_schema(lease::detail::postgres::create_v1, schema) +
@@ -805,7 +805,7 @@ TEST_CASE("a version 1 schema with live runs is migrated to version 3 at the fir
   lease::fake_clock clock{at(1'700'000'000'000)};  // the time of that claim
   lease::postgres_store store{options(srv().conninfo(), schema, clock)};
   const auto rec = store.get({"old", at(1'700'000'000'000)});  // connects: migrates
-  CHECK(srv().sql("SELECT max(version)::text FROM " + q + ".lease_schema_version") == "3");
+  CHECK(srv().sql("SELECT max(version)::text FROM " + q + ".lease_schema_version") == "4");
   CHECK(srv().sql("SELECT count(*)::text FROM " + q + ".lease_schema_version") == "1");
   // Version 2's claim function, version 3's indexes (the primary key only: finishes are HOT updates).
   CHECK(srv().sql("SELECT (prosrc LIKE '%never claimed%')::text FROM pg_proc WHERE proname = 'lease_claim' AND "
@@ -825,6 +825,61 @@ TEST_CASE("a version 1 schema with live runs is migrated to version 3 at the fir
   CHECK(next.record.fence == rec->fence + 1);
   // A new job on the migrated schema.
   CHECK(store.claim(request("new", clock.now(), "n1")).outcome == claim_outcome::won);
+  // Version 4's pause.
+  CHECK(store.finish({"new", clock.now()}, "n1", run_status::success));
+  CHECK(store.pause("new"));
+  clock.advance(1s);
+  CHECK(store.claim(request("new", clock.now(), "n2")).outcome == claim_outcome::paused);
+}
+
+TEST_CASE("a version 3 schema with live runs is migrated to version 4: no job paused, runs and fences kept, pauses then held") {
+  const std::string schema = lease::testing::fresh_schema("v3");
+  // Version 3 exactly as the previous release left it: its migrations, in order.
+  srv().sql(lease::detail::postgres::in_schema(lease::detail::postgres::create_v1, schema) +
+            lease::detail::postgres::in_schema(lease::detail::postgres::upgrade_to_v2, schema) +
+            lease::detail::postgres::in_schema(lease::detail::postgres::upgrade_to_v3, schema));
+  const std::string q = "\"" + schema + "\"";
+  CHECK(srv().sql("SELECT max(version)::text FROM " + q + ".lease_schema_version") == "3");
+  // A run won through version 3's claim function: a runner still holds it.
+  CHECK(srv().sql("SELECT o_outcome::text FROM " + q + ".lease_claim(1700000000000, '', 0, 'old'::bytea, "
+                  "1700000000000, 'r1'::bytea, 't1'::bytea, 0, 30000, 3, 1700003600000, 0, 10, 300000)") == "0");
+
+  lease::fake_clock clock{at(1'700'000'000'000)};
+  lease::postgres_store store{options(srv().conninfo(), schema, clock)};
+  const auto rec = store.get({"old", at(1'700'000'000'000)});  // connects: migrates
+  CHECK(srv().sql("SELECT max(version)::text FROM " + q + ".lease_schema_version") == "4");
+  CHECK(srv().sql("SELECT count(*)::text FROM " + q + ".lease_schema_version") == "1");
+  CHECK(srv().sql("SELECT string_agg(paused::text, ',') FROM " + q + ".lease_jobs") == "false");
+  CHECK(srv().sql("SELECT (prosrc LIKE '%v_paused%')::text FROM pg_proc WHERE proname = 'lease_claim' AND "
+                  "pronamespace = '" + q + "'::regnamespace") == "true");
+  REQUIRE(rec);
+  CHECK(rec->token == "t1");
+  CHECK_FALSE(store.paused("old"));
+  CHECK(store.claim(request("old", rec->slot, "t2", claim_reason::takeover)).outcome == claim_outcome::running);
+
+  // Paused while t1 runs: t1 goes on and finishes; the next slot does not start.
+  CHECK(store.pause("old"));
+  CHECK_FALSE(store.pause("old"));
+  {
+    lease::postgres_store other{options(srv().conninfo(), schema, clock)};  // another instance
+    CHECK(other.paused("old"));
+    CHECK(other.heartbeat({"old", rec->slot}, "t1", 30s));
+    CHECK(other.finish({"old", rec->slot}, "t1", run_status::success));
+    clock.advance(60s);
+    const auto p = other.claim(request("old", rec->slot + 60s, "t3"));
+    CHECK(p.outcome == claim_outcome::paused);
+    CHECK(p.record.slot == rec->slot + 60s);
+    CHECK(p.record.token.empty());
+    CHECK_FALSE(other.get({"old", rec->slot + 60s}));  // nothing created
+  }
+  // A job that never ran can be paused: its row is created.
+  CHECK(store.pause("never-ran"));
+  CHECK(store.claim(request("never-ran", clock.now(), "n1")).outcome == claim_outcome::paused);
+  CHECK(store.resume("old"));
+  CHECK_FALSE(store.resume("old"));
+  const auto next = store.claim(request("old", rec->slot + 60s, "t4"));
+  REQUIRE(next.outcome == claim_outcome::won);
+  CHECK(next.record.fence > rec->fence);  // fences go on growing after the migration
 }
 
 TEST_CASE("many stores starting at once on a new schema migrate it once") {

@@ -67,5 +67,15 @@ TEST_CASE("on a redis cluster node the keys of any job name share one slot") {
     CHECK(store.unfinished(job).size() == 1);
     CHECK(store.finish(req.run, "t", lease::run_status::success));
     CHECK(store.get(req.run)->status == lease::run_status::success);
+    // The pause lives in the job's runs hash: the claim script reads it in the job's slot.
+    CHECK(store.pause(job));
+    CHECK(store.paused(job));
+    req.run.slot += 1s;
+    req.deadline = req.run.slot;
+    req.token = "t2";
+    clock.advance(1s);
+    CHECK(store.claim(req).outcome == lease::claim_outcome::paused);
+    CHECK(store.resume(job));
+    CHECK(store.claim(req).outcome == lease::claim_outcome::won);
   }
 }

@@ -330,3 +330,34 @@ TEST_CASE("with replicas set a won claim waits for them and is released when the
   CHECK(res.record.handovers == 1);  // the release was a handover, not a dead runner
   CHECK(replica.command({"EXISTS", lease::detail::redis::keys_for(o.prefix, "report").runs})->integer == 1);
 }
+
+TEST_CASE("a pause is stored in the job's hash: every handle obeys it, it survives a kill -9 with AOF, and a wipe forgets it") {
+  lease::testing::redis_server srv{{.append_only = true, .extra_args = {}}};
+  lease::fake_clock clock{at(1'700'000'000'000)};
+  const std::string prefix = lease::testing::fresh_prefix("pause");
+  auto a = store_on(srv.url(), prefix, clock);
+  auto b = store_on(srv.url(), prefix, clock);
+  CHECK(a.pause("report"));  // a job that never ran
+  CHECK_FALSE(a.pause("report"));
+  CHECK(b.paused("report"));
+  CHECK_FALSE(b.paused("other"));
+  CHECK(b.claim(request("report", clock.now(), "b1")).outcome == claim_outcome::paused);
+  CHECK_FALSE(b.get({"report", clock.now()}));  // nothing was created
+  CHECK(b.claim(request("other", clock.now(), "b2")).outcome == claim_outcome::won);
+
+  srv.restart();  // kill -9; the AOF (fsync always) has the pause
+  CHECK(until_available([&] { return b.paused("report"); }));
+  CHECK(b.claim(request("report", clock.now(), "b3")).outcome == claim_outcome::paused);
+  CHECK(until_available([&] { return a.resume("report"); }));  // a reconnects after the restart
+  CHECK_FALSE(a.resume("report"));
+  CHECK(b.claim(request("report", clock.now(), "b4")).outcome == claim_outcome::won);
+
+  CHECK(a.pause("report"));
+  (void)srv.command({"FLUSHALL"});  // the store lost its state: the pause with it
+  clock.advance(1s);
+  (void)until_available([&] { return b.claim(request("report", clock.now(), "b5")); });  // notices the loss
+  const auto notices = b.take_notices();
+  CAPTURE(all(notices));
+  CHECK(has(notices, "a job paused in the lost keys is no longer paused (pause it again)"));
+  CHECK_FALSE(b.paused("report"));
+}

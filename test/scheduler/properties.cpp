@@ -2,7 +2,8 @@
 // skewed clocks), random job settings and handler scripts, random faults
 // (crash, restart, freeze, stop, slow store calls that block the caller,
 // failing store calls and lost replies, wall-clock steps, a store that loses
-// its state) and jobs removed and added again while instances run (I5
+// its state), jobs paused and resumed in the store (no attempt is won while
+// paused), and jobs removed and added again while instances run (I5
 // then also says a removed-then-readded job never starts a slot twice); every history must satisfy the invariants of doc/invariants.md,
 // including I9 (no two handlers of one run execute at once) and "a healthy
 // runner is kept".
@@ -50,14 +51,15 @@ T one_of(T first, Ts... rest) {
 /// shows that the interesting paths (takeovers, lost, hand-overs) happen.
 struct coverage_counts {
   std::size_t histories = 0, with_takeover = 0, handlers = 0, store_calls = 0, timed_takeovers = 0;
-  std::size_t removes = 0, readds = 0, runs_after_readd = 0, slots_accounted = 0;
-  std::array<std::size_t, 16> kinds{};
+  std::size_t removes = 0, readds = 0, runs_after_readd = 0, slots_accounted = 0, pauses = 0, runs_after_resume = 0;
+  std::array<std::size_t, static_cast<std::size_t>(lease::event_kind::paused) + 1> kinds{};
   void print() const {
     std::cout << "  coverage: " << histories << " histories, " << with_takeover << " with a takeover, "
               << handlers << " handler runs, " << store_calls << " store calls, " << timed_takeovers
               << " lease ends held to the takeover deadline (I6), " << removes << " jobs removed and " << readds
               << " added again while running (" << runs_after_readd << " handler starts after one), " << slots_accounted
-              << " (instance, slot) pairs held to \"every slot says why\"; events:";
+              << " (instance, slot) pairs held to \"every slot says why\", " << pauses << " pauses ("
+              << runs_after_resume << " handler starts after a resume); events:";
     for (std::size_t k = 0; k < kinds.size(); ++k)
       std::cout << ' ' << lease::to_string(static_cast<lease::event_kind>(k)) << '=' << kinds[k];
     std::cout << std::endl;
@@ -130,7 +132,7 @@ void random_history(coverage_counts& coverage, bool long_jobs) {
   const int steps = pick(3, 12);
   for (int s = 0; s < steps; ++s) {
     const auto who = static_cast<std::size_t>(pick(0, n));
-    switch (pick(0, 18)) {
+    switch (pick(0, 21)) {
       case 0: case 1: case 2: sim.run_for(ms(pick(100, long_jobs ? 20000 : 8000))); break;
       case 3: sim.crash(who); break;
       case 4: sim.restart(who); break;
@@ -153,6 +155,10 @@ void random_history(coverage_counts& coverage, bool long_jobs) {
       // is handed over), and adds it back (or re-adds it: an upsert).
       case 16: sim.remove_job(who, "job" + std::to_string(pick(0, jobs)), pick(0, 3) == 0); break;
       case 17: sim.readd_job(who, "job" + std::to_string(pick(0, jobs))); break;
+      // An operator pauses a job in the store (every instance at once), and
+      // resumes it: no attempt is won while it is paused.
+      case 18: case 19: sim.pause_job("job" + std::to_string(pick(0, jobs))); break;
+      case 20: sim.resume_job("job" + std::to_string(pick(0, jobs))); break;
     }
   }
   sim.run_for(3 * o.lease);
@@ -179,6 +185,12 @@ void random_history(coverage_counts& coverage, bool long_jobs) {
     }
   }
   for (const auto& r : h.handlers) coverage.runs_after_readd += first_readd && r.start > *first_readd ? 1 : 0;
+  std::optional<lease::time_point> first_resume;
+  for (const auto& p : h.pauses) {
+    coverage.pauses += p.paused ? 1 : 0;
+    if (!p.paused && !p.job.empty() && !first_resume) first_resume = p.at;
+  }
+  for (const auto& r : h.handlers) coverage.runs_after_resume += first_resume && r.start > *first_resume ? 1 : 0;
   const auto bad = sim.violations();
   coverage.timed_takeovers += sim.takeover_checks();
   coverage.slots_accounted += sim.slots_accounted();

@@ -107,11 +107,11 @@ TEST_CASE("a file with an unknown lease schema version is refused, saying which 
   lease::testing::temp_dir dir;
   const std::string path = dir.file("jobs.db");
   { lease::sqlite_store s{path}; }
-  raw_exec(path, "UPDATE lease_schema SET version = 3");
+  raw_exec(path, "UPDATE lease_schema SET version = 4");
   const auto e = error_of([&] { lease::sqlite_store s{path}; });
   CHECK(e.code() == lease::errc::corrupt);
   CHECK(e.code() == lease::sqlite_errc::unknown_schema_version);
-  CHECK_THAT(e.what(), Contains(path) && Contains("version 3") && Contains("version 2"));
+  CHECK_THAT(e.what(), Contains(path) && Contains("version 4") && Contains("version 3"));
 }
 
 TEST_CASE("a lease schema with a table missing or changed is refused as corrupt") {

@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include <sqlite3.h>
+
 #include "lease/clock/fake.hpp"
 #include "lease/store/sqlite.hpp"
 #include "sqlite/temp_dir.hpp"
@@ -232,14 +234,15 @@ TEST_CASE("a store on the host clock quarantines claims for one lease after it c
   CHECK(s.claim(r).outcome == claim_outcome::won);
 }
 
-TEST_CASE("a version 1 store file is upgraded to version 2 and has lost nothing") {
+TEST_CASE("a version 1 store file is upgraded to version 3 and has lost nothing") {
   lease::testing::temp_dir dir;
   const std::string path = dir.file("jobs.db");
   lease::fake_clock clock{t0};
   {
     auto s = on(path, clock);
     REQUIRE(s.claim(request("report", t0, "tok-a")).outcome == claim_outcome::won);
-    REQUIRE(sqlite3_exec(s.native_handle(), "DROP TABLE lease_meta; UPDATE lease_schema SET version = 1", nullptr,
+    REQUIRE(sqlite3_exec(s.native_handle(), "DROP TABLE lease_meta; ALTER TABLE lease_jobs DROP COLUMN paused; "
+                         "UPDATE lease_schema SET version = 1", nullptr,
                          nullptr, nullptr) == SQLITE_OK);
   }
   auto s = on(path, clock, true);
@@ -247,6 +250,77 @@ TEST_CASE("a version 1 store file is upgraded to version 2 and has lost nothing"
   CHECK(s.take_notices().empty());
   CHECK(s.get({"report", t0})->token == "tok-a");
   CHECK(s.claim(request("report", t0, "tok-b")).outcome == claim_outcome::running);
+  CHECK_FALSE(s.paused("report"));
+  CHECK(s.pause("report"));  // through version 2 to 3: the pause column exists
+  sqlite3_stmt* v = nullptr;
+  REQUIRE(sqlite3_prepare_v2(s.native_handle(), "SELECT version FROM lease_schema", -1, &v, nullptr) == SQLITE_OK);
+  REQUIRE(sqlite3_step(v) == SQLITE_ROW);
+  CHECK(sqlite3_column_int64(v, 0) == 3);
+  sqlite3_finalize(v);
+}
+
+namespace {
+
+/// Runs `sql` on a file without the store (an older release's file, by hand).
+void raw_exec(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+  char* err = nullptr;
+  const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
+  INFO((err ? err : ""));
+  sqlite3_free(err);
+  sqlite3_close(db);
+  REQUIRE(rc == SQLITE_OK);
+}
+
+}  // namespace
+
+TEST_CASE("a version 2 store file is upgraded to version 3: runs and fences kept, no job paused, pauses then stored") {
+  lease::testing::temp_dir dir;
+  const std::string path = dir.file("jobs.db");
+  // The version 2 schema exactly as the previous release created it, with a
+  // run in progress and a job's fence.
+  const lease::time_point lease_end = t0 + 30s;
+  raw_exec(path, R"sql(
+CREATE TABLE lease_schema (version INTEGER NOT NULL);
+INSERT INTO lease_schema (version) VALUES (2);
+CREATE TABLE lease_meta (name TEXT NOT NULL PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE lease_jobs (job BLOB NOT NULL PRIMARY KEY, fence INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE lease_runs (
+  job BLOB NOT NULL, slot INTEGER NOT NULL, attempt INTEGER NOT NULL, token BLOB NOT NULL,
+  fence INTEGER NOT NULL, runner BLOB NOT NULL, status INTEGER NOT NULL, lease_end INTEGER NOT NULL,
+  released INTEGER NOT NULL, handovers INTEGER NOT NULL, PRIMARY KEY (job, slot)) WITHOUT ROWID;
+CREATE INDEX lease_runs_running ON lease_runs (job, slot) WHERE status = 0;
+)sql" + std::string("INSERT INTO lease_meta VALUES ('created_at', 1);") +
+                     "INSERT INTO lease_jobs VALUES (CAST('report' AS BLOB), 9000000000000);" +
+                     "INSERT INTO lease_runs VALUES (CAST('report' AS BLOB), " +
+                     std::to_string(t0.time_since_epoch().count()) +
+                     ", 1, CAST('tok-a' AS BLOB), 9000000000000, CAST('runner-tok-a' AS BLOB), 0, " +
+                     std::to_string(lease_end.time_since_epoch().count()) + ", 0, 0);");
+  lease::fake_clock clock{t0 + 1s};
+  auto s = on(path, clock);
+  CHECK(s.take_notices().empty());
+  const auto kept = s.get({"report", t0});
+  REQUIRE(kept);
+  CHECK(kept->token == "tok-a");
+  CHECK(kept->fence == 9000000000000);
+  CHECK(s.claim(request("report", t0, "tok-b")).outcome == claim_outcome::running);
+  CHECK_FALSE(s.paused("report"));
+  // The pause is stored in the job's row and survives the store object.
+  CHECK(s.pause("report"));
+  CHECK_FALSE(s.pause("report"));
+  clock.advance(60s);  // tok-a's lease ran out
+  {
+    auto other = on(path, clock);
+    CHECK(other.paused("report"));
+    CHECK(other.claim(request("report", t0, "tok-c")).outcome == claim_outcome::paused);
+    CHECK(other.claim(request("report", t0 + 60s, "tok-d")).outcome == claim_outcome::paused);
+    CHECK(other.resume("report"));
+    const auto won = other.claim(request("report", t0 + 60s, "tok-e"));
+    REQUIRE(won.outcome == claim_outcome::won);
+    CHECK(won.record.fence == 9000000000001);  // the fence kept by the upgrade goes on
+  }
+  CHECK_FALSE(s.paused("report"));
 }
 
 TEST_CASE("a path with control characters and invalid UTF-8 is escaped in error messages") {

@@ -26,7 +26,7 @@ template <Store S, Clock C, Executor E, OverlapPolicy P>
 void scheduler<S, C, E, P>::watch_run(std::uint32_t j, const run_key& run, bool check_now,
                                       std::optional<time_point> lease_end) {
   if (own_attempt(run)) return;
-  auto [it, fresh] = watches_.try_emplace(run, watch{j, 0, std::nullopt, {}, std::nullopt});
+  auto [it, fresh] = watches_.try_emplace(run, watch{j, 0, std::nullopt, {}, std::nullopt, false});
   if (lease_end) it->second.lease_end_seen = lease_end;  // for the takeover event's latency
   recount();
   if (!fresh && !check_now) return;

@@ -12,7 +12,12 @@
 // * never early: a store that answers `early` (its clock has not reached the
 //   slot) gets the same claim again when its clock has;
 // * a store that lost its state answers `quarantined` until one lease after
-//   it noticed: claims wait for that, or are dropped at their deadline.
+//   it noticed: claims wait for that, or are dropped at their deadline;
+// * a job paused in the store (PauseStore) answers `paused` to every claim
+//   that would win: the slot is not started, one `paused` event says so, and
+//   the schedule goes on (the next slot is claimed, and answered `paused`
+//   again until a resume). A takeover answered `paused` leaves the expired
+//   run to the watch: after a resume, the next check takes it over.
 #pragma once
 
 #include <algorithm>
@@ -305,6 +310,23 @@ void scheduler<S, C, E, P>::on_claim(std::uint32_t j, const claim_request& req, 
     case claim_outcome::early:
     case claim_outcome::quarantined:
       not_yet(j, req, res);
+      break;
+    case claim_outcome::paused:
+      if (req.reason == claim_reason::takeover) {
+        // The watch goes on (its next check is set); told once per watch,
+        // not at every check of a pause that may last days.
+        auto w = watches_.find(req.run);
+        if (w == watches_.end() || w->second.paused_told) break;
+        w->second.paused_told = true;
+      }
+      emit(event_kind::paused, req.run, 0, 0,
+           what + "job " + req.run.job + " is paused in the store; " +
+               (req.reason == claim_reason::takeover
+                    ? "the run " + detail::fmt(req.run.slot) + ", whose runner stopped renewing its lease, is not "
+                      "taken over until a resume"
+                    : "slot " + detail::fmt(req.run.slot) + " not started") +
+               "; the job runs again from the first slot due after a resume",
+           answer_facts());
       break;
   }
 }

@@ -222,6 +222,12 @@ class cluster {
     }
   }
 
+  /// An operator pauses job `name` in the store (PauseStore), from outside
+  /// every instance: no claim of it wins until resume_job(); runs in
+  /// progress go on. Checked by violations(): no attempt is won while paused.
+  void pause_job(const std::string& name) { world_->set_paused(name, true); }
+  void resume_job(const std::string& name) { world_->set_paused(name, false); }
+
   /// Instance `i`'s next `calls` store calls reach the store `d` late: its
   /// loop waits in each call meanwhile, the rest of the world goes on.
   void delay_store(std::size_t i, duration d, int calls) { slow_store(i, d, calls, false); }
@@ -264,6 +270,7 @@ class cluster {
       if (!seen.insert({h.run, h.attempt}).second)
         out.push_back("I5: " + to_text(h.run) + " attempt " + std::to_string(h.attempt) + " started twice");
     check_takeover_time(out);
+    check_no_win_while_paused(out);
     check_no_overlap(out);
     check_healthy_kept(out);
     check_slots_accounted(out);
@@ -539,6 +546,7 @@ class cluster {
         std::optional<run_record> at_end = record_at(ops, end);
         if (!at_end || at_end->token != token || at_end->status != run_status::running) continue;
         if (spec->slots.next(run.slot) <= deadline + opts_.lease) continue;
+        if (paused_during(run.job, end, deadline)) continue;  // a paused job's run waits for a resume
         if (!has_clean_backup(run, runner, end, deadline)) continue;
         ++takeover_checks_;
         std::optional<run_record> later = record_at(ops, deadline);
@@ -547,6 +555,40 @@ class cluster {
                         std::to_string(end.time_since_epoch().count()) + " but nobody took it over within 2 heartbeats");
       }
     }
+  }
+
+  /// Paused jobs: no attempt (new run or takeover) is won while its job is
+  /// paused in the store, counted in store calls: a pause applies from the
+  /// first call after it; a loss of the store's state forgets every pause.
+  void check_no_win_while_paused(std::vector<std::string>& out) const {
+    const history& h = world_->hist;
+    std::set<std::string> paused;
+    std::size_t next = 0;
+    for (std::size_t i = 0; i < h.ops.size(); ++i) {
+      for (; next < h.pauses.size() && h.pauses[next].before_op <= i; ++next) {
+        const pause_change& p = h.pauses[next];
+        if (p.job.empty()) paused.clear();
+        else if (p.paused) paused.insert(p.job);
+        else paused.erase(p.job);
+      }
+      const store_op& op = h.ops[i];
+      if (op.op == store_op::kind::claim && op.outcome == claim_outcome::won && paused.count(op.run.job) != 0)
+        out.push_back("paused job run: " + to_text(op.run) + " was won by " + op.instance + " (" +
+                      std::string(to_string(op.reason)) + ") at " + std::to_string(op.at.time_since_epoch().count()) +
+                      " while its job was paused in the store");
+    }
+  }
+
+  /// Whether `job` was paused at some moment of [from, to] (store clock).
+  [[nodiscard]] bool paused_during(const std::string& job, time_point from, time_point to) const {
+    bool paused = false;
+    for (const pause_change& p : world_->hist.pauses) {
+      if (p.at > to) break;
+      if (p.at >= from && paused) return true;
+      if (p.job.empty() || p.job == job) paused = p.paused && !p.job.empty();
+      if (p.at >= from && paused) return true;
+    }
+    return paused;
   }
 
   /// I9: no two handlers of one run execute at overlapping times — each is

@@ -47,6 +47,15 @@ struct handler_run {
   bool observed_stop = false;  ///< it saw its stop requested or its lease gone
 };
 
+/// An operator's pause or resume of a job in the store (or, with an empty
+/// job, the store's loss of state, which forgets every pause).
+struct pause_change {
+  time_point at{};         ///< store clock
+  std::size_t before_op = 0;  ///< index into history::ops of the first call after it
+  std::string job;
+  bool paused = false;
+};
+
 /// Everything one simulation recorded.
 struct history {
   std::vector<store_op> ops;
@@ -54,6 +63,7 @@ struct history {
   std::vector<event> events;
   std::vector<std::pair<time_point, std::string>> faults;  ///< (store time, "crash n1"), …
   std::vector<std::string> violations;  ///< invariant breaches found, each a sentence
+  std::vector<pause_change> pauses;     ///< pauses, resumes and losses of them, in order
 };
 
 /// "report@60000" — a run as text (slot in ms since the epoch).

@@ -84,16 +84,27 @@ struct world {
 
   void violation(std::string what) { hist.violations.push_back(std::move(what)); }
 
+  /// An operator pauses or resumes `job` in the store (PauseStore), recorded
+  /// in the history; returns the store's answer.
+  bool set_paused(const std::string& job, bool on) {
+    const bool changed = on ? mem.pause(job) : mem.resume(job);
+    hist.faults.push_back({clock.now(), std::string(on ? "pause" : "resume") + " job " + job + " in the store"});
+    hist.pauses.push_back({clock.now(), hist.ops.size(), job, on});
+    return changed;
+  }
+
   /// The store loses every run and fence and notices at once (rules::lose_state).
   void lose_state() {
     mem.lose_state();
     hist.faults.push_back({clock.now(), "store lost its state"});
+    hist.pauses.push_back({clock.now(), hist.ops.size(), {}, false});  // pauses are lost too
     last = mem.snapshot();  // deleted on purpose: not an I7 breach
   }
 };
 
 /// An instance's handle on the world's store. Models lease::Store,
-/// lease::BatchHeartbeatStore, lease::BatchClaimStore and lease::PushStore.
+/// lease::BatchHeartbeatStore, lease::BatchClaimStore, lease::PushStore and
+/// lease::PauseStore.
 /// Not thread-safe (the simulation is one thread).
 class store {
  public:
@@ -190,6 +201,25 @@ class store {
     return out;
   }
   [[nodiscard]] time_point now() const { return w_->mem.now(); }
+  /// PauseStore: through the world (recorded), with this instance's faults.
+  bool pause(std::string_view job) {
+    arrive();
+    const bool ok = w_->set_paused(std::string(job), true);
+    depart();
+    return ok;
+  }
+  bool resume(std::string_view job) {
+    arrive();
+    const bool ok = w_->set_paused(std::string(job), false);
+    depart();
+    return ok;
+  }
+  bool paused(std::string_view job) {
+    arrive();
+    const bool ok = w_->mem.paused(job);
+    depart();
+    return ok;
+  }
 
  private:
   /// One claim against the store, recorded and checked (I3, I4, I5).
@@ -333,5 +363,6 @@ static_assert(BatchHeartbeatStore<store>);
 static_assert(PushStore<store>);
 static_assert(BatchClaimStore<store>);
 static_assert(BatchFinishStore<store>);
+static_assert(PauseStore<store>);
 
 }  // namespace lease::sim

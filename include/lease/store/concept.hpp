@@ -21,6 +21,8 @@
 //       state it detected); each is emitted once as a store_notice event.
 //   s.listen_releases(release_listener) -> void: push the end or release of
 //       a run to the instances watching it (PushStore below).
+//   s.pause(job) -> bool, s.resume(job) -> bool, s.paused(job) -> bool: an
+//       operator's durable, cluster-wide pause of one job (PauseStore below).
 //
 // Laws — every store answers exactly as the pure rules in lease/rules.hpp do
 // (test/laws/store_conformance.hpp checks this for every model):
@@ -131,6 +133,29 @@ using release_listener = std::function<void(std::string_view job)>;
 template <class S>
 concept PushStore = Store<S> && requires(S& s, release_listener f) {
   { s.listen_releases(std::move(f)) } -> std::same_as<void>;
+};
+
+/// A store that keeps an operator's pause of a job (doc/store-rules.md,
+/// "Pause and resume"), durably and for every instance at once, because the
+/// claim itself checks it:
+///
+///   s.pause(job)    from now on, every claim of `job` that would win (a new
+///                   run, or the next attempt of an expired one) is answered
+///                   claim_outcome::paused and changes nothing; runs in
+///                   progress continue (heartbeat, finish, release as ever).
+///                   A job that never ran can be paused. Returns whether it
+///                   was not paused before (idempotent).
+///   s.resume(job)   lifts it; returns whether it was paused (idempotent).
+///   s.paused(job)   whether it is paused.
+///
+/// Each is atomic with respect to the job's claims. A store without it never
+/// answers `paused`. The pause is stored data: a store that lost its state
+/// lost its pauses too (rules::lose_state).
+template <class S>
+concept PauseStore = Store<S> && requires(S& s, std::string_view job) {
+  { s.pause(job) } -> std::same_as<bool>;
+  { s.resume(job) } -> std::same_as<bool>;
+  { s.paused(job) } -> std::same_as<bool>;
 };
 
 }  // namespace lease

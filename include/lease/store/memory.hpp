@@ -120,6 +120,20 @@ class memory_store {
   }
   [[nodiscard]] time_point now() const { return clock_.now(); }
 
+  /// PauseStore: rules::pause, rules::resume, rules::paused under the lock.
+  bool pause(std::string_view job) {
+    std::scoped_lock lock(state_->mutex);
+    return rules::pause(state_->table, job, clock_.now());
+  }
+  bool resume(std::string_view job) {
+    std::scoped_lock lock(state_->mutex);
+    return rules::resume(state_->table, job, clock_.now());
+  }
+  bool paused(std::string_view job) {
+    std::scoped_lock lock(state_->mutex);
+    return rules::paused(state_->table, job);
+  }
+
   /// Forgets every run and fence, as a store restarted without persistence
   /// would, and notices it at once (rules::lose_state): a fault for tests
   /// and the simulation.
@@ -162,4 +176,5 @@ static_assert(BatchHeartbeatStore<memory_store<fake_clock>>);
 static_assert(PushStore<memory_store<fake_clock>>);
 static_assert(BatchClaimStore<memory_store<fake_clock>>);
 static_assert(BatchFinishStore<memory_store<fake_clock>>);
+static_assert(PauseStore<memory_store<fake_clock>>);
 }  // namespace lease

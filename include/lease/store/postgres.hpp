@@ -275,6 +275,13 @@ class postgres_store {
     return rec;
   }
 
+  /// PauseStore (doc/store-rules.md, "Pause and resume"): the job's row in
+  /// lease_jobs, read by every claim under the row's lock. One statement
+  /// each; pause() is true if the job was not paused, resume() if it was.
+  bool pause(std::string_view job) { return job_statement(detail::postgres::stmt::pause, job, "pause"); }
+  bool resume(std::string_view job) { return job_statement(detail::postgres::stmt::resume, job, "resume"); }
+  bool paused(std::string_view job) { return job_statement(detail::postgres::stmt::paused, job, "paused"); }
+
   /// The store's clock: the injected clock if any, else the server's.
   time_point now() {
     if (s_->opts.clock) return s_->opts.clock();
@@ -472,6 +479,10 @@ class postgres_store {
         c.exec_simple(detail::postgres::in_schema(detail::postgres::upgrade_to_v3, s_->schema), "migrating to version 3");
         ver = "3";
       }
+      if (ver == "3") {
+        c.exec_simple(detail::postgres::in_schema(detail::postgres::upgrade_to_v4(), s_->schema), "migrating to version 4");
+        ver = "4";
+      }
       if (ver != std::to_string(detail::postgres::schema_version))
         detail::postgres::raise(postgres_errc::schema_version,
                                 "postgres at " + where() + ": schema \"" + s_->schema + "\" has lease schema version '" +
@@ -534,7 +545,8 @@ class postgres_store {
   [[nodiscard]] std::string loss_notice(std::string_view why, std::int64_t at) const {
     return "postgres at " + where() + " lost its state (" + std::string(why) + "); loss noticed at " +
            iso_utc(at) + " (store clock): no run starts until one lease after it, when any runner of a forgotten "
-           "run has stopped, and a slot that may have run before the loss never starts again";
+           "run has stopped, and a slot that may have run before the loss never starts again; a job paused in "
+           "the lost state is no longer paused (pause it again)";
   }
 
   static std::string iso_utc(std::int64_t ms) {
@@ -640,6 +652,15 @@ class postgres_store {
     return status;
   }
 
+  /// pause, resume or paused: one statement on the job's row; true when it
+  /// returned a row (it changed the pause, or the job is paused).
+  bool job_statement(detail::postgres::stmt which, std::string_view job, const char* what) {
+    detail::postgres::params p;
+    p.bytes(job);
+    auto r = exec(which, p, what);
+    return PQntuples(r.get()) > 0;
+  }
+
   claim_result send_claim(const claim_request& req) {
     open();  // connect (and check the marker) before reading what this handle knows
     const std::string sent_marker = s_->marker;
@@ -654,7 +675,7 @@ class postgres_store {
     if (PQntuples(r) != 1 || PQnfields(r) != 14) bad_reply("claim");
     const detail::postgres::row x{r, 0};
     const std::int32_t outcome = x.i32(0, "claim");
-    if (outcome < 0 || outcome > static_cast<int>(claim_outcome::quarantined)) bad_reply("claim");
+    if (outcome < 0 || outcome > static_cast<int>(claim_outcome::paused)) bad_reply("claim");
     claim_result res;
     res.outcome = static_cast<claim_outcome>(outcome);
     res.store_now = time_point{duration{x.i64(1, "claim")}};
@@ -823,5 +844,6 @@ static_assert(BatchClaimStore<postgres_store>);
 static_assert(BatchFinishStore<postgres_store>);
 static_assert(NoticeStore<postgres_store>);
 static_assert(PushStore<postgres_store>);
+static_assert(PauseStore<postgres_store>);
 
 }  // namespace lease

@@ -289,6 +289,15 @@ class redis_store {
     return rec;
   }
 
+  /// PauseStore (doc/store-rules.md, "Pause and resume"): the job's "p"
+  /// field, in its runs hash (same hash slot as its runs, so the claim script
+  /// reads it atomically, on a cluster too). True if it was not paused.
+  bool pause(std::string_view job) { return job_script(detail::redis::script::pause, job, "pause") == 1; }
+  /// Lifts a pause; true if the job was paused.
+  bool resume(std::string_view job) { return job_script(detail::redis::script::resume, job, "resume") == 1; }
+  /// Whether `job` is paused.
+  bool paused(std::string_view job) { return job_script(detail::redis::script::paused, job, "paused") == 1; }
+
   /// The store's clock: the caller's clock if one was given, else Redis TIME.
   time_point now() {
     if (opts_.clock) return opts_.clock();
@@ -401,6 +410,16 @@ class redis_store {
       a.insert(a.end(), {now, slot});
       a.insert(a.end(), rest);
     });
+  }
+
+  /// EVALSHA of a per-job script (KEYS: the job's runs hash; ARGV now).
+  std::int64_t job_script(detail::redis::script which, std::string_view job, const char* what) {
+    auto keys = keys_of(job);
+    auto reply = conn_->eval(which, [&](argv_t& a) {
+      push_keys(a, keys, which);
+      a.push_back("");
+    });
+    return as_int(reply.get(), what);
   }
 
   bool send_finish(const run_key& run, std::string_view token, run_status status) {
@@ -525,7 +544,7 @@ class redis_store {
         (r->elements != 3 && r->elements != 4 && r->elements != 3 + detail::redis::record_width))
       bad_reply("claim");
     const std::int64_t outcome = as_int(r->element[0], "claim");
-    if (outcome < 0 || outcome > static_cast<int>(claim_outcome::quarantined)) bad_reply("claim");
+    if (outcome < 0 || outcome > static_cast<int>(claim_outcome::paused)) bad_reply("claim");
     claim_result res;
     res.outcome = static_cast<claim_outcome>(outcome);
     res.store_now = time_point{duration{as_int(r->element[1], "claim")}};
@@ -745,5 +764,6 @@ static_assert(BatchClaimStore<redis_store>);
 static_assert(BatchFinishStore<redis_store>);
 static_assert(NoticeStore<redis_store>);
 static_assert(PushStore<redis_store>);
+static_assert(PauseStore<redis_store>);
 
 }  // namespace lease

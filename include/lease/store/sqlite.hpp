@@ -13,7 +13,11 @@
 //   * heartbeat, finish and release are single UPDATE statements whose WHERE
 //     clause is the rule (token current, status running, not released);
 //     a single statement is its own atomic write transaction.
-//   * get, unfinished: single SELECTs (one consistent WAL snapshot).
+//   * get, unfinished, paused: single SELECTs (one consistent WAL snapshot).
+//   * pause and resume (PauseStore) are single statements on the job's row in
+//     lease_jobs (an upsert for pause: a job that never ran gets a row with
+//     fence 0, which the next won attempt's fence exceeds as ever); a claim
+//     reads the flag inside its transaction just before it would win.
 // Loading the job's rows into a rules::run_table and calling the pure rules
 // was the alternative; it costs a read of the job's whole retained history
 // (up to history_size + the late-claim window of runs) per claim. The hand
@@ -221,6 +225,9 @@ class sqlite_store {
         res.outcome = claim_outcome::quarantined;
         res.record.lease_end = *until;
         return res;
+      } else if (job_paused(req.run.job)) {
+        res.outcome = claim_outcome::paused;  // the expired run stays as it is
+        return res;
       } else {
         r.attempt += 1;
         r.token = req.token;
@@ -254,6 +261,8 @@ class sqlite_store {
     } else if (forgotten_slot(req.run.slot)) {
       res.outcome = claim_outcome::quarantined;
       res.record.lease_end = time_point::max();
+    } else if (job_paused(req.run.job)) {
+      res.outcome = claim_outcome::paused;
     } else {
       // Older running runs end here: expired ones because a newer run started
       // first, live ones too in replace mode (allow leaves them running).
@@ -343,6 +352,18 @@ class sqlite_store {
     return select_run(run);
   }
 
+  /// PauseStore (doc/store-rules.md, "Pause and resume"): from now on no
+  /// claim of `job` wins, on any instance sharing the file, until resume().
+  /// One statement; true if the job was not paused before.
+  bool pause(std::string_view job) { return pause_write(q::pause, job, "cannot pause a job"); }
+  /// Lifts a pause; true if the job was paused.
+  bool resume(std::string_view job) { return pause_write(q::resume, job, "cannot resume a job"); }
+  /// Whether `job` is paused.
+  bool paused(std::string_view job) {
+    check_file();
+    return job_paused(job);
+  }
+
   /// When the store last noticed that it had lost its state (the file
   /// replaced or deleted while open, or created new with
   /// quarantine_new_file), on the store's clock; claims win no attempt
@@ -374,7 +395,8 @@ class sqlite_store {
  private:
   enum class q : std::uint8_t {
     begin, commit, rollback, get, find, running, interrupt_older, set_status, read_fence, write_fence,
-    insert_run, take_over, prune, heartbeat, finish, release, unfinished, read_lost_at, write_lost_at, count_
+    insert_run, take_over, prune, heartbeat, finish, release, unfinished, read_lost_at, write_lost_at,
+    read_paused, pause, resume, count_
   };
 
 #define LEASE_SQLITE_COLUMNS "job, slot, attempt, token, fence, runner, status, lease_end, released, handovers"
@@ -398,7 +420,8 @@ class sqlite_store {
       "WHERE job = ?1 AND status = 0 AND (lease_end <= ?2 OR ?3)",
       "UPDATE lease_runs SET status = ?3 WHERE job = ?1 AND slot = ?2",
       "SELECT fence FROM lease_jobs WHERE job = ?1",
-      "INSERT OR REPLACE INTO lease_jobs (job, fence) VALUES (?1, ?2)",
+      // An upsert, not INSERT OR REPLACE: that would reset the job's pause.
+      "INSERT INTO lease_jobs (job, fence) VALUES (?1, ?2) ON CONFLICT (job) DO UPDATE SET fence = excluded.fence",
       "INSERT INTO lease_runs (" LEASE_SQLITE_COLUMNS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0, ?7, 0, ?8)",
       "UPDATE lease_runs SET attempt = ?3, token = ?4, fence = ?5, runner = ?6, status = 0, "
       "lease_end = ?7, released = 0 WHERE job = ?1 AND slot = ?2",
@@ -417,6 +440,11 @@ class sqlite_store {
       "SELECT l.value, coalesce(d.value, 0) FROM lease_meta l LEFT JOIN lease_meta d ON d.name = 'lost_detected' "
       "WHERE l.name = 'lost_at'",
       "INSERT OR REPLACE INTO lease_meta (name, value) VALUES ('lost_at', ?1), ('lost_detected', 1)",
+      "SELECT paused FROM lease_jobs WHERE job = ?1",
+      // changes() is 1 exactly when the pause was set by this statement.
+      "INSERT INTO lease_jobs (job, fence, paused) VALUES (?1, 0, 1) "
+      "ON CONFLICT (job) DO UPDATE SET paused = 1 WHERE paused = 0",
+      "UPDATE lease_jobs SET paused = 0 WHERE job = ?1 AND paused <> 0",
   };
 #undef LEASE_SQLITE_NOW
 #undef LEASE_SQLITE_COLUMNS
@@ -640,6 +668,23 @@ class sqlite_store {
     return static_cast<std::uint64_t>(fence);
   }
 
+  bool job_paused(std::string_view job) {
+    sqlite3_stmt* s = stmt(q::read_paused);
+    detail::stmt_use use(s);
+    detail::bind_bytes(s, 1, job);
+    return detail::step(s, "cannot read whether the job is paused") && detail::column_int(s, 0) != 0;
+  }
+
+  /// pause() or resume(): one statement (its own write transaction).
+  bool pause_write(q which, std::string_view job, const char* what) {
+    check_file();
+    sqlite3_stmt* s = stmt(which);
+    detail::stmt_use use(s);
+    detail::bind_bytes(s, 1, job);
+    detail::step_commit(s, what);
+    return sqlite3_changes(db_.get()) == 1;
+  }
+
   void insert_run(const run_record& r) {
     sqlite3_stmt* s = stmt(q::insert_run);
     detail::stmt_use use(s);
@@ -812,7 +857,8 @@ class sqlite_store {
     notices_.push_back(
         "lease::sqlite_store: the store file '" + detail::sqlite_printable(path_) + "' " + what +
         " while this instance had it open (inode " + std::to_string(old_ino) +
-        " -> " + std::to_string(ino_) + "): every run and fence this instance knew of is lost to the store, "
+        " -> " + std::to_string(ino_) + "): every run, fence and pause of a job this instance knew of is lost to "
+        "the store (pause such jobs again), "
         "and a run may still be running whose state is gone. Loss recorded at " + iso(noticed) +
         " (store clock): no run starts until one lease after it, when every runner of a forgotten run has "
         "stopped. Replace or delete a store file (with its -wal and -shm) only while no instance runs");
@@ -855,5 +901,6 @@ static_assert(BatchHeartbeatStore<sqlite_store>);
 static_assert(BatchClaimStore<sqlite_store>);
 static_assert(BatchFinishStore<sqlite_store>);
 static_assert(NoticeStore<sqlite_store>);
+static_assert(PauseStore<sqlite_store>);
 
 }  // namespace lease

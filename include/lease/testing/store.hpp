@@ -4,7 +4,8 @@
 // Every Store model must answer exactly as the pure rules (lease/rules.hpp)
 // do. This suite generates random histories — claims, heartbeats (single and
 // batched), finishes, releases, reads and clock advances, from several
-// runners with fresh and stale tokens, on a few jobs and slots — applies each
+// runners with fresh and stale tokens, on a few jobs and slots, and, for a
+// PauseStore, pauses and resumes of jobs — applies each
 // to a fresh store and to the rules, and requires every answer to agree. It
 // also checks the invariants of doc/invariants.md that a store alone must keep
 // (1 skip, 2 fencing, 3 attempts, 4 lateness, 5 one winner, 7 retention,
@@ -73,7 +74,8 @@ inline std::string describe(const claim_result& c) {
 
 namespace conformance {
 
-enum class op_kind { claim, claim_many, heartbeat, heartbeat_many, finish, release, finish_many, unfinished, get, advance, boundary, lose_state };
+enum class op_kind { claim, claim_many, heartbeat, heartbeat_many, finish, release, finish_many, unfinished, get, advance, boundary, lose_state,
+                     pause, resume, paused };
 
 /// Which boundary a `boundary` step moves the clock to (± 1 ms).
 enum class edge { lease_end, late, prune, early, quarantine };
@@ -164,7 +166,12 @@ inline rc::Gen<op> gen_op() {
       gen::build<op>(gen::set(&op::kind, gen::just(op_kind::get)), gen::set(&op::job, idx(3)),
                      gen::set(&op::slot, idx(5))),
       gen::build<op>(gen::set(&op::kind, gen::just(op_kind::advance)),
-                     gen::set(&op::ms, gen::inRange<std::int64_t>(0, 45'000))));
+                     gen::set(&op::ms, gen::inRange<std::int64_t>(0, 45'000))),
+      // An operator's pause and resume (PauseStore; skipped for a store
+      // without it), and the read of it.
+      gen::build<op>(gen::set(&op::kind, gen::just(op_kind::pause)), gen::set(&op::job, idx(3))),
+      gen::build<op>(gen::set(&op::kind, gen::just(op_kind::resume)), gen::set(&op::job, idx(3))),
+      gen::build<op>(gen::set(&op::kind, gen::just(op_kind::paused)), gen::set(&op::job, idx(3))));
   // Losses are rare (one in ~60 steps): a history should also live long
   // enough after one to meet its quarantine's end.
   return gen::weightedOneOf<op>({{20, ordinary}, {10, boundary},
@@ -446,6 +453,31 @@ void replay(S& store, fake_clock clock, const settings& cfg, const std::vector<o
         log << "unfinished job#" << o.job << " -> " << got.size() << " runs\n";
         if (got != want) fail("unfinished answered " + std::to_string(got.size()) + " runs, the rules " +
                               std::to_string(want.size()) + " (or the records differ)");
+        break;
+      }
+      case op_kind::pause:
+      case op_kind::resume:
+      case op_kind::paused: {
+        const auto& job = jobs()[static_cast<std::size_t>(o.job)];
+        const char* name = o.kind == op_kind::pause ? "pause" : o.kind == op_kind::resume ? "resume" : "paused";
+        if constexpr (PauseStore<S>) {
+          bool want = false, got = false;
+          if (o.kind == op_kind::pause) {
+            want = rules::pause(model, job, now);
+            got = store.pause(job);
+          } else if (o.kind == op_kind::resume) {
+            want = rules::resume(model, job, now);
+            got = store.resume(job);
+          } else {
+            want = rules::paused(model, job);
+            got = store.paused(job);
+          }
+          log << name << " job#" << o.job << " -> " << got << "\n";
+          if (got != want)
+            fail(std::string(name) + " answered " + std::to_string(got) + ", the rules say " + std::to_string(want));
+        } else {
+          log << name << " job#" << o.job << " (skipped: not a PauseStore)\n";
+        }
         break;
       }
       case op_kind::get: {

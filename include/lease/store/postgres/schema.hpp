@@ -3,16 +3,19 @@
 // operation prepares.
 //
 // Tables (all in the store's schema):
-//   lease_schema_version(version)   one row: the layout below is version 3
+//   lease_schema_version(version)   one row: the layout below is version 4
 //       (version 1: a slower lease_claim; version 2: an index of running
-//       runs that made every finish a non-HOT update; migrated on connect)
+//       runs that made every finish a non-HOT update; version 3: no pause;
+//       migrated on connect)
 //   lease_store(id = 1, marker, lost_at)
 //       marker: a random id written when the schema is created; a handle
 //       that finds another one than it saw before knows the state was
 //       replaced (schema dropped and recreated, a restored backup).
 //       lost_at: when a loss of state was detected (store clock, ms), if ever.
-//   lease_jobs(job, fence)          one row per job: its fence counter, and
-//       the row every claim of the job locks first
+//   lease_jobs(job, fence, paused)  one row per job: its fence counter,
+//       whether an operator paused it (rules::pause; a job that never ran
+//       gets its row from pause()), and the row every claim of the job
+//       locks first
 //   lease_runs(job, slot, attempt, token, fence, runner, status, lease_end,
 //              released, handovers)  one row per run, key (job, slot)
 // Job names, tokens and runners are bytea (any bytes, NUL included); times
@@ -30,6 +33,11 @@
 //     READ COMMITTED) sees all of the first's writes. New runs of a job are
 //     inserted only under that lock, so "has a newer run" and "which runs
 //     are running" cannot change under a claim.
+//   * the pause is a column of that row: a claim reads it with the lock
+//     (SELECT ... FOR UPDATE), and pause() and resume() are single
+//     statements that write it (an UPDATE, or an INSERT ... ON CONFLICT DO
+//     UPDATE), so they wait for a claim holding the row and a claim waits
+//     for them: each claim sees the pause as of a point in that order.
 //   * a claim then locks the run it asks for, the job's newer runs and its
 //     running runs (one SELECT ... FOR UPDATE, in slot order, which also
 //     reads them) before reading the clock and deciding. A
@@ -48,7 +56,10 @@
 //     it commits, finds the row and does nothing; it then takes the general
 //     path (lock the row, read the runs, read the clock again), so it is
 //     ordered after the first, with a later clock reading. Runs exist only
-//     under their job's row, so a job without one has no run to examine.
+//     under their job's row, so a job without one has no run to examine,
+//     and no pause either (pause() creates the row); a pause() that inserts
+//     the row meanwhile makes the first claim's insert wait, do nothing, and
+//     take the general path, which reads the pause under the lock.
 //   * heartbeat_many locks its rows in whatever order the join meets them;
 //     two batches sharing runs in opposite orders could deadlock (40P01):
 //     PostgreSQL aborts one, nothing of it is applied, and the store
@@ -63,13 +74,14 @@
 // newer layout).
 #pragma once
 
+#include <stdexcept>
 #include <string>
 #include <string_view>
 
 namespace lease::detail::postgres {
 
 /// The layout version this library writes.
-inline constexpr int schema_version = 3;
+inline constexpr int schema_version = 4;
 
 /// `sql` with every '@' replaced by the quoted schema name (a validated
 /// identifier: letters, digits, '_').
@@ -280,12 +292,52 @@ DROP INDEX IF EXISTS @.lease_runs_running;
 UPDATE @.lease_schema_version SET version = 3;
 )SQL";
 
+/// Version 4: the job's pause (lease_jobs.paused, false for every job of an
+/// older schema), and lease_claim checking it: version 2's function with the
+/// pause read under the job row's lock and a claim that would win answered
+/// paused (9) instead, changing nothing (rules::claim, cases 6 and 15).
+/// Built from upgrade_to_v2's text by the replacements below, so the diff
+/// between the two claims is exactly these lines; each must match once (a
+/// test migrates every version). Instances of version 3 still connected call
+/// the same function and get the same answers until a job is paused (then an
+/// outcome they do not know, a store_error: upgrade them before pausing).
+/// Run inside the migration's transaction, on a version 3 schema.
+[[nodiscard]] inline std::string upgrade_to_v4() {
+  std::string f(upgrade_to_v2);
+  auto replace = [&](std::string_view from, std::string_view to) {
+    const auto at = f.find(from);
+    if (at == std::string::npos || f.find(from, at + 1) != std::string::npos)
+      throw std::logic_error("lease postgres schema: upgrade_to_v4 does not match lease_claim version 2");
+    f.replace(at, from.size(), to);
+  };
+  replace("finished 5, none 6, early 7, quarantined 8)", "finished 5, none 6, early 7, quarantined 8, paused 9)");
+  replace("  v_others int4 := 0;\n", "  v_others int4 := 0;\n  v_paused bool := false;\n");
+  replace("SELECT j.fence INTO v_fence FROM @.lease_jobs j WHERE j.job = p_job FOR UPDATE;",
+          "SELECT j.fence, j.paused INTO v_fence, v_paused FROM @.lease_jobs j WHERE j.job = p_job FOR UPDATE;");
+  replace("ON CONFLICT (job) DO UPDATE SET fence = j.fence RETURNING j.fence INTO v_fence;",
+          "ON CONFLICT (job) DO UPDATE SET fence = j.fence RETURNING j.fence, j.paused INTO v_fence, v_paused;");
+  // The next attempt of an expired run (case 6): paused, the run left as it is.
+  replace("      o_lease_end := o_lost_at + p_lease;\n      RETURN;\n    ELSE\n      v_fence := greatest(v_fence + 1, o_now);\n",
+          "      o_lease_end := o_lost_at + p_lease;\n      RETURN;\n    ELSIF v_paused THEN\n      o_outcome := 9;\n"
+          "      RETURN;\n    ELSE\n      v_fence := greatest(v_fence + 1, o_now);\n");
+  // A new run (case 15): paused, nothing created.
+  replace("      o_outcome := 8;  -- a slot that may have run before the loss never starts (lease end: never)\n"
+          "      RETURN;\n    ELSE\n",
+          "      o_outcome := 8;  -- a slot that may have run before the loss never starts (lease end: never)\n"
+          "      RETURN;\n    ELSIF v_paused THEN\n      o_outcome := 9;\n      RETURN;\n    ELSE\n");
+  replace("UPDATE @.lease_schema_version SET version = 2;", "UPDATE @.lease_schema_version SET version = 4;");
+  return "ALTER TABLE @.lease_jobs ADD COLUMN paused bool NOT NULL DEFAULT false;\n" + f;
+}
+
 /// The prepared statements, by index.
-enum class stmt : unsigned { claim, heartbeat, heartbeat_many, finish, release, get, unfinished, now, note_loss, state, count_ };
+enum class stmt : unsigned {
+  claim, heartbeat, heartbeat_many, finish, release, get, unfinished, now, note_loss, state, pause, resume, paused, count_
+};
 
 inline constexpr const char* stmt_names[] = {"lease_claim", "lease_heartbeat", "lease_heartbeat_many", "lease_finish",
                                              "lease_release", "lease_get", "lease_unfinished", "lease_now",
-                                             "lease_note_loss", "lease_state"};
+                                             "lease_note_loss", "lease_state", "lease_pause", "lease_resume",
+                                             "lease_paused"};
 
 #define LEASE_PG_RECORD "slot, attempt, token, fence, runner, status::int4, lease_end, released, handovers"
 #define LEASE_PG_PAYLOAD "CASE WHEN octet_length(job) <= 3900 THEN encode(job, 'hex') ELSE '' END"
@@ -330,6 +382,14 @@ inline constexpr std::string_view stmt_sql[] = {
     "SELECT @.lease_note_loss($1::int8)",
     // state
     "SELECT marker, lost_at FROM @.lease_store WHERE id = 1",
+    // pause: job. A row only when this statement set the pause (a job that
+    // never ran gets its row, fence 0, which the next won fence exceeds).
+    "INSERT INTO @.lease_jobs AS j (job, fence, paused) VALUES ($1::bytea, 0, true) "
+    "ON CONFLICT (job) DO UPDATE SET paused = true WHERE NOT j.paused RETURNING 1",
+    // resume: job. A row only when it was paused.
+    "UPDATE @.lease_jobs SET paused = false WHERE job = $1::bytea AND paused RETURNING 1",
+    // paused: job
+    "SELECT paused::int4 FROM @.lease_jobs WHERE job = $1::bytea AND paused",
 };
 
 #undef LEASE_PG_RECORD

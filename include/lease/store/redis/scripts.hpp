@@ -10,6 +10,9 @@
 //                        running slots oldest first, number of ended runs}
 //                        "q" -> the job's quarantine start (ms), set when a
 //                        loss of its state was detected (see redis.hpp)
+//                        "p" -> "1" while an operator paused the job
+//                        (rules::pause): in the runs hash, so the claim
+//                        script reads it in the same HMGET, on the same slot
 //   KEYS[2] ended  zset  the ended runs' slots (score = slot), for pruning
 // and the job's release channel "<tag>:released" (finish and release
 // SPUBLISH to it: push hand-over, subscriber.hpp),
@@ -41,8 +44,8 @@
 namespace lease::detail::redis {
 
 /// The scripts, by index into `scripts`.
-enum class script : unsigned { claim, heartbeat, finish, release, get, unfinished, marker };
-inline constexpr std::size_t script_count = 7;
+enum class script : unsigned { claim, heartbeat, finish, release, get, unfinished, marker, pause, resume, paused };
+inline constexpr std::size_t script_count = 10;
 
 // Helpers shared by the scripts. Each script pastes only the ones it uses:
 // a script's whole text runs on every call, and on the heartbeat path (a
@@ -114,7 +117,7 @@ inline constexpr std::size_t script_count = 7;
 inline constexpr std::string_view claim_lua =
     "#!lua\n"
     "local slot = ARGV[2]\n"
-    "local got = redis.call('HMGET', KEYS[1], slot, 'i', 'q')\n"
+    "local got = redis.call('HMGET', KEYS[1], slot, 'i', 'q', 'p')\n"
     "local r = got[1]\n" LEASE_REDIS_LUA_INLINE_REC LEASE_REDIS_LUA_INLINE_NOW
     // The job index: fence counter, newest slot, running slots, ended count.
     "local idx = got[2]\n"
@@ -178,6 +181,9 @@ inline constexpr std::string_view claim_lua =
     "    end_run(slot, r, 3)\n"
     "  elseif quarantine then\n"
     "    return {8, now, detected, lost + lease}\n"
+    // Paused (rules::pause): the expired run stays as it is.
+    "  elseif got[4] then\n"
+    "    return {9, now, detected}\n"
     "  else\n"
     "    outcome = 0\n"
     "    r[1] = r[1] + 1; r[2] = token; r[3] = next_fence(); r[4] = runner; r[5] = 0; r[6] = now + lease; r[7] = 0\n"
@@ -216,6 +222,8 @@ inline constexpr std::string_view claim_lua =
     // A slot that could have had state before the loss may have run: never
     // started as a new run (rules::claim; -1 stands for time_point::max()).
     "if lost and tonumber(slot) <= lost + 1000 then return {8, now, detected, -1} end\n"
+    // Paused: only a claim that would win gets here; nothing is written.
+    "if got[4] then return {9, now, detected} end\n"
     "for i, s in ipairs(others) do\n"
     "  local o = recs[i]\n"
     "  if o and o[5] == 0 and (not (now < o[6]) or overlap == 3) then end_run(s, o, 3) end\n"
@@ -360,6 +368,13 @@ inline constexpr std::string_view marker_lua =
     "end\n"
     "return {id, lost or false, detected and 1 or 0, now}\n";
 
+/// pause, resume, paused: KEYS runs; ARGV now (unused). The job's "p" field
+/// (rules::pause, resume, paused). Reply 1 if it changed (pause, resume) or
+/// is set (paused), else 0.
+inline constexpr std::string_view pause_lua = "#!lua\nreturn redis.call('HSETNX', KEYS[1], 'p', '1')\n";
+inline constexpr std::string_view resume_lua = "#!lua\nreturn redis.call('HDEL', KEYS[1], 'p')\n";
+inline constexpr std::string_view paused_lua = "#!lua flags=no-writes\nreturn redis.call('HEXISTS', KEYS[1], 'p')\n";
+
 #undef LEASE_REDIS_LUA_NOW
 #undef LEASE_REDIS_LUA_INLINE_NOW
 #undef LEASE_REDIS_LUA_INLINE_REC
@@ -371,12 +386,13 @@ inline constexpr std::string_view marker_lua =
 
 /// Every script, indexed by `script`.
 inline constexpr std::array<std::string_view, script_count> scripts{
-    claim_lua, heartbeat_lua, finish_lua, release_lua, get_lua, unfinished_lua, marker_lua};
+    claim_lua, heartbeat_lua, finish_lua, release_lua, get_lua, unfinished_lua, marker_lua,
+    pause_lua, resume_lua, paused_lua};
 
 /// How many of the job's keys (runs, ended — in that order) each script
 /// declares: only those it touches, as Redis Cluster requires, and no more
 /// bytes per call than it needs. The marker script takes the store key instead.
-inline constexpr std::array<unsigned, script_count> key_counts{2, 1, 2, 1, 1, 1, 1};
+inline constexpr std::array<unsigned, script_count> key_counts{2, 1, 2, 1, 1, 1, 1, 1, 1, 1};
 
 /// Fields of a record in a reply: slot, then the 8 stored fields.
 inline constexpr std::size_t record_width = 9;

@@ -178,7 +178,8 @@ template <class Link>
     s += iso_utc(lost_at + lease->count()) + " (store clock), one lease after the loss was noticed";
   else
     s += "one lease (of each claim) after " + iso_utc(lost_at) + " (store clock), when the loss was noticed";
-  s += ", so any runner of a forgotten run has stopped";
+  s += ", so any runner of a forgotten run has stopped; a job paused in the lost keys is no longer paused "
+       "(pause it again)";
   return s;
 }
 

@@ -1,12 +1,12 @@
 // lease/store/sqlite/schema.hpp — the lease tables in a SQLite file (schema
-// version 2), and opening a file: create the schema in an empty database,
-// upgrade version 1 (add lease_meta), accept our own, refuse everything else
-// with a clear error.
+// version 3), and opening a file: create the schema in an empty database,
+// upgrade version 1 (add lease_meta) and version 2 (add lease_jobs.paused),
+// accept our own, refuse everything else with a clear error.
 //
 // Internal (lease::detail); the layout is documented here for operators who
 // look at a jobs.db with the sqlite3 shell.
 //
-//   lease_schema(version)          one row: the schema version (2)
+//   lease_schema(version)          one row: the schema version (3)
 //   lease_meta(name, value)        facts about the file itself, ms on the
 //                                  store's clock: 'created_at' (when lease
 //                                  created the schema), 'lost_at' (when the
@@ -16,9 +16,11 @@
 //                                  'lost_detected' (1 once a loss was detected,
 //                                  not only a new file quarantined: then a new
 //                                  run of a slot ≤ lost_at + 1 s never starts)
-//   lease_jobs(job, fence)         per-job fence counter: +1 on every won
+//   lease_jobs(job, fence, paused) per-job fence counter: +1 on every won
 //                                  attempt; never pruned, so fences stay
-//                                  unique even after old runs are deleted
+//                                  unique even after old runs are deleted;
+//                                  paused: 1 while an operator paused the job
+//                                  (no claim of it wins: rules::pause)
 //   lease_runs(job, slot, attempt, token, fence, runner, status, lease_end,
 //              released, handovers)
 //                                  one row per run with state; key (job, slot)
@@ -48,18 +50,19 @@
 namespace lease::detail {
 
 /// The schema version this library reads and writes.
-inline constexpr std::int64_t sqlite_schema_version = 2;
+inline constexpr std::int64_t sqlite_schema_version = 3;
 
 inline constexpr const char* sqlite_schema_ddl = R"sql(
 CREATE TABLE lease_schema (version INTEGER NOT NULL);
-INSERT INTO lease_schema (version) VALUES (2);
+INSERT INTO lease_schema (version) VALUES (3);
 CREATE TABLE lease_meta (
   name  TEXT    NOT NULL PRIMARY KEY,
   value INTEGER NOT NULL
 ) WITHOUT ROWID;
 CREATE TABLE lease_jobs (
-  job   BLOB    NOT NULL PRIMARY KEY,
-  fence INTEGER NOT NULL
+  job    BLOB    NOT NULL PRIMARY KEY,
+  fence  INTEGER NOT NULL,
+  paused INTEGER NOT NULL DEFAULT 0
 ) WITHOUT ROWID;
 CREATE TABLE lease_runs (
   job       BLOB    NOT NULL,
@@ -87,6 +90,14 @@ CREATE TABLE lease_meta (
 UPDATE lease_schema SET version = 2;
 )sql";
 
+/// Version 2 → 3: the job's pause. Every job of a version-2 file runs (was
+/// never paused): the column's default. (ADD COLUMN with a constant default
+/// rewrites nothing: existing rows read the default.)
+inline constexpr const char* sqlite_upgrade_2_to_3 = R"sql(
+ALTER TABLE lease_jobs ADD COLUMN paused INTEGER NOT NULL DEFAULT 0;
+UPDATE lease_schema SET version = 3;
+)sql";
+
 /// Names of the schema objects the user put in the file (SQLite's own
 /// sqlite_* objects excluded).
 [[nodiscard]] inline std::vector<std::string> sqlite_object_names(sqlite3* db) {
@@ -97,7 +108,7 @@ UPDATE lease_schema SET version = 2;
   return names;
 }
 
-/// Checks that the file holds lease schema version 1 or 2 with its tables.
+/// Checks that the file holds lease schema version 1, 2 or 3 with its tables.
 /// Returns the version, or 0 if the database is empty (nothing to check:
 /// create it).
 [[nodiscard]] inline std::int64_t sqlite_check_schema(sqlite3* db, std::string_view path) {
@@ -131,12 +142,12 @@ UPDATE lease_schema SET version = 2;
                  "has " + std::to_string(versions.size()) +
                      " rows in lease_schema (lease writes exactly one): the file was changed by "
                      "something else; give the store another path");
-  if (versions[0] != 1 && versions[0] != sqlite_schema_version)
+  if (versions[0] != 1 && versions[0] != 2 && versions[0] != sqlite_schema_version)
     throw_sqlite(sqlite_errc::unknown_schema_version, path,
                  "has lease schema version " + std::to_string(versions[0]) +
                      "; this library reads and writes only version " +
                      std::to_string(sqlite_schema_version) +
-                     " (and upgrades version 1): open it with the lease release that wrote it, or give "
+                     " (and upgrades versions 1 and 2): open it with the lease release that wrote it, or give "
                      "the store another path");
   for (std::string_view t : {"lease_jobs", "lease_runs", "lease_runs_running", "lease_meta"})
     if (!has(t) && (t != "lease_meta" || versions[0] >= 2))
@@ -211,7 +222,9 @@ struct sqlite_opened {
     if (read_only && !exists)
       throw_sqlite(db.get(), SQLITE_READONLY, path,
                    "has no lease schema yet and is opened read-only, so it cannot be created");
-    if (read_only) return {std::move(db), false};  // version 1, read-only: lease_meta is never read then
+    // An older version, read-only: an inspector reads runs, never lease_meta
+    // or a pause (paused() answers from a column it may lack: see sqlite_store).
+    if (read_only) return {std::move(db), false};
     // Several processes may open a new file at once: create (or upgrade)
     // under the write lock and look again, so exactly one of them does it.
     exec(db.get(), "BEGIN IMMEDIATE", path, "cannot lock the database to create the lease schema");
@@ -229,8 +242,11 @@ struct sqlite_opened {
         put("created_at", created_at_ms);
         if (lost_at_ms) put("lost_at", *lost_at_ms);
         created = true;
-      } else if (now_version == 1) {
-        exec(db.get(), sqlite_upgrade_1_to_2, path, "cannot upgrade the lease schema from version 1 to 2");
+      } else {
+        if (now_version == 1)
+          exec(db.get(), sqlite_upgrade_1_to_2, path, "cannot upgrade the lease schema from version 1 to 2");
+        if (now_version <= 2)
+          exec(db.get(), sqlite_upgrade_2_to_3, path, "cannot upgrade the lease schema from version 2 to 3");
       }
       exec(db.get(), "COMMIT", path, "cannot commit the lease schema");
     } catch (...) {
