@@ -15,6 +15,7 @@
 #include "lease/store/redis.hpp"
 #include "redis/proxy.hpp"
 #include "redis/server.hpp"
+#include "redis/wait.hpp"
 
 using namespace std::chrono_literals;
 using lease::claim_outcome;
@@ -270,8 +271,10 @@ TEST_CASE("a command that outlives command_timeout fails as unavailable and the 
   lease::redis_store store{o};
   const run_key run{"j", at(6'000'000)};
   REQUIRE(store.claim(request("j", run.slot, "t1")).outcome == claim_outcome::won);
-  std::thread sleeper([&] { srv.command({"DEBUG", "SLEEP", "0.6"}); });
-  std::this_thread::sleep_for(100ms);
+  std::jthread sleeper([&] { srv.command({"DEBUG", "SLEEP", "0.6"}); });  // joined on every way out
+  // The call must reach a server already asleep: wait until a PING of
+  // another connection goes unanswered (the sleep has begun).
+  REQUIRE(lease::testing::wait_for([&] { return srv.busy(); }, 5s));
   auto err = error_of([&] { (void)store.heartbeat(run, "t1", 30s); });
   sleeper.join();
   CHECK(err == lease::errc::unavailable);
@@ -286,8 +289,10 @@ TEST_CASE("a claim whose reply is lost and cannot be read back is outcome_unknow
   o.command_timeout = 150ms;
   lease::redis_store store{o};
   REQUIRE_FALSE(store.get({"j", at(7'000'000)}));  // connected
-  std::thread sleeper([&] { srv.command({"DEBUG", "SLEEP", "0.8"}); });
-  std::this_thread::sleep_for(100ms);
+  std::jthread sleeper([&] { srv.command({"DEBUG", "SLEEP", "0.8"}); });
+  // The call must reach a server already asleep: wait until a PING of
+  // another connection goes unanswered (the sleep has begun).
+  REQUIRE(lease::testing::wait_for([&] { return srv.busy(); }, 5s));
   auto err = error_of([&] { (void)store.claim(request("j", at(7'000'000), "t1")); });
   sleeper.join();
   CHECK(err == lease::errc::outcome_unknown);
@@ -297,8 +302,8 @@ TEST_CASE("a claim whose reply is lost and cannot be read back is outcome_unknow
   } catch (const lease::store_error&) {
   }
   {
-    std::thread again([&] { srv.command({"DEBUG", "SLEEP", "0.5"}); });
-    std::this_thread::sleep_for(100ms);
+    std::jthread again([&] { srv.command({"DEBUG", "SLEEP", "0.5"}); });
+    REQUIRE(lease::testing::wait_for([&] { return srv.busy(); }, 5s));
     std::string what;
     try {
       (void)store.claim(request("j", at(7'000'001), "t2"));
@@ -324,11 +329,14 @@ TEST_CASE("a claim that timed out on a stalled server is resolved as won whichev
   o.command_timeout = 300ms;
   lease::redis_store store{o};
   REQUIRE_FALSE(store.get({"j", at(7'500'000)}));  // connected
-  std::thread sleeper([&] { srv.command({"DEBUG", "SLEEP", "0.45"}); });
-  std::this_thread::sleep_for(100ms);
-  // Times out at ~400 ms; the read back, sent then, is answered after the
-  // server wakes at ~450 ms, before or after the first copy runs. Either way
-  // the claim is ours, and it ran once.
+  std::jthread sleeper([&] { srv.command({"DEBUG", "SLEEP", "0.45"}); });
+  // The call must reach a server already asleep: wait until a PING of
+  // another connection goes unanswered (the sleep has begun).
+  REQUIRE(lease::testing::wait_for([&] { return srv.busy(); }, 5s));
+  // Sent within the sleep's first ~25 ms, the claim times out at ~325 ms; the
+  // read back, sent then, is answered after the server wakes at ~450 ms,
+  // before or after the first copy runs. Either way the claim is ours, and
+  // it ran once.
   auto res = store.claim(request("j", at(7'500'000), "t1"));
   sleeper.join();
   CHECK(res.outcome == claim_outcome::won);
