@@ -274,3 +274,31 @@ TEST_CASE("without a caller clock the store's clock is redis TIME") {
   CHECK(taken.record.attempt == 2);
   CHECK(taken.store_now - res.store_now >= 400ms);
 }
+
+TEST_CASE("list_jobs lists only its own prefix's jobs, whatever glob characters the prefixes hold, past one SCAN page") {
+  lease::testing::redis_server srv;
+  lease::fake_clock clock{at(1'700'000'000'000)};
+  // A pattern built from an unescaped "p*" would match every other prefix here;
+  // "p" is a prefix of them all, and "p:1" makes keys that begin like "p"'s.
+  const std::vector<std::string> prefixes{"p*", "p?x", "p[x]\\", "px", "p", "p:1"};
+  std::vector<lease::redis_store> stores;
+  for (const auto& p : prefixes) stores.push_back(make_store(srv, clock, p));
+  for (std::size_t i = 0; i < stores.size(); ++i)
+    REQUIRE(stores[i].claim(request("job of " + prefixes[i], at(1'700'000'000'000), "t")).outcome == claim_outcome::won);
+  // More jobs than one SCAN page (COUNT 1000) under one prefix.
+  std::vector<claim_request> many;
+  for (int i = 0; i < 2'500; ++i) many.push_back(request("bulk " + std::to_string(i), at(1'700'000'000'000), "b"));
+  for (const auto& r : stores[4].claim_many(many)) REQUIRE(r.outcome == claim_outcome::won);
+  for (std::size_t i = 0; i < stores.size(); ++i) {
+    INFO("prefix " << prefixes[i]);
+    const auto jobs = stores[i].list_jobs();
+    if (i == 4) {
+      REQUIRE(jobs.size() == 2'501);
+      CHECK(std::is_sorted(jobs.begin(), jobs.end(), [](const auto& a, const auto& b) { return a.name < b.name; }));
+    } else {
+      REQUIRE(jobs.size() == 1);
+      CHECK(jobs[0].name == "job of " + prefixes[i]);
+      CHECK(jobs[0].last_run.has_value());
+    }
+  }
+}
