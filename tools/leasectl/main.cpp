@@ -1,0 +1,187 @@
+// leasectl — an operator's look into a lease store, and its hands on it:
+//
+//   leasectl --store URL jobs [--json]              every job the store holds state for
+//   leasectl --store URL runs JOB [--limit N]       a job's runs, newest slot first
+//   leasectl --store URL pause JOB                  no claim of JOB wins, on any instance
+//   leasectl --store URL resume JOB                 lifts the pause
+//
+// It drives every store through the same generic code: what a store cannot
+// do (a capability it lacks: PauseStore, InspectStore) is an error with its
+// own exit code, never a silent nothing. Exit codes are in `kFooter`.
+#include <cstdio>
+#include <exception>
+#include <string>
+#include <system_error>
+
+#include <CLI/CLI.hpp>
+
+#include <lease/error.hpp>
+#include <lease/store/concept.hpp>
+#include <lease/store/inspect.hpp>
+
+#include "output.hpp"
+#include "store_url.hpp"
+
+namespace {
+
+enum exit_code : int { ok = 0, store_failed = 1, usage = 2, cannot = 3, no_such_job = 4 };
+
+constexpr const char* kFooter =
+    "Store URLs: PATH or sqlite:PATH (an existing SQLite file); redis://[user:pass@]host[:port][/db];\n"
+    "  redis+cluster://[user:pass@]host[:port] (a Redis Cluster seed node); postgres://… or postgresql://…\n"
+    "  (a libpq URI); postgres:key=value … (a libpq conninfo). Passwords are never printed.\n"
+    "\n"
+    "Exit codes:\n"
+    "  0  done (pause of a paused job, resume of a running one: done, nothing changed)\n"
+    "  1  the store failed: unreachable, timed out, or its data is not lease's (message on stderr)\n"
+    "  2  usage error: bad arguments, a store URL or job name the store refuses\n"
+    "  3  this store cannot do that (it lacks the capability, e.g. listing jobs)\n"
+    "  4  runs JOB: the store has no state for JOB (no run, no fence, no pause)\n"
+    "\n"
+    "Not yet: trigger, stop, purge and watch (they need store support lease does not have yet).\n";
+
+enum class verb { jobs, runs, pause, resume };
+
+struct command {
+  verb what = verb::jobs;
+  std::string job;
+  std::size_t limit = 20;
+  bool json = false;
+};
+
+void print(const std::string& s) { std::fwrite(s.data(), 1, s.size(), stdout); }
+
+const char* kind_name(leasectl::store_kind k) {
+  switch (k) {
+    case leasectl::store_kind::sqlite: return "SQLite";
+    case leasectl::store_kind::redis: return "Redis";
+    case leasectl::store_kind::postgres: return "PostgreSQL";
+  }
+  return "?";
+}
+
+/// What the store lacks, as a sentence; exit code 3.
+int cannot_do(const leasectl::store_spec& spec, const std::string& what, const char* capability) {
+  std::fprintf(stderr,
+               "leasectl: the %s store (%s) cannot %s: this build of lease gives it no %s yet. "
+               "Nothing was changed.\n",
+               kind_name(spec.kind), spec.shown.c_str(), what.c_str(), capability);
+  return cannot;
+}
+
+template <class S>
+int run(S& s, const command& c, const leasectl::store_spec& spec) {
+  switch (c.what) {
+    case verb::jobs:
+      if constexpr (lease::InspectStore<S>) {
+        const auto jobs = s.list_jobs();
+        const auto now = s.now();
+        print(c.json ? leasectl::jobs_json(jobs, now) : leasectl::jobs_table(jobs, now));
+        return ok;
+      } else {
+        return cannot_do(spec, "list its jobs", "list_jobs (InspectStore)");
+      }
+    case verb::runs:
+      if constexpr (lease::InspectStore<S>) {
+        const auto runs = s.list_runs(c.job, c.limit);
+        if (runs.empty()) {
+          bool known = false;
+          for (const auto& j : s.list_jobs()) known = known || j.name == c.job;
+          if (!known) {
+            std::fprintf(stderr,
+                         "leasectl: the %s store (%s) has no state for job '%s': it never ran there and was "
+                         "never paused. Check the name (`leasectl jobs` lists them) and --store%s.\n",
+                         kind_name(spec.kind), spec.shown.c_str(), c.job.c_str(),
+                         spec.kind == leasectl::store_kind::sqlite ? "" : " and --namespace");
+            return no_such_job;
+          }
+        }
+        const auto now = s.now();
+        print(c.json ? leasectl::runs_json(runs, now) : leasectl::runs_table(runs, now));
+        return ok;
+      } else {
+        return cannot_do(spec, "list the runs of a job", "list_runs (InspectStore)");
+      }
+    case verb::pause:
+    case verb::resume:
+      if constexpr (lease::PauseStore<S>) {
+        const bool pausing = c.what == verb::pause;
+        const bool changed = pausing ? s.pause(c.job) : s.resume(c.job);
+        if (c.json) {
+          print(leasectl::detail::json_object{}
+                    .text("job", c.job)
+                    .boolean("paused", pausing)
+                    .boolean("changed", changed)
+                    .str() +
+                "\n");
+        } else if (pausing) {
+          print("job " + c.job + (changed ? " paused" : " was already paused") +
+                ": no claim of it wins on any instance until `leasectl resume " + c.job + "`\n");
+        } else {
+          print("job " + c.job +
+                (changed ? " resumed: its next slot is claimed as usual" : " was not paused: nothing changed") +
+                "\n");
+        }
+        return ok;
+      } else {
+        return cannot_do(spec, c.what == verb::pause ? "pause a job" : "resume a job", "pause/resume (PauseStore)");
+      }
+  }
+  return usage;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"leasectl: look into a lease store and pause or resume its jobs"};
+  app.footer(kFooter);
+  app.require_subcommand(1, 1);
+  app.fallthrough();  // --json and --store after the command too
+
+  std::string url;
+  leasectl::store_settings settings;
+  command c;
+  app.add_option("--store", url, "the store the instances share (forms below; or $LEASECTL_STORE)")
+      ->required()
+      ->envname("LEASECTL_STORE");
+  app.add_option("--namespace", settings.ns, "Redis key prefix or PostgreSQL schema the instances use")
+      ->capture_default_str();
+  app.add_flag("--json", c.json, "one JSON document instead of a table or a sentence");
+
+  auto* jobs = app.add_subcommand("jobs", "every job the store holds state for, by name");
+  auto* runs = app.add_subcommand("runs", "a job's runs, newest slot first");
+  runs->add_option("JOB", c.job, "the job's name")->required();
+  runs->add_option("--limit", c.limit, "at most this many runs")->capture_default_str()->check(CLI::Range(1, 1000000));
+  auto* pause = app.add_subcommand("pause", "no claim of JOB wins on any instance until resume (runs in progress go on)");
+  pause->add_option("JOB", c.job, "the job's name")->required();
+  auto* resume = app.add_subcommand("resume", "lift a pause: the job's next slot is claimed as usual");
+  resume->add_option("JOB", c.job, "the job's name")->required();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);  // prints help, or the error and a hint
+    return code == 0 ? ok : usage;
+  }
+  c.what = jobs->parsed() ? verb::jobs : runs->parsed() ? verb::runs : pause->parsed() ? verb::pause : verb::resume;
+
+  leasectl::store_spec spec;
+  try {
+    spec = leasectl::parse_store_url(url);
+  } catch (const leasectl::bad_store_url& e) {
+    std::fprintf(stderr, "leasectl: %s\n", e.what());
+    return usage;
+  }
+  try {
+    return leasectl::with_store(spec, settings, [&](auto& s) { return run(s, c, spec); });
+  } catch (const lease::store_error& e) {
+    // The stores redact their own messages; scrub() is the second lock.
+    const std::string msg = leasectl::scrub(e.what(), spec.secrets);
+    std::fprintf(stderr, "leasectl: the %s store (%s): %s\n", kind_name(spec.kind), spec.shown.c_str(), msg.c_str());
+    return e.code() == lease::errc::invalid_argument ? usage : store_failed;
+  } catch (const std::exception& e) {
+    const std::string msg = leasectl::scrub(e.what(), spec.secrets);
+    std::fprintf(stderr, "leasectl: the %s store (%s): %s\n", kind_name(spec.kind), spec.shown.c_str(), msg.c_str());
+    return store_failed;
+  }
+}
