@@ -7,6 +7,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "lease/run.hpp"
+#include "lease/store/inspect.hpp"
 
 namespace lease::rules {
 
@@ -293,6 +295,34 @@ inline std::optional<run_record> get(const run_table& t, const run_key& k) {
   auto r = j->second.runs.find(k.slot);
   if (r == j->second.runs.end()) return std::nullopt;
   return r->second;
+}
+
+/// Every job the table holds state for — a fence (an attempt was won), a
+/// pause, or a run — ordered by name (bytewise), each with its newest run.
+/// A job whose only state was a pause that was lifted before it ever ran
+/// holds nothing an operator could act on, and is not listed.
+inline std::vector<stored_job> list_jobs(const run_table& t) {
+  std::vector<stored_job> out;
+  for (const auto& [name, js] : t.jobs) {
+    if (js.fence == 0 && !js.paused && js.runs.empty()) continue;
+    stored_job j;
+    j.name = name;
+    j.fence = js.fence;
+    j.paused = js.paused;
+    if (!js.runs.empty()) j.last_run = js.runs.rbegin()->second;
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+/// The job's runs with state, newest slot first, at most `limit` of them.
+inline std::vector<run_record> list_runs(const run_table& t, std::string_view job, std::size_t limit) {
+  std::vector<run_record> out;
+  auto j = t.jobs.find(job);
+  if (j == t.jobs.end()) return out;
+  for (auto it = j->second.runs.rbegin(); it != j->second.runs.rend() && out.size() < limit; ++it)
+    out.push_back(it->second);
+  return out;
 }
 
 }  // namespace lease::rules

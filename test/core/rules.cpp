@@ -447,3 +447,67 @@ TEST_CASE("a store that lost its state lost its pauses too") {
   c.store.lose_state();
   CHECK_FALSE(c.store.paused("report"));
 }
+
+TEST_CASE("list_jobs names every job with a fence, a pause or a run, by name, with its fence, pause and newest run") {
+  cluster c;
+  CHECK(c.store.list_jobs().empty());
+  const auto first = c.claim(t0);  // "report": a run
+  REQUIRE(first.outcome == claim_outcome::won);
+  REQUIRE(c.store.finish({"report", t0}, first.record.token, run_status::failed));
+  c.clock.advance(60s);
+  const auto second = c.claim(t0 + 60s);
+  REQUIRE(second.outcome == claim_outcome::won);
+  REQUIRE(c.store.pause("backup"));  // never ran: only its pause
+  REQUIRE(c.store.pause("zz-resumed"));
+  REQUIRE(c.store.resume("zz-resumed"));  // nothing left an operator could act on
+  const auto jobs = c.store.list_jobs();
+  REQUIRE(jobs.size() == 2);
+  CHECK(jobs[0].name == "backup");
+  CHECK(jobs[0].paused);
+  CHECK(jobs[0].fence == 0);
+  CHECK_FALSE(jobs[0].last_run.has_value());
+  CHECK(jobs[1].name == "report");
+  CHECK_FALSE(jobs[1].paused);
+  CHECK(jobs[1].fence == second.record.fence);
+  CHECK(jobs[1].last_run == second.record);  // the newest slot, not the first one won
+  CHECK(jobs == lease::rules::list_jobs(c.store.snapshot()));
+}
+
+TEST_CASE("list_jobs orders names bytewise and keeps a job whose runs were pruned by its fence") {
+  lease::rules::run_table t;
+  t.jobs["\xc3\xa9t\xc3\xa9"].fence = 7;  // UTF-8 sorts after ASCII, as unsigned bytes
+  t.jobs["Zeta"].paused = true;
+  t.jobs["alpha"].fence = 3;              // runs pruned away, the fence stays
+  const auto jobs = lease::rules::list_jobs(t);
+  REQUIRE(jobs.size() == 3);
+  CHECK(jobs[0].name == "Zeta");
+  CHECK(jobs[1].name == "alpha");
+  CHECK(jobs[2].name == "\xc3\xa9t\xc3\xa9");
+  CHECK(jobs[1].fence == 3);
+  CHECK_FALSE(jobs[1].last_run.has_value());
+}
+
+TEST_CASE("list_runs gives the job's runs newest slot first, at most limit, and nothing for an unknown job") {
+  cluster c;
+  std::vector<lease::run_record> won;
+  for (int i = 0; i < 3; ++i) {
+    const auto slot = t0 + std::chrono::seconds(60 * i);
+    c.clock.set(slot);
+    const auto res = c.claim(slot);
+    REQUIRE(res.outcome == claim_outcome::won);
+    REQUIRE(c.store.finish({"report", slot}, res.record.token, run_status::success));
+    won.push_back(*c.store.get({"report", slot}));
+  }
+  const auto all = c.store.list_runs("report", 10);
+  REQUIRE(all.size() == 3);
+  CHECK(all[0] == won[2]);
+  CHECK(all[1] == won[1]);
+  CHECK(all[2] == won[0]);
+  const auto two = c.store.list_runs("report", 2);
+  REQUIRE(two.size() == 2);
+  CHECK(two[0] == won[2]);
+  CHECK(two[1] == won[1]);
+  CHECK(c.store.list_runs("report", 0).empty());
+  CHECK(c.store.list_runs("other", 10).empty());
+  CHECK(c.store.list_runs("repor", 10).empty());  // a prefix of a name is another job
+}

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -20,6 +21,7 @@
 #include "lease/clock/system.hpp"
 #include "lease/rules.hpp"
 #include "lease/store/concept.hpp"
+#include "lease/store/inspect.hpp"
 
 namespace lease {
 
@@ -134,6 +136,16 @@ class memory_store {
     return rules::paused(state_->table, job);
   }
 
+  /// InspectStore: rules::list_jobs and rules::list_runs under the lock.
+  std::vector<stored_job> list_jobs() {
+    std::scoped_lock lock(state_->mutex);
+    return rules::list_jobs(state_->table);
+  }
+  std::vector<run_record> list_runs(std::string_view job, std::size_t limit) {
+    std::scoped_lock lock(state_->mutex);
+    return rules::list_runs(state_->table, job, limit);
+  }
+
   /// Forgets every run and fence, as a store restarted without persistence
   /// would, and notices it at once (rules::lose_state): a fault for tests
   /// and the simulation.
@@ -177,4 +189,5 @@ static_assert(PushStore<memory_store<fake_clock>>);
 static_assert(BatchClaimStore<memory_store<fake_clock>>);
 static_assert(BatchFinishStore<memory_store<fake_clock>>);
 static_assert(PauseStore<memory_store<fake_clock>>);
+static_assert(InspectStore<memory_store<fake_clock>>);
 }  // namespace lease
