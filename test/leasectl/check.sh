@@ -47,6 +47,7 @@ expect_err() {
 
 lc --store "$URL" pause report
 expect "pause" 0 'job report paused: no claim of it wins on any instance until `leasectl resume report`'
+[[ $("$SEED" "$URL" claim report) == paused ]] || fail "an instance's claim of report was not refused as paused"
 lc --store "$URL" pause report
 expect "pause again" 0 'job report was already paused: no claim of it wins on any instance until `leasectl resume report`'
 
@@ -85,6 +86,7 @@ fi
 
 lc --store "$URL" resume report
 expect "resume" 0 "job report resumed: its next slot is claimed as usual"
+[[ $("$SEED" "$URL" claim report) == won ]] || fail "an instance's claim of report did not win after resume"
 lc --store "$URL" resume report --json
 expect "resume again --json" 0 '{"job":"report","paused":false,"changed":false}'
 if [[ $INSPECT == inspect ]]; then

@@ -9,6 +9,10 @@
 //
 // Slots are whole seconds. Exit 0 when every claim, finish and release
 // answered as the rules say; 1 otherwise (the test fails before leasectl runs).
+//
+// `leasectl_seed URL claim JOB`: an instance's claim of JOB's slot now;
+// prints its outcome ("won", "paused", …): what a pause does to instances.
+// (Overlap allowed: report's seeded run is still live.)
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -49,10 +53,27 @@ void seed(S& s) {
   if (!s.finish({"cleanup", b}, "t4", lease::run_status::failed)) fail("finish of cleanup failed");
 }
 
+template <class S>
+void claim_now(S& s, const std::string& job) {
+  lease::claim_request r;
+  r.run = {job, std::chrono::floor<std::chrono::seconds>(s.now())};
+  r.runner = "api-9";
+  r.token = "t9";
+  r.overlap = lease::overlap_mode::allow;  // report's running run does not stand in the way
+  r.deadline = r.run.slot + std::chrono::seconds(60);
+  std::printf("%s\n", std::string(lease::to_string(s.claim(r).outcome)).c_str());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2) fail("usage: leasectl_seed URL");
+  if (argc != 2 && !(argc == 4 && std::string(argv[2]) == "claim")) fail("usage: leasectl_seed URL [claim JOB]");
+  const auto act = [&](auto& s) {
+    if (argc == 4)
+      claim_now(s, argv[3]);
+    else
+      seed(s);
+  };
   try {
     const auto spec = leasectl::parse_store_url(argv[1]);
     if (spec.kind == leasectl::store_kind::sqlite) {
@@ -61,9 +82,9 @@ int main(int argc, char** argv) {
       lease::sqlite_options o;
       o.quarantine_new_file = false;
       lease::sqlite_store s{spec.target, std::move(o)};
-      seed(s);
+      act(s);
     } else {
-      leasectl::with_store(spec, {}, [](auto& s) { seed(s); });
+      leasectl::with_store(spec, {}, act);
     }
   } catch (const std::exception& e) {
     fail(e.what());
