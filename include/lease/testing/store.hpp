@@ -5,7 +5,8 @@
 // do. This suite generates random histories — claims, heartbeats (single and
 // batched), finishes, releases, reads and clock advances, from several
 // runners with fresh and stale tokens, on a few jobs and slots, and, for a
-// PauseStore, pauses and resumes of jobs — applies each
+// PauseStore, pauses and resumes of jobs, and for an InspectStore, an
+// operator's list_jobs() and list_runs(job, limit) — applies each
 // to a fresh store and to the rules, and requires every answer to agree. It
 // also checks the invariants of doc/invariants.md that a store alone must keep
 // (1 skip, 2 fencing, 3 attempts, 4 lateness, 5 one winner, 7 retention,
@@ -14,6 +15,10 @@
 // Plug a store in with one line, inside a Catch2 TEST_CASE:
 //
 //   lease::testing::check_store([](lease::fake_clock c) { return my_store{..., c}; });
+//
+// An InspectStore is also given jobs with hostile names once (quotes,
+// backslashes, SQL, glob and hash-tag characters, NUL, UTF-8, 10 kB) and
+// must list each exactly as it was given.
 //
 // (store_conforms() returns the verdict instead, for other test frameworks.)
 // The rules it holds a store to: doc/store-rules.md; the invariants:
@@ -39,7 +44,10 @@
 #include <catch2/catch.hpp>
 #include <rapidcheck.h>
 
+#include <cstddef>
+#include <iostream>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -52,6 +60,7 @@
 #include "lease/clock/fake.hpp"
 #include "lease/rules.hpp"
 #include "lease/store/concept.hpp"
+#include "lease/store/inspect.hpp"
 
 namespace lease::testing {
 
@@ -72,10 +81,22 @@ inline std::string describe(const claim_result& c) {
          " store_now=" + std::to_string(c.store_now.time_since_epoch().count());
 }
 
+inline std::string describe(const stored_job& j) {
+  return "{name=" + j.name + " fence=" + std::to_string(j.fence) + " paused=" + std::to_string(j.paused) +
+         " last_run=" + describe(j.last_run) + "}";
+}
+
+template <class T>
+std::string describe(const std::vector<T>& v) {
+  std::string out = "[";
+  for (const auto& x : v) out += "\n    " + describe(x);
+  return out + "]";
+}
+
 namespace conformance {
 
 enum class op_kind { claim, claim_many, heartbeat, heartbeat_many, finish, release, finish_many, unfinished, get, advance, boundary, lose_state,
-                     pause, resume, paused };
+                     pause, resume, paused, list_jobs, list_runs };
 
 /// Which boundary a `boundary` step moves the clock to (± 1 ms).
 enum class edge { lease_end, late, prune, early, quarantine };
@@ -171,7 +192,12 @@ inline rc::Gen<op> gen_op() {
       // without it), and the read of it.
       gen::build<op>(gen::set(&op::kind, gen::just(op_kind::pause)), gen::set(&op::job, idx(3))),
       gen::build<op>(gen::set(&op::kind, gen::just(op_kind::resume)), gen::set(&op::job, idx(3))),
-      gen::build<op>(gen::set(&op::kind, gen::just(op_kind::paused)), gen::set(&op::job, idx(3))));
+      gen::build<op>(gen::set(&op::kind, gen::just(op_kind::paused)), gen::set(&op::job, idx(3))),
+      // An operator's listing (InspectStore; skipped for a store without
+      // it): every job, and one job's newest runs, `ms` of them at most.
+      gen::build<op>(gen::set(&op::kind, gen::just(op_kind::list_jobs))),
+      gen::build<op>(gen::set(&op::kind, gen::just(op_kind::list_runs)), gen::set(&op::job, idx(3)),
+                     gen::set(&op::ms, gen::inRange<std::int64_t>(0, 7))));
   // Losses are rare (one in ~60 steps): a history should also live long
   // enough after one to meet its quarantine's end.
   return gen::weightedOneOf<op>({{20, ordinary}, {10, boundary},
@@ -255,6 +281,23 @@ void replay(S& store, fake_clock clock, const settings& cfg, const std::vector<o
       auto [last, first] = last_fence.try_emplace(req.run.job, want.record.fence);
       if (!first && want.record.fence <= last->second) fail("invariant 10: a fence repeated or went back");
       last->second = want.record.fence;
+    }
+  };
+  // InspectStore: the listings, compared record by record with the rules'.
+  [[maybe_unused]] auto check_list_jobs = [&] {
+    if constexpr (InspectStore<S>) {
+      const auto want = rules::list_jobs(model);
+      const auto got = store.list_jobs();
+      log << "list_jobs -> " << got.size() << " jobs\n";
+      if (got != want) fail("list_jobs answered " + describe(got) + "\n  the rules say " + describe(want));
+    }
+  };
+  [[maybe_unused]] auto check_list_runs = [&](const std::string& job, std::size_t limit) {
+    if constexpr (InspectStore<S>) {
+      const auto want = rules::list_runs(model, job, limit);
+      const auto got = store.list_runs(job, limit);
+      log << "list_runs " << job.substr(0, 6) << " limit " << limit << " -> " << got.size() << " runs\n";
+      if (got != want) fail("list_runs answered " + describe(got) + "\n  the rules say " + describe(want));
     }
   };
   auto do_claim = [&](int job, int slot, int runner, claim_reason reason, std::int64_t lease_ms) {
@@ -480,6 +523,20 @@ void replay(S& store, fake_clock clock, const settings& cfg, const std::vector<o
         }
         break;
       }
+      case op_kind::list_jobs:
+        if constexpr (InspectStore<S>) {
+          check_list_jobs();
+        } else {
+          log << "list_jobs (skipped: not an InspectStore)\n";
+        }
+        break;
+      case op_kind::list_runs:
+        if constexpr (InspectStore<S>) {
+          check_list_runs(jobs()[static_cast<std::size_t>(o.job)], static_cast<std::size_t>(o.ms));
+        } else {
+          log << "list_runs job#" << o.job << " (skipped: not an InspectStore)\n";
+        }
+        break;
       case op_kind::get: {
         const run_key k = key(o.job, o.slot);
         const auto want = rules::get(model, k);
@@ -506,6 +563,85 @@ void replay(S& store, fake_clock clock, const settings& cfg, const std::vector<o
       if (cfg.overlap == overlap_mode::skip && live > 1) fail("invariant 1: two live leases of one job in skip mode");
     }
   }
+  // The whole state, as an operator's tool lists it, at the end.
+  if constexpr (InspectStore<S>) {
+    log << "  [end] ";
+    check_list_jobs();
+    for (const auto& job : jobs()) {
+      log << "  [end] ";
+      check_list_runs(job, std::numeric_limits<std::size_t>::max());
+    }
+  }
+}
+
+
+/// Job names that break naive quoting, escaping, key schemes, glob patterns
+/// and length limits; an InspectStore must list each exactly as it was given.
+inline std::vector<std::string> hostile_names() {
+  std::string long_name;
+  while (long_name.size() < 10'240) long_name += "0123456789abcdef-long name-";
+  long_name.resize(10'240);
+  return {"'; DROP TABLE lease_jobs; --",
+          "back\\slash \\' \\\" \\0 \\n",
+          "it's \"double\" 'single' `back`",
+          "\xc3\xa9t\xc3\xa9 \xe2\x9c\x93 \xe6\x97\xa5\xe6\x9c\xac",
+          "*?[glob]{tag}:3:x}:runs",
+          std::string("nul\0byte", 8),
+          "nul",
+          "%_ like wildcards",
+          std::move(long_name)};
+}
+
+/// Claims, ends and pauses runs of hostile_names() on `store` and on the
+/// rules, then compares list_jobs() and every list_runs(). Returns what
+/// differs ("" if nothing).
+template <InspectStore S>
+std::string check_hostile_names(S& store, fake_clock clock) {
+  rules::run_table model;
+  const time_point t0 = clock.now();
+  const auto names = hostile_names();
+  auto claim = [&](const std::string& job, time_point slot, const std::string& token) -> std::string {
+    claim_request req;
+    req.run = {job, slot};
+    req.runner = "runner " + job;
+    req.token = token;
+    req.deadline = slot + duration{60'000};
+    const auto want = rules::claim(model, req, clock.now());
+    const auto got = store.claim(req);
+    if (got.outcome != want.outcome || got.record != want.record)
+      return "claim of a job named \"" + job.substr(0, 40) + "\" answered " + describe(got) + ", the rules " + describe(want);
+    return "";
+  };
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const std::string& job = names[i];
+    if (auto e = claim(job, t0, "tok " + job); !e.empty()) return e;
+    if (i % 2 == 0) {
+      rules::finish(model, {job, t0}, "tok " + job, run_status::success, clock.now());
+      if (!store.finish({job, t0}, "tok " + job, run_status::success)) return "finish of \"" + job.substr(0, 40) + "\" refused";
+    }
+    if (i % 3 == 0) {
+      clock.advance(duration{10'000});
+      if (auto e = claim(job, t0 + duration{10'000}, "tok2 " + job); !e.empty()) return e;
+    }
+  }
+  if constexpr (PauseStore<S>) {
+    for (std::size_t i = 1; i < names.size(); i += 2) {
+      rules::pause(model, names[i], clock.now());
+      (void)store.pause(names[i]);
+    }
+    const std::string only_paused = "paused only: '\"\\ \xe2\x9c\x93";
+    rules::pause(model, only_paused, clock.now());
+    (void)store.pause(only_paused);
+  }
+  if (const auto got = store.list_jobs(), want = rules::list_jobs(model); got != want)
+    return "list_jobs answered " + describe(got) + "\n  the rules say " + describe(want);
+  for (const auto& job : names) {
+    for (std::size_t limit : {std::size_t{1}, std::numeric_limits<std::size_t>::max()})
+      if (const auto got = store.list_runs(job, limit), want = rules::list_runs(model, job, limit); got != want)
+        return "list_runs of a job named \"" + job.substr(0, 40) + "\" answered " + describe(got) + "\n  the rules say " +
+               describe(want);
+  }
+  return "";
 }
 
 }  // namespace conformance
@@ -520,14 +656,25 @@ template <class MakeStore, class Lose = conformance::no_lose>
   static_assert(Store<S>, "lease::testing::check_store: make(fake_clock) must return a lease::Store");
   static_assert(std::is_same_v<Lose, conformance::no_lose> || std::is_invocable_v<Lose&, S&>,
                 "lease::testing::check_store: lose must be callable as lose(store&) and wipe that store");
-  return rc::check("every answer agrees with the rules and the invariants hold", [&] {
+  if (!rc::check("every answer agrees with the rules and the invariants hold", [&] {
     const auto cfg = *conformance::gen_settings();
     const auto ops = *rc::gen::resize(60, rc::gen::container<std::vector<conformance::op>>(conformance::gen_op()));
     // Start at a realistic wall time, not the epoch: stores may treat 0 specially.
     fake_clock clock{time_point{duration{1'700'000'000'000}}};
     S store = make(clock);
     conformance::replay(store, clock, cfg, ops, lose);
-  });
+  }))
+    return false;
+  if constexpr (InspectStore<S>) {
+    // Hostile names, once, on a fresh store.
+    fake_clock clock{time_point{duration{1'700'000'000'000}}};
+    S store = make(clock);
+    if (const std::string e = conformance::check_hostile_names(store, clock); !e.empty()) {
+      std::cerr << "lease::testing::check_store: hostile job names did not round-trip: " << e << "\n";
+      return false;
+    }
+  }
+  return true;
 }
 
 /// The conformance suite as a Catch2 check: call inside a TEST_CASE; a
