@@ -32,7 +32,7 @@ constexpr const char* kFooter =
     "  (a libpq URI); postgres:key=value … (a libpq conninfo). Passwords are never printed.\n"
     "\n"
     "Exit codes:\n"
-    "  0  done (pause of a paused job, resume of a running one: done, nothing changed)\n"
+    "  0  done (also a pause of a paused job, a resume of one not paused: nothing changed)\n"
     "  1  the store failed: unreachable, timed out, or its data is not lease's (message on stderr)\n"
     "  2  usage error: bad arguments, a store URL or job name the store refuses\n"
     "  3  this store cannot do that (it lacks the capability, e.g. listing jobs)\n"
