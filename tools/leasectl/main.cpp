@@ -91,7 +91,7 @@ int run(S& s, const command& c, const leasectl::store_spec& spec) {
             std::fprintf(stderr,
                          "leasectl: the %s store (%s) has no state for job '%s': it never ran there and was "
                          "never paused. Check the name (`leasectl jobs` lists them) and --store%s.\n",
-                         kind_name(spec.kind), spec.shown.c_str(), c.job.c_str(),
+                         kind_name(spec.kind), spec.shown.c_str(), leasectl::cell(c.job).c_str(),
                          spec.kind == leasectl::store_kind::sqlite ? "" : " and --namespace");
             return no_such_job;
           }
@@ -107,6 +107,7 @@ int run(S& s, const command& c, const leasectl::store_spec& spec) {
       if constexpr (lease::PauseStore<S>) {
         const bool pausing = c.what == verb::pause;
         const bool changed = pausing ? s.pause(c.job) : s.resume(c.job);
+        const std::string job = leasectl::cell(c.job);
         if (c.json) {
           print(leasectl::detail::json_object{}
                     .text("job", c.job)
@@ -115,10 +116,10 @@ int run(S& s, const command& c, const leasectl::store_spec& spec) {
                     .str() +
                 "\n");
         } else if (pausing) {
-          print("job " + c.job + (changed ? " paused" : " was already paused") +
-                ": no claim of it wins on any instance until `leasectl resume " + c.job + "`\n");
+          print("job " + job + (changed ? " paused" : " was already paused") +
+                ": no claim of it wins on any instance until `leasectl resume " + job + "`\n");
         } else {
-          print("job " + c.job +
+          print("job " + job +
                 (changed ? " resumed: its next slot is claimed as usual" : " was not paused: nothing changed") +
                 "\n");
         }

@@ -13,12 +13,18 @@
 #include <string_view>
 #include <vector>
 
+#include <lease/detail/printable.hpp>
 #include <lease/event/json.hpp>
 #include <lease/run.hpp>
 #include <lease/scheduler/detail/format.hpp>
 #include <lease/store/inspect.hpp>
 
 namespace leasectl {
+
+/// A job or runner name as a table cell or in a sentence: one line, every
+/// byte shown (a name holding a newline or an escape sequence must not
+/// forge a row or repaint the terminal).
+[[nodiscard]] inline std::string cell(std::string_view name) { return lease::detail::printable(name, 200); }
 
 /// Rows of cells under a header, columns padded to their widest cell, two spaces apart.
 [[nodiscard]] inline std::string table(const std::vector<std::string>& header,
@@ -52,9 +58,9 @@ namespace leasectl {
   std::vector<std::vector<std::string>> rows;
   for (const auto& j : jobs) {
     const auto& r = j.last_run;
-    rows.push_back({j.name, j.paused ? "yes" : "no", std::to_string(j.fence),
+    rows.push_back({cell(j.name), j.paused ? "yes" : "no", std::to_string(j.fence),
                     r ? lease::detail::fmt(r->slot) : "-", r ? status_word(*r, now) : "-",
-                    r && !r->runner.empty() ? r->runner : "-", r ? std::to_string(r->attempt) : "-"});
+                    r && !r->runner.empty() ? cell(r->runner) : "-", r ? std::to_string(r->attempt) : "-"});
   }
   return table({"NAME", "PAUSED", "FENCE", "LAST SLOT", "LAST STATUS", "RUNNER", "ATTEMPT"}, rows);
 }
@@ -63,7 +69,7 @@ namespace leasectl {
   std::vector<std::vector<std::string>> rows;
   for (const auto& r : runs)
     rows.push_back({lease::detail::fmt(r.slot), status_word(r, now), std::to_string(r.attempt),
-                    std::to_string(r.handovers), r.runner.empty() ? "-" : r.runner, std::to_string(r.fence),
+                    std::to_string(r.handovers), r.runner.empty() ? "-" : cell(r.runner), std::to_string(r.fence),
                     lease::detail::fmt(r.lease_end), r.released ? "yes" : "no"});
   return table({"SLOT", "STATUS", "ATTEMPT", "HANDOVERS", "RUNNER", "FENCE", "LEASE END", "RELEASED"}, rows);
 }
