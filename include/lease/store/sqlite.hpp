@@ -13,7 +13,8 @@
 //   * heartbeat, finish and release are single UPDATE statements whose WHERE
 //     clause is the rule (token current, status running, not released);
 //     a single statement is its own atomic write transaction.
-//   * get, unfinished, paused: single SELECTs (one consistent WAL snapshot).
+//   * get, unfinished, paused, list_jobs, list_runs: single SELECTs (one
+//     consistent WAL snapshot).
 //   * pause and resume (PauseStore) are single statements on the job's row in
 //     lease_jobs (an upsert for pause: a job that never ran gets a row with
 //     fence 0, which the next won attempt's fence exceeds as ever); a claim
@@ -85,6 +86,7 @@
 #include <array>
 #include <cerrno>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -102,6 +104,7 @@
 #include "lease/error.hpp"
 #include "lease/run.hpp"
 #include "lease/store/concept.hpp"
+#include "lease/store/inspect.hpp"
 #include "lease/store/sqlite/error.hpp"
 #include "lease/store/sqlite/handle.hpp"
 #include "lease/store/sqlite/schema.hpp"
@@ -364,6 +367,42 @@ class sqlite_store {
     return job_paused(job);
   }
 
+  /// InspectStore: every job the file holds a fence, a pause or a run for,
+  /// ordered by name (bytes), with its newest run. One SELECT (one snapshot).
+  std::vector<stored_job> list_jobs() {
+    check_file();
+    sqlite3_stmt* s = stmt(q::list_jobs);
+    detail::stmt_use use(s);
+    std::vector<stored_job> out;
+    while (detail::step(s, "cannot list the jobs")) {
+      stored_job j;
+      j.name = detail::column_bytes(s, 0);
+      const std::int64_t fence = detail::column_int(s, 10);
+      if (fence < 0)
+        detail::throw_sqlite(sqlite_errc::bad_value, path_,
+                             "lease_jobs holds a negative fence: the file was changed by something else; an "
+                             "operator must repair or remove the row");
+      j.fence = static_cast<std::uint64_t>(fence);
+      j.paused = detail::column_int(s, 11) != 0;
+      if (detail::column_int(s, 12) != 0) j.last_run = read_record(s);
+      out.push_back(std::move(j));
+    }
+    return out;
+  }
+
+  /// InspectStore: the job's runs with state, newest slot first, at most
+  /// `limit`. One SELECT.
+  std::vector<run_record> list_runs(std::string_view job, std::size_t limit) {
+    check_file();
+    sqlite3_stmt* s = stmt(q::list_runs);
+    detail::stmt_use use(s);
+    detail::bind_bytes(s, 1, job);
+    detail::bind_int(s, 2, static_cast<std::int64_t>(std::min<std::size_t>(limit, INT64_MAX)));
+    std::vector<run_record> out;
+    while (detail::step(s, "cannot list the job's runs")) out.push_back(read_record(s));
+    return out;
+  }
+
   /// When the store last noticed that it had lost its state (the file
   /// replaced or deleted while open, or created new with
   /// quarantine_new_file), on the store's clock; claims win no attempt
@@ -396,7 +435,7 @@ class sqlite_store {
   enum class q : std::uint8_t {
     begin, commit, rollback, get, find, running, interrupt_older, set_status, read_fence, write_fence,
     insert_run, take_over, prune, heartbeat, finish, release, unfinished, read_lost_at, write_lost_at,
-    read_paused, pause, resume, count_
+    read_paused, pause, resume, list_jobs, list_runs, count_
   };
 
 #define LEASE_SQLITE_COLUMNS "job, slot, attempt, token, fence, runner, status, lease_end, released, handovers"
@@ -445,6 +484,14 @@ class sqlite_store {
       "INSERT INTO lease_jobs (job, fence, paused) VALUES (?1, 0, 1) "
       "ON CONFLICT (job) DO UPDATE SET paused = 1 WHERE paused = 0",
       "UPDATE lease_jobs SET paused = 0 WHERE job = ?1 AND paused <> 0",
+      // Every job with a fence, a pause or a run, and its newest run (a
+      // primary-key seek per job), ordered by name as bytes (BLOB: memcmp).
+      // A run is only inserted with its job's fence, so lease_jobs has them all.
+      "SELECT j.job, r.slot, r.attempt, r.token, r.fence, r.runner, r.status, r.lease_end, r.released, r.handovers, "
+      "j.fence, j.paused, r.job IS NOT NULL FROM lease_jobs j LEFT JOIN lease_runs r ON r.job = j.job AND "
+      "r.slot = (SELECT max(slot) FROM lease_runs WHERE job = j.job) "
+      "WHERE j.fence <> 0 OR j.paused <> 0 OR r.job IS NOT NULL ORDER BY j.job",
+      "SELECT " LEASE_SQLITE_COLUMNS " FROM lease_runs WHERE job = ?1 ORDER BY slot DESC LIMIT ?2",
   };
 #undef LEASE_SQLITE_NOW
 #undef LEASE_SQLITE_COLUMNS
@@ -902,5 +949,6 @@ static_assert(BatchClaimStore<sqlite_store>);
 static_assert(BatchFinishStore<sqlite_store>);
 static_assert(NoticeStore<sqlite_store>);
 static_assert(PauseStore<sqlite_store>);
+static_assert(InspectStore<sqlite_store>);
 
 }  // namespace lease
