@@ -34,7 +34,7 @@ constexpr const char* kFooter =
     "Exit codes:\n"
     "  0  done (also a pause of a paused job, a resume of one not paused: nothing changed)\n"
     "  1  the store failed: unreachable, timed out, or its data is not lease's (message on stderr)\n"
-    "  2  usage error: bad arguments, a store URL or job name the store refuses\n"
+    "  2  usage error: bad arguments, an unknown URL form, credentials or a job name the store refuses\n"
     "  3  this store cannot do that (it lacks the capability, e.g. listing jobs)\n"
     "  4  runs JOB: the store has no state for JOB (no run, no fence, no pause)\n"
     "\n"
