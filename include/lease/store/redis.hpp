@@ -25,8 +25,10 @@
 // Link lease::redis (hiredis 0.14 or newer, found with pkg-config).
 #pragma once
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -42,6 +44,7 @@
 #include "lease/error.hpp"
 #include "lease/run.hpp"
 #include "lease/store/concept.hpp"
+#include "lease/store/inspect.hpp"
 #include "lease/store/redis/connection.hpp"
 #include "lease/store/redis/error.hpp"
 #include "lease/store/redis/keys.hpp"
@@ -298,6 +301,61 @@ class redis_store {
   /// Whether `job` is paused.
   bool paused(std::string_view job) { return job_script(detail::redis::script::paused, job, "paused") == 1; }
 
+  /// InspectStore: every job this store's prefix holds a fence, a pause or a
+  /// run for, ordered by name (bytes), with its newest run. The jobs' runs
+  /// hashes are found with SCAN (never KEYS: it would block the server) on
+  /// every master, their names read back from the keys (length-prefixed:
+  /// keys.hpp), then one read-only script per job, pipelined (one round per
+  /// master on a cluster). Not one snapshot: a job changed meanwhile shows
+  /// its state at its own read, and a slot migrating during the SCAN may
+  /// hide a job from this listing.
+  std::vector<stored_job> list_jobs() {
+    std::vector<std::string> names = scan_jobs();
+    std::vector<stored_job> out;
+    if (names.empty()) return out;
+    std::vector<detail::redis::job_keys> keys;
+    keys.reserve(names.size());
+    for (const auto& n : names) keys.push_back(detail::redis::keys_for(opts_.prefix, n));
+    auto replies = conn_->eval_many(detail::redis::script::job_summary, names.size(),
+                                    [&](std::size_t i, detail::redis::argv_t& a) {
+                                      push_keys(a, keys[i], detail::redis::script::job_summary);
+                                      a.push_back("");
+                                    });
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      const redisReply* r = replies[i].get();
+      if (r->type != REDIS_REPLY_ARRAY || (r->elements != 2 && r->elements != 2 + detail::redis::record_width))
+        bad_reply("job_summary");
+      stored_job j;
+      const std::int64_t fence = as_int(r->element[0], "job_summary");
+      if (fence < 0) detail::redis::raise(redis_errc::bad_record, "job_summary", "negative fence");
+      j.fence = static_cast<std::uint64_t>(fence);
+      j.paused = as_int(r->element[1], "job_summary") != 0;
+      if (r->elements > 2) j.last_run = parse_record(r->element + 2, names[i], "job_summary");
+      if (j.fence == 0 && !j.paused && !j.last_run) continue;  // nothing left (a key emptied since the SCAN)
+      j.name = std::move(names[i]);
+      out.push_back(std::move(j));
+    }
+    return out;
+  }
+
+  /// InspectStore: the job's runs with state, newest slot first, at most
+  /// `limit`. One read-only script.
+  std::vector<run_record> list_runs(std::string_view job, std::size_t limit) {
+    const auto keys = detail::redis::keys_for(opts_.prefix, job);
+    const std::string lim = std::to_string(std::min<std::size_t>(limit, std::size_t{1} << 40));
+    auto reply = conn_->eval(detail::redis::script::list_runs, [&](detail::redis::argv_t& a) {
+      push_keys(a, keys, detail::redis::script::list_runs);
+      a.insert(a.end(), {std::string_view(""), std::string_view(lim)});
+    });
+    const redisReply* r = reply.get();
+    if (r->type != REDIS_REPLY_ARRAY || r->elements % detail::redis::record_width != 0) bad_reply("list_runs");
+    std::vector<run_record> out;
+    out.reserve(r->elements / detail::redis::record_width);
+    for (std::size_t i = 0; i < r->elements; i += detail::redis::record_width)
+      out.push_back(parse_record(r->element + i, job, "list_runs"));
+    return out;
+  }
+
   /// The store's clock: the caller's clock if one was given, else Redis TIME.
   time_point now() {
     if (opts_.clock) return opts_.clock();
@@ -382,6 +440,61 @@ class redis_store {
       seeds.push_back(std::move(e));
     }
     return std::make_unique<detail::redis::router>(std::move(s), true, std::move(seeds));
+  }
+
+  /// Every job name with a runs hash under this store's prefix: SCAN MATCH
+  /// "{<prefix>:*}:runs" on every master (the prefix's glob characters
+  /// escaped), each key decoded and kept only if it is exactly the key
+  /// keys_for gives its name (another prefix's keys can match the pattern).
+  /// Sorted bytewise, without duplicates (a slot that moved between masters
+  /// mid-SCAN may be seen on both).
+  std::vector<std::string> scan_jobs() {
+    conn_->open();
+    std::string pattern = "{";
+    for (char c : opts_.prefix) {
+      if (c == '*' || c == '?' || c == '[' || c == ']' || c == '\\') pattern.push_back('\\');
+      pattern.push_back(c);
+    }
+    pattern += ":*}:runs";
+    const std::string head = "{" + opts_.prefix + ":";
+    std::vector<std::string> names;
+    for (std::size_t node : conn_->masters()) {
+      std::string cursor = "0";
+      do {
+        const argv_t cmd{"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"};
+        auto replies = conn_->exchange_on(node, std::span(&cmd, 1));
+        const redisReply* r = replies.front().get();
+        detail::redis::connection::throw_if_error(r, "SCAN");
+        if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 || r->element[0]->type != REDIS_REPLY_STRING ||
+            r->element[1]->type != REDIS_REPLY_ARRAY)
+          bad_reply("SCAN");
+        cursor.assign(r->element[0]->str, r->element[0]->len);
+        const redisReply* keys = r->element[1];
+        for (std::size_t i = 0; i < keys->elements; ++i) {
+          if (keys->element[i]->type != REDIS_REPLY_STRING) bad_reply("SCAN");
+          const std::string_view key(keys->element[i]->str, keys->element[i]->len);
+          if (auto job = job_of(key, head)) names.push_back(std::move(*job));
+        }
+      } while (cursor != "0");
+    }
+    std::sort(names.begin(), names.end());
+    names.erase(std::unique(names.begin(), names.end()), names.end());
+    return names;
+  }
+
+  /// The job whose runs key `key` is ("{<prefix>:<length>:<job>}:runs",
+  /// `head` = "{<prefix>:"), or nothing if it is not one of this prefix's.
+  std::optional<std::string> job_of(std::string_view key, std::string_view head) const {
+    if (key.substr(0, head.size()) != head) return std::nullopt;
+    std::size_t length = 0;
+    const char* first = key.data() + head.size();
+    const auto [end, ec] = std::from_chars(first, key.data() + key.size(), length);
+    if (ec != std::errc{} || end == first || end == key.data() + key.size() || *end != ':') return std::nullopt;
+    const std::size_t at = static_cast<std::size_t>(end - key.data()) + 1;
+    if (key.size() < at || key.size() - at < length) return std::nullopt;
+    std::string job(key.substr(at, length));
+    if (detail::redis::keys_for(opts_.prefix, job).runs != key) return std::nullopt;
+    return job;
   }
 
   /// The job's keys; a listening store subscribes to the job's releases too.
@@ -764,6 +877,7 @@ static_assert(BatchClaimStore<redis_store>);
 static_assert(BatchFinishStore<redis_store>);
 static_assert(NoticeStore<redis_store>);
 static_assert(PushStore<redis_store>);
+static_assert(InspectStore<redis_store>);
 static_assert(PauseStore<redis_store>);
 
 }  // namespace lease

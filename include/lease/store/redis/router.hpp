@@ -114,6 +114,29 @@ class router {
     return fewest;
   }
 
+  /// The nodes that serve slots now — every master of a cluster (the slot map
+  /// read first if stale), or the one server — for a command each of them
+  /// must answer about its own keys (SCAN). A slot without a master is
+  /// CLUSTERDOWN (unavailable): an answer from the others would be partial.
+  std::vector<std::size_t> masters() {
+    if (!cluster_) return {0};
+    if (stale_) refresh();
+    std::vector<std::size_t> out;
+    for (std::size_t slot = 0; slot < slot_count; ++slot) {
+      const std::size_t o = owner_[slot];
+      if (o == none)
+        raise(redis_errc::tryagain, where(), "slot " + std::to_string(slot) + " has no master (CLUSTERDOWN)");
+      if (std::find(out.begin(), out.end(), o) == out.end()) out.push_back(o);
+    }
+    return out;
+  }
+
+  /// The replies of `cmds` from node `node` (an index masters() gave), not
+  /// routed: no redirection is followed (error replies returned, not thrown).
+  std::vector<reply_ptr> exchange_on(std::size_t node, std::span<const argv_t> cmds) {
+    return nodes_.at(node)->exchange(cmds);
+  }
+
   /// Connects (standalone) or reads the slot map and connects to a node.
   void open() {
     if (!cluster_) return nodes_.front()->open();

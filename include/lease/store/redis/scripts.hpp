@@ -44,8 +44,9 @@
 namespace lease::detail::redis {
 
 /// The scripts, by index into `scripts`.
-enum class script : unsigned { claim, heartbeat, finish, release, get, unfinished, marker, pause, resume, paused };
-inline constexpr std::size_t script_count = 10;
+enum class script : unsigned { claim, heartbeat, finish, release, get, unfinished, marker, pause, resume, paused,
+                               job_summary, list_runs };
+inline constexpr std::size_t script_count = 12;
 
 // Helpers shared by the scripts. Each script pastes only the ones it uses:
 // a script's whole text runs on every call, and on the heartbeat path (a
@@ -375,6 +376,47 @@ inline constexpr std::string_view pause_lua = "#!lua\nreturn redis.call('HSETNX'
 inline constexpr std::string_view resume_lua = "#!lua\nreturn redis.call('HDEL', KEYS[1], 'p')\n";
 inline constexpr std::string_view paused_lua = "#!lua flags=no-writes\nreturn redis.call('HEXISTS', KEYS[1], 'p')\n";
 
+/// job_summary (InspectStore list_jobs, one call per job found by SCAN):
+/// KEYS runs; ARGV now (unused). Reply {fence, paused (0/1)} followed by the
+/// job's newest run (the index's newest slot), flat, if it has one.
+inline constexpr std::string_view job_summary_lua =
+    "#!lua flags=no-writes\n" LEASE_REDIS_LUA_DECODE LEASE_REDIS_LUA_RECORD
+    "local got = redis.call('HMGET', KEYS[1], 'i', 'p')\n"
+    "local x = index(got[1])\n"
+    "local out = {x[1], got[2] and 1 or 0}\n"
+    "if x[2] then\n"
+    "  local r = rec(redis.call('HGET', KEYS[1], x[2]), x[2])\n"
+    "  if r then record(out, x[2], r) end\n"
+    "end\n"
+    "return out\n";
+
+/// list_runs (InspectStore): KEYS runs; ARGV now (unused), limit. Reply the
+/// job's runs with state, newest slot first, at most `limit`, flat. Every
+/// numeric field of the runs hash is a run's slot (i, q and p are not); a
+/// job keeps a bounded history (pruning), so reading its field names is cheap.
+inline constexpr std::string_view list_runs_lua =
+    "#!lua flags=no-writes\n" LEASE_REDIS_LUA_DECODE LEASE_REDIS_LUA_RECORD
+    "local limit = tonumber(ARGV[2])\n"
+    "local out = {}\n"
+    "if limit < 1 then return out end\n"
+    "local slots = {}\n"
+    "for _, f in ipairs(redis.call('HKEYS', KEYS[1])) do\n"
+    "  if tonumber(f) then slots[#slots + 1] = f end\n"
+    "end\n"
+    "if #slots == 0 then return out end\n"
+    "table.sort(slots, function(a, b) return tonumber(a) > tonumber(b) end)\n"
+    "while #slots > limit do table.remove(slots) end\n"
+    "for i = 1, #slots, 500 do\n"  // unpack() is bounded by Lua's C stack: read in chunks
+    "  local chunk = {}\n"
+    "  for j = i, math.min(i + 499, #slots) do chunk[#chunk + 1] = slots[j] end\n"
+    "  local vals = redis.call('HMGET', KEYS[1], unpack(chunk))\n"
+    "  for k, s in ipairs(chunk) do\n"
+    "    local r = rec(vals[k], s)\n"
+    "    if r then record(out, s, r) end\n"
+    "  end\n"
+    "end\n"
+    "return out\n";
+
 #undef LEASE_REDIS_LUA_NOW
 #undef LEASE_REDIS_LUA_INLINE_NOW
 #undef LEASE_REDIS_LUA_INLINE_REC
@@ -387,12 +429,12 @@ inline constexpr std::string_view paused_lua = "#!lua flags=no-writes\nreturn re
 /// Every script, indexed by `script`.
 inline constexpr std::array<std::string_view, script_count> scripts{
     claim_lua, heartbeat_lua, finish_lua, release_lua, get_lua, unfinished_lua, marker_lua,
-    pause_lua, resume_lua, paused_lua};
+    pause_lua, resume_lua, paused_lua, job_summary_lua, list_runs_lua};
 
 /// How many of the job's keys (runs, ended — in that order) each script
 /// declares: only those it touches, as Redis Cluster requires, and no more
 /// bytes per call than it needs. The marker script takes the store key instead.
-inline constexpr std::array<unsigned, script_count> key_counts{2, 1, 2, 1, 1, 1, 1, 1, 1, 1};
+inline constexpr std::array<unsigned, script_count> key_counts{2, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1};
 
 /// Fields of a record in a reply: slot, then the 8 stored fields.
 inline constexpr std::size_t record_width = 9;
