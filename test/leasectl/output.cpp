@@ -41,7 +41,7 @@ report   yes     1795932120002  2026-11-29T06:01:00.000Z  running      api-2   2
 )");
 }
 
-TEST_CASE("runs: newest slot first; a running run past its lease end is expired", "[leasectl]") {
+TEST_CASE("runs: newest slot first, and a running run past its lease end is expired", "[leasectl]") {
   seeded s;
   CHECK(leasectl::runs_table(s.store.list_runs("report", 20), s.store.now()) ==
         R"(SLOT                      STATUS   ATTEMPT  HANDOVERS  RUNNER  FENCE          LEASE END                 RELEASED
@@ -59,7 +59,7 @@ TEST_CASE("runs: newest slot first; a running run past its lease end is expired"
   CHECK(leasectl::runs_json({}, s.store.now()) == "[]\n");
 }
 
-TEST_CASE("a job paused before it ever ran has no last run; any name stays on its row, escaped", "[leasectl]") {
+TEST_CASE("a job paused before it ever ran has no last run, and any name stays on its row, escaped", "[leasectl]") {
   lease::memory_store<lease::fake_clock> store{lease::fake_clock{sys_days{2026y / 11 / 29}}};
   store.pause("never \"ran\"\n");
   const auto jobs = store.list_jobs();

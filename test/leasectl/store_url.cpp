@@ -20,7 +20,7 @@ TEST_CASE("a path, sqlite:PATH and sqlite://PATH name a SQLite file", "[leasectl
   }
 }
 
-TEST_CASE("redis:// and redis+cluster:// name a Redis store; the password is never shown", "[leasectl]") {
+TEST_CASE("redis:// and redis+cluster:// name a Redis store whose password is never shown", "[leasectl]") {
   const auto one = parse_store_url("redis://ops:hunter%402@10.0.0.7:6379/2");
   CHECK(one.kind == store_kind::redis);
   CHECK_FALSE(one.cluster);
@@ -39,7 +39,7 @@ TEST_CASE("redis:// and redis+cluster:// name a Redis store; the password is nev
   CHECK(parse_store_url("redis://s3cret@h:1").secrets == std::vector<std::string>{"s3cret"});
 }
 
-TEST_CASE("postgres:// postgresql:// and postgres:key=value name a PostgreSQL store; passwords never shown",
+TEST_CASE("postgres:// postgresql:// and postgres:key=value name a PostgreSQL store whose password is never shown",
           "[leasectl]") {
   const auto uri = parse_store_url("postgresql://app:pw1@db1:5432/jobs?sslmode=require");
   CHECK(uri.kind == store_kind::postgres);
