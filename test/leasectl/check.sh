@@ -94,6 +94,10 @@ if [[ $INSPECT == inspect ]]; then
   [[ $rc == 0 && $out == *"report   no "* ]] || fail "jobs after resume: report not shown as running: $out"
   lc --store "$URL" runs nosuch
   expect_err "runs of a missing job" 4 "has no state for job 'nosuch'"
+  if [[ $URL == *://* ]]; then  # another key prefix or schema: other instances' jobs, none here
+    lc --store "$URL" --namespace other jobs
+    expect "jobs in another namespace" 0 "NAME  PAUSED  FENCE  LAST SLOT  LAST STATUS  RUNNER  ATTEMPT"
+  fi
 fi
 
 # Errors: a bad URL, a bad URL, usage errors.
