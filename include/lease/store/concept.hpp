@@ -23,6 +23,12 @@
 //       a run to the instances watching it (PushStore below).
 //   s.pause(job) -> bool, s.resume(job) -> bool, s.paused(job) -> bool: an
 //       operator's durable, cluster-wide pause of one job (PauseStore below).
+//   s.list_jobs() -> std::vector<stored_job>, s.list_runs(job, limit) ->
+//       std::vector<run_record>: what an operator's tool reads (InspectStore,
+//       store/inspect.hpp).
+// The optional capabilities, by concept: BatchHeartbeatStore, BatchClaimStore,
+// BatchFinishStore, NoticeStore, PushStore, PauseStore (here), InspectStore
+// (store/inspect.hpp).
 //
 // Laws — every store answers exactly as the pure rules in lease/rules.hpp do
 // (test/laws/store_conformance.hpp checks this for every model):

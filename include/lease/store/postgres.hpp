@@ -5,7 +5,8 @@
 // round trip, each call its own transaction), heartbeat, finish and release are single
 // UPDATEs (finish_many pipelines them like claim_many), heartbeat_many is
 // one UPDATE over unnest()ed arrays, get and
-// unfinished single SELECTs — all prepared once per connection, all atomic,
+// unfinished (and list_jobs, list_runs: InspectStore) single SELECTs — all
+// prepared once per connection, all atomic,
 // correct at READ COMMITTED by row locks (the argument is in
 // store/postgres/schema.hpp). The store's clock is the server's
 // clock_timestamp() in ms, read inside the statement after its locks are
@@ -34,8 +35,10 @@
 // Link lease::postgres (libpq).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -56,6 +59,7 @@
 #include "lease/error.hpp"
 #include "lease/run.hpp"
 #include "lease/store/concept.hpp"
+#include "lease/store/inspect.hpp"
 #include "lease/store/postgres/connection.hpp"
 #include "lease/store/postgres/error.hpp"
 #include "lease/store/postgres/listener.hpp"
@@ -281,6 +285,40 @@ class postgres_store {
   bool pause(std::string_view job) { return job_statement(detail::postgres::stmt::pause, job, "pause"); }
   bool resume(std::string_view job) { return job_statement(detail::postgres::stmt::resume, job, "resume"); }
   bool paused(std::string_view job) { return job_statement(detail::postgres::stmt::paused, job, "paused"); }
+
+  /// InspectStore: every job the schema holds a fence, a pause or a run
+  /// for, ordered by name (bytes), with its newest run. One SELECT (one
+  /// snapshot).
+  std::vector<stored_job> list_jobs() {
+    auto r = exec(detail::postgres::stmt::list_jobs, {}, "list_jobs");
+    std::vector<stored_job> out;
+    out.reserve(static_cast<std::size_t>(PQntuples(r.get())));
+    for (int i = 0; i < PQntuples(r.get()); ++i) {
+      const detail::postgres::row x{r.get(), i};
+      stored_job j;
+      j.name = std::string(x.bytes(0));
+      const std::int64_t fence = x.i64(1, "list_jobs");
+      if (fence < 0) detail::postgres::raise(postgres_errc::bad_reply, "list_jobs", "a job's fence is negative");
+      j.fence = static_cast<std::uint64_t>(fence);
+      j.paused = x.boolean(2, "list_jobs");
+      if (!x.is_null(3)) j.last_run = parse_record(x, 3, j.name, "list_jobs");
+      out.push_back(std::move(j));
+    }
+    return out;
+  }
+
+  /// InspectStore: the job's runs with state, newest slot first, at most
+  /// `limit`. One SELECT.
+  std::vector<run_record> list_runs(std::string_view job, std::size_t limit) {
+    detail::postgres::params p;
+    p.bytes(job).i64(static_cast<std::int64_t>(std::min<std::size_t>(limit, INT64_MAX)));
+    auto r = exec(detail::postgres::stmt::list_runs, p, "list_runs");
+    std::vector<run_record> out;
+    out.reserve(static_cast<std::size_t>(PQntuples(r.get())));
+    for (int i = 0; i < PQntuples(r.get()); ++i)
+      out.push_back(parse_record(detail::postgres::row{r.get(), i}, 0, job, "list_runs"));
+    return out;
+  }
 
   /// The store's clock: the injected clock if any, else the server's.
   time_point now() {
@@ -845,5 +883,6 @@ static_assert(BatchFinishStore<postgres_store>);
 static_assert(NoticeStore<postgres_store>);
 static_assert(PushStore<postgres_store>);
 static_assert(PauseStore<postgres_store>);
+static_assert(InspectStore<postgres_store>);
 
 }  // namespace lease

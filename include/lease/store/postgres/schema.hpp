@@ -331,13 +331,14 @@ UPDATE @.lease_schema_version SET version = 3;
 
 /// The prepared statements, by index.
 enum class stmt : unsigned {
-  claim, heartbeat, heartbeat_many, finish, release, get, unfinished, now, note_loss, state, pause, resume, paused, count_
+  claim, heartbeat, heartbeat_many, finish, release, get, unfinished, now, note_loss, state, pause, resume, paused,
+  list_jobs, list_runs, count_
 };
 
 inline constexpr const char* stmt_names[] = {"lease_claim", "lease_heartbeat", "lease_heartbeat_many", "lease_finish",
                                              "lease_release", "lease_get", "lease_unfinished", "lease_now",
                                              "lease_note_loss", "lease_state", "lease_pause", "lease_resume",
-                                             "lease_paused"};
+                                             "lease_paused", "lease_list_jobs", "lease_list_runs"};
 
 #define LEASE_PG_RECORD "slot, attempt, token, fence, runner, status::int4, lease_end, released, handovers"
 #define LEASE_PG_PAYLOAD "CASE WHEN octet_length(job) <= 3900 THEN encode(job, 'hex') ELSE '' END"
@@ -390,6 +391,16 @@ inline constexpr std::string_view stmt_sql[] = {
     "UPDATE @.lease_jobs SET paused = false WHERE job = $1::bytea AND paused RETURNING 1",
     // paused: job
     "SELECT paused::int4 FROM @.lease_jobs WHERE job = $1::bytea AND paused",
+    // list_jobs (InspectStore): every job with a fence, a pause or a run, its
+    // newest run (one index seek per job), by name as bytes (bytea compares
+    // bytewise, whatever the database's collation). A run is only inserted
+    // under its job's row, so lease_jobs has every job.
+    "SELECT j.job, j.fence, j.paused, r.slot, r.attempt, r.token, r.fence, r.runner, r.status::int4, r.lease_end, "
+    "r.released, r.handovers FROM @.lease_jobs j LEFT JOIN LATERAL (SELECT * FROM @.lease_runs x "
+    "WHERE x.job = j.job ORDER BY x.slot DESC LIMIT 1) r ON true "
+    "WHERE j.fence <> 0 OR j.paused OR r.slot IS NOT NULL ORDER BY j.job",
+    // list_runs (InspectStore): job, limit
+    "SELECT " LEASE_PG_RECORD " FROM @.lease_runs WHERE job = $1::bytea ORDER BY slot DESC LIMIT $2::int8",
 };
 
 #undef LEASE_PG_RECORD
