@@ -1,14 +1,13 @@
 #!/bin/bash
-# test/leasectl/check.sh LEASECTL SEED URL inspect|no-inspect — the real leasectl against a real
+# test/leasectl/check.sh LEASECTL SEED URL — the real leasectl against a real
 # store (a SQLite file, or a Redis / PostgreSQL that with_server started):
 # seeds known runs (seed.cpp), then checks every command's output, with
 # times and ms-since-epoch numbers normalised, and its exit code; plus a bad
 # URL, a missing job, usage errors, and URLs holding a password that must
-# never be printed. `no-inspect`: the store has no InspectStore in this
-# lease, so jobs and runs must say so (exit 3) and change nothing.
-# Exit 0 when all pass; each failure is printed.
+# never be printed. (A store without a capability, exit code 3, is
+# output.cpp's.) Exit 0 when all pass; each failure is printed.
 set -u
-L=$1 SEED=$2 URL=$3 INSPECT=$4
+L=$1 SEED=$2 URL=$3
 secret=Tr0ub4dor
 failures=0
 tmp=$(mktemp -d) && trap 'rm -rf "$tmp"' EXIT
@@ -51,56 +50,47 @@ expect "pause" 0 'job report paused: no claim of it wins on any instance until `
 lc --store "$URL" pause report
 expect "pause again" 0 'job report was already paused: no claim of it wins on any instance until `leasectl resume report`'
 
-if [[ $INSPECT == inspect ]]; then
-  lc --store "$URL" jobs
-  expect "jobs" 0 "NAME     PAUSED  FENCE          LAST SLOT                 LAST STATUS  RUNNER  ATTEMPT
+lc --store "$URL" jobs
+expect "jobs" 0 "NAME     PAUSED  FENCE          LAST SLOT                 LAST STATUS  RUNNER  ATTEMPT
 cleanup  no      <ms>  <time>  failed       api-3   1
 report   yes     <ms>  <time>  running      api-2   2"
 
-  lc --store "$URL" jobs --json
-  expect "jobs --json" 0 '[
+lc --store "$URL" jobs --json
+expect "jobs --json" 0 '[
  {"name":"cleanup","paused":false,"fence":<ms>,"last_run":{"job":"cleanup","slot":"<time>","slot_ms":<ms>,"status":"failed","attempt":1,"handovers":0,"runner":"api-3","fence":<ms>,"lease_end":"<time>","lease_end_ms":<ms>,"released":false}},
  {"name":"report","paused":true,"fence":<ms>,"last_run":{"job":"report","slot":"<time>","slot_ms":<ms>,"status":"running","attempt":2,"handovers":1,"runner":"api-2","fence":<ms>,"lease_end":"<time>","lease_end_ms":<ms>,"released":false}}
 ]'
 
-  lc --store "$URL" runs report
-  expect "runs report" 0 "SLOT                      STATUS   ATTEMPT  HANDOVERS  RUNNER  FENCE          LEASE END                 RELEASED
+lc --store "$URL" runs report
+expect "runs report" 0 "SLOT                      STATUS   ATTEMPT  HANDOVERS  RUNNER  FENCE          LEASE END                 RELEASED
 <time>  running  2        1          api-2   <ms>  <time>  no
 <time>  success  1        0          api-1   <ms>  <time>  no"
-  # Newest first: the running run's slot is the later one.
-  slots=$("$L" --store "$URL" runs report --json | grep -oE '"slot_ms":[0-9]+' | cut -d: -f2 | tr '\n' ' ')
-  read -r s1 s2 <<<"$slots"
-  [[ -n ${s2:-} && $((s1 - s2)) == 60000 ]] || fail "runs report --json: slots $slots are not newest first, 60 s apart"
+# Newest first: the running run's slot is the later one.
+slots=$("$L" --store "$URL" runs report --json | grep -oE '"slot_ms":[0-9]+' | cut -d: -f2 | tr '\n' ' ')
+read -r s1 s2 <<<"$slots"
+[[ -n ${s2:-} && $((s1 - s2)) == 60000 ]] || fail "runs report --json: slots $slots are not newest first, 60 s apart"
 
-  lc --store "$URL" runs report --limit 1 --json
-  expect "runs report --limit 1 --json" 0 '[
+lc --store "$URL" runs report --limit 1 --json
+expect "runs report --limit 1 --json" 0 '[
  {"job":"report","slot":"<time>","slot_ms":<ms>,"status":"running","attempt":2,"handovers":1,"runner":"api-2","fence":<ms>,"lease_end":"<time>","lease_end_ms":<ms>,"released":false}
 ]'
-
-else
-  lc --store "$URL" jobs
-  expect_err "jobs without InspectStore" 3 "store \(.*\) cannot list its jobs: .*InspectStore"
-  lc --store "$URL" runs report --json
-  expect_err "runs without InspectStore" 3 "store \(.*\) cannot list the runs of a job: .*InspectStore"
-fi
 
 lc --store "$URL" resume report
 expect "resume" 0 "job report resumed: its next slot is claimed as usual"
 [[ $("$SEED" "$URL" claim report) == won ]] || fail "an instance's claim of report did not win after resume"
 lc --store "$URL" resume report --json
 expect "resume again --json" 0 '{"job":"report","paused":false,"changed":false}'
-if [[ $INSPECT == inspect ]]; then
-  lc --store "$URL" jobs
-  [[ $rc == 0 && $out == *"report   no "* ]] || fail "jobs after resume: report not shown as running: $out"
-  lc --store "$URL" runs nosuch
-  expect_err "runs of a missing job" 4 "has no state for job 'nosuch'"
-  if [[ $URL == *://* ]]; then  # another key prefix or schema: other instances' jobs, none here
-    lc --store "$URL" --namespace other jobs
-    expect "jobs in another namespace" 0 "NAME  PAUSED  FENCE  LAST SLOT  LAST STATUS  RUNNER  ATTEMPT"
-  fi
+lc --store "$URL" jobs
+[[ $rc == 0 && $out == *"report   no "* ]] || fail "jobs after resume: report not shown as running: $out"
+
+lc --store "$URL" runs nosuch
+expect_err "runs of a missing job" 4 "has no state for job 'nosuch'"
+if [[ $URL == *://* ]]; then  # another key prefix or schema: other instances' jobs, none here
+  lc --store "$URL" --namespace other jobs
+  expect "jobs in another namespace" 0 "NAME  PAUSED  FENCE  LAST SLOT  LAST STATUS  RUNNER  ATTEMPT"
 fi
 
-# Errors: a bad URL, a bad URL, usage errors.
+# Errors: a bad URL, usage errors, a missing file.
 lc --store "mysql://app:$secret@db1/jobs" jobs
 expect_err "unknown scheme" 2 "unknown scheme 'mysql:'; accepted forms: PATH \| sqlite:PATH \| redis://"
 lc --store "$URL" runs

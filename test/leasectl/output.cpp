@@ -1,13 +1,13 @@
-// test/leasectl/output.cpp — what leasectl prints for jobs and runs, exactly,
+// test/leasectl/output.cpp — what leasectl prints for each command, exactly,
 // on memory_store and a fake clock (check.sh checks the same on the real
 // stores with times normalised): the columns, "expired" for a running run
-// whose lease ended, and --json's fields.
+// whose lease ended, --json's fields, and exit codes 3 and 4.
 #include <catch2/catch.hpp>
 
 #include <lease/clock/fake.hpp>
 #include <lease/store/memory.hpp>
 
-#include "leasectl/output.hpp"
+#include "leasectl/commands.hpp"
 #include "seed.hpp"
 
 namespace {
@@ -69,4 +69,49 @@ never \"ran\"\n  yes     0      -          -            -       -
 )");
   CHECK(leasectl::jobs_json(jobs, store.now()) ==
         "[\n {\"name\":\"never \\\"ran\\\"\\n\",\"paused\":true,\"fence\":0,\"last_run\":null}\n]\n");
+}
+
+namespace {
+
+/// A Store and nothing more: no InspectStore, no PauseStore.
+struct bare_store {
+  lease::memory_store<lease::fake_clock> s{lease::fake_clock{}};
+  lease::claim_result claim(const lease::claim_request& r) { return s.claim(r); }
+  bool heartbeat(const lease::run_key& k, std::string_view t, lease::duration d) { return s.heartbeat(k, t, d); }
+  bool finish(const lease::run_key& k, std::string_view t, lease::run_status st) { return s.finish(k, t, st); }
+  bool release(const lease::run_key& k, std::string_view t) { return s.release(k, t); }
+  std::vector<lease::run_record> unfinished(std::string_view j) { return s.unfinished(j); }
+  std::optional<lease::run_record> get(const lease::run_key& k) { return s.get(k); }
+  lease::time_point now() { return s.now(); }
+};
+static_assert(lease::Store<bare_store> && !lease::InspectStore<bare_store> && !lease::PauseStore<bare_store>);
+
+}  // namespace
+
+TEST_CASE("a store without a capability answers exit code 3 and changes nothing", "[leasectl]") {
+  bare_store store;
+  const auto spec = leasectl::parse_store_url("redis://ops:hunter2@10.0.0.7:6379");
+  for (const auto what : {leasectl::verb::jobs, leasectl::verb::runs, leasectl::verb::pause, leasectl::verb::resume}) {
+    const auto r = leasectl::run(store, {what, "report", 20, false}, spec);
+    CHECK(r.code == leasectl::cannot);
+    CHECK(r.out.empty());
+    CHECK_THAT(r.err, Catch::StartsWith("leasectl: the Redis store (redis://***@10.0.0.7:6379) cannot "));
+    CHECK_THAT(r.err, Catch::Contains(what == leasectl::verb::jobs || what == leasectl::verb::runs ? "InspectStore"
+                                                                                                   : "PauseStore"));
+  }
+}
+
+TEST_CASE("runs of a job the store has no state for is exit code 4, of a job only paused an empty table", "[leasectl]") {
+  lease::memory_store<lease::fake_clock> store{lease::fake_clock{}};
+  const auto spec = leasectl::parse_store_url("jobs.db");
+  auto r = leasectl::run(store, {leasectl::verb::runs, "report", 20, false}, spec);
+  CHECK(r.code == leasectl::no_such_job);
+  CHECK(r.err ==
+        "leasectl: the SQLite store (sqlite:jobs.db) has no state for job 'report': it never ran there and was never "
+        "paused. Check the name (`leasectl jobs` lists them) and --store.\n");
+  r = leasectl::run(store, {leasectl::verb::pause, "report", 20, false}, spec);
+  CHECK(r.code == leasectl::ok);
+  r = leasectl::run(store, {leasectl::verb::runs, "report", 20, true}, spec);
+  CHECK(r.code == leasectl::ok);
+  CHECK(r.out == "[]\n");
 }

@@ -16,15 +16,12 @@
 #include <CLI/CLI.hpp>
 
 #include <lease/error.hpp>
-#include <lease/store/concept.hpp>
-#include <lease/store/inspect.hpp>
 
-#include "output.hpp"
-#include "store_url.hpp"
+#include "commands.hpp"
 
 namespace {
 
-enum exit_code : int { ok = 0, store_failed = 1, usage = 2, cannot = 3, no_such_job = 4 };
+using namespace leasectl;
 
 constexpr const char* kFooter =
     "Store URLs: PATH or sqlite:PATH (an existing SQLite file); redis://[user:pass@]host[:port][/db];\n"
@@ -39,97 +36,6 @@ constexpr const char* kFooter =
     "  4  runs JOB: the store has no state for JOB (no run, no fence, no pause)\n"
     "\n"
     "Not yet: trigger, stop, purge and watch (they need store support lease does not have yet).\n";
-
-enum class verb { jobs, runs, pause, resume };
-
-struct command {
-  verb what = verb::jobs;
-  std::string job;
-  std::size_t limit = 20;
-  bool json = false;
-};
-
-void print(const std::string& s) { std::fwrite(s.data(), 1, s.size(), stdout); }
-
-const char* kind_name(leasectl::store_kind k) {
-  switch (k) {
-    case leasectl::store_kind::sqlite: return "SQLite";
-    case leasectl::store_kind::redis: return "Redis";
-    case leasectl::store_kind::postgres: return "PostgreSQL";
-  }
-  return "?";
-}
-
-/// What the store lacks, as a sentence; exit code 3.
-int cannot_do(const leasectl::store_spec& spec, const std::string& what, const char* capability) {
-  std::fprintf(stderr,
-               "leasectl: the %s store (%s) cannot %s: this build of lease gives it no %s yet. "
-               "Nothing was changed.\n",
-               kind_name(spec.kind), spec.shown.c_str(), what.c_str(), capability);
-  return cannot;
-}
-
-template <class S>
-int run(S& s, const command& c, const leasectl::store_spec& spec) {
-  switch (c.what) {
-    case verb::jobs:
-      if constexpr (lease::InspectStore<S>) {
-        const auto jobs = s.list_jobs();
-        const auto now = s.now();
-        print(c.json ? leasectl::jobs_json(jobs, now) : leasectl::jobs_table(jobs, now));
-        return ok;
-      } else {
-        return cannot_do(spec, "list its jobs", "list_jobs (InspectStore)");
-      }
-    case verb::runs:
-      if constexpr (lease::InspectStore<S>) {
-        const auto runs = s.list_runs(c.job, c.limit);
-        if (runs.empty()) {
-          bool known = false;
-          for (const auto& j : s.list_jobs()) known = known || j.name == c.job;
-          if (!known) {
-            std::fprintf(stderr,
-                         "leasectl: the %s store (%s) has no state for job '%s': it never ran there and was "
-                         "never paused. Check the name (`leasectl jobs` lists them) and --store%s.\n",
-                         kind_name(spec.kind), spec.shown.c_str(), leasectl::cell(c.job).c_str(),
-                         spec.kind == leasectl::store_kind::sqlite ? "" : " and --namespace");
-            return no_such_job;
-          }
-        }
-        const auto now = s.now();
-        print(c.json ? leasectl::runs_json(runs, now) : leasectl::runs_table(runs, now));
-        return ok;
-      } else {
-        return cannot_do(spec, "list the runs of a job", "list_runs (InspectStore)");
-      }
-    case verb::pause:
-    case verb::resume:
-      if constexpr (lease::PauseStore<S>) {
-        const bool pausing = c.what == verb::pause;
-        const bool changed = pausing ? s.pause(c.job) : s.resume(c.job);
-        const std::string job = leasectl::cell(c.job);
-        if (c.json) {
-          print(leasectl::detail::json_object{}
-                    .text("job", c.job)
-                    .boolean("paused", pausing)
-                    .boolean("changed", changed)
-                    .str() +
-                "\n");
-        } else if (pausing) {
-          print("job " + job + (changed ? " paused" : " was already paused") +
-                ": no claim of it wins on any instance until `leasectl resume " + job + "`\n");
-        } else {
-          print("job " + job +
-                (changed ? " resumed: its next slot is claimed as usual" : " was not paused: nothing changed") +
-                "\n");
-        }
-        return ok;
-      } else {
-        return cannot_do(spec, c.what == verb::pause ? "pause a job" : "resume a job", "pause/resume (PauseStore)");
-      }
-  }
-  return usage;
-}
 
 }  // namespace
 
@@ -174,15 +80,18 @@ int main(int argc, char** argv) {
     return usage;
   }
   try {
-    return leasectl::with_store(spec, settings, [&](auto& s) { return run(s, c, spec); });
+    const result r = leasectl::with_store(spec, settings, [&](auto& s) { return run(s, c, spec); });
+    std::fwrite(r.out.data(), 1, r.out.size(), stdout);
+    std::fwrite(r.err.data(), 1, r.err.size(), stderr);
+    return r.code;
   } catch (const lease::store_error& e) {
     // The stores redact their own messages; scrub() is the second lock.
     const std::string msg = leasectl::scrub(e.what(), spec.secrets);
-    std::fprintf(stderr, "leasectl: the %s store (%s): %s\n", kind_name(spec.kind), spec.shown.c_str(), msg.c_str());
+    std::fprintf(stderr, "leasectl: %s: %s\n", store_name(spec).c_str(), msg.c_str());
     return e.code() == lease::errc::invalid_argument ? usage : store_failed;
   } catch (const std::exception& e) {
     const std::string msg = leasectl::scrub(e.what(), spec.secrets);
-    std::fprintf(stderr, "leasectl: the %s store (%s): %s\n", kind_name(spec.kind), spec.shown.c_str(), msg.c_str());
+    std::fprintf(stderr, "leasectl: %s: %s\n", store_name(spec).c_str(), msg.c_str());
     return store_failed;
   }
 }
