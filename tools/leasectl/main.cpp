@@ -32,7 +32,7 @@ constexpr const char* kFooter =
     "  0  done (also a pause of a paused job, a resume of one not paused: nothing changed)\n"
     "  1  the store failed: unreachable, timed out, or its data is not lease's (message on stderr)\n"
     "  2  usage error: bad arguments, an unknown URL form, credentials or a job name the store refuses\n"
-    "  3  this store cannot do that (it lacks the capability, e.g. listing jobs)\n"
+    "  3  this store cannot do that (it lacks the capability, e.g. listing jobs; or this build lacks the store)\n"
     "  4  runs JOB: the store has no state for JOB (no run, no fence, no pause)\n"
     "\n"
     "Not yet: trigger, stop, purge and watch (they need store support lease does not have yet).\n";
@@ -84,6 +84,9 @@ int main(int argc, char** argv) {
     std::fwrite(r.out.data(), 1, r.out.size(), stdout);
     std::fwrite(r.err.data(), 1, r.err.size(), stderr);
     return r.code;
+  } catch (const leasectl::not_built& e) {
+    std::fprintf(stderr, "leasectl: %s: %s\n", store_name(spec).c_str(), e.what());
+    return cannot;
   } catch (const lease::store_error& e) {
     // The stores redact their own messages; scrub() is the second lock.
     const std::string msg = leasectl::scrub(e.what(), spec.secrets);

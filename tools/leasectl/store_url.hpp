@@ -39,6 +39,11 @@ inline constexpr std::string_view accepted_store_forms =
     "PATH | sqlite:PATH | redis://[user:pass@]host[:port][/db] | redis+cluster://[user:pass@]host[:port] | "
     "postgres://… | postgresql://… | postgres:key=value …";
 
+/// A store kind this leasectl was built without (exit code 3: it cannot).
+struct not_built : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 enum class store_kind { sqlite, redis, postgres };
 
 struct store_spec {
@@ -181,7 +186,7 @@ struct store_settings {
 
 /// Calls f(store) with the store `spec` names and returns what f returns.
 /// Throws lease::store_error (the store's own, e.g. a malformed Redis URL),
-/// or std::runtime_error (no such file; a store this build lacks).
+/// not_built (a store this build lacks) or std::runtime_error (no such file).
 template <class F>
 decltype(auto) with_store(const store_spec& spec, [[maybe_unused]] const store_settings& settings, F&& f) {
   switch (spec.kind) {
@@ -204,7 +209,7 @@ decltype(auto) with_store(const store_spec& spec, [[maybe_unused]] const store_s
       lease::redis_store s{std::move(o)};
       return f(s);
 #else
-      throw std::runtime_error("this leasectl was built without Redis support (lease::redis)");
+      throw not_built("this leasectl was built without Redis support (lease::redis)");
 #endif
     }
     case store_kind::postgres: {
@@ -215,7 +220,7 @@ decltype(auto) with_store(const store_spec& spec, [[maybe_unused]] const store_s
       lease::postgres_store s{std::move(o)};
       return f(s);
 #else
-      throw std::runtime_error("this leasectl was built without PostgreSQL support (lease::postgres)");
+      throw not_built("this leasectl was built without PostgreSQL support (lease::postgres)");
 #endif
     }
   }
