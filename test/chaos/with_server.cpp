@@ -1,7 +1,8 @@
-// test/chaos/with_server.cpp — `with_server redis|postgres COMMAND [ARGS...]`:
+// test/chaos/with_server.cpp — `with_server redis|redis-cluster|postgres COMMAND [ARGS...]`:
 // starts a real server of that kind on a free 127.0.0.1 port in a temporary
-// directory (test/redis/server.hpp; test/postgres/server.hpp on a copy of a
-// template cluster), runs COMMAND
+// directory (test/redis/server.hpp; redis-cluster: three masters,
+// test/redis/cluster_fixture.hpp, URL redis+cluster://node0 as leasectl
+// takes it; test/postgres/server.hpp on a copy of a template cluster), runs COMMAND
 // with every argument "@URL@" replaced by the server's URL, stops the server
 // and exits with COMMAND's exit status (128 + N if a signal N ended it).
 // So a CTest entry can run a program that takes `--store URL` (cluster_demo)
@@ -14,6 +15,7 @@
 #include <vector>
 
 #if LEASE_WITH_SERVER_REDIS
+#include "redis/cluster_fixture.hpp"
 #include "redis/server.hpp"
 #endif
 #if LEASE_WITH_SERVER_POSTGRES
@@ -39,7 +41,7 @@ int run(std::vector<std::string> argv, const std::string& url) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::string usage = "usage: with_server redis|postgres COMMAND [ARGS...]  (@URL@ is replaced by the URL)\n";
+  const std::string usage = "usage: with_server redis|redis-cluster|postgres COMMAND [ARGS...]  (@URL@ is replaced by the URL)\n";
   if (argc < 3) {
     std::fputs(usage.c_str(), stderr);
     return 2;
@@ -53,6 +55,12 @@ int main(int argc, char** argv) {
       const lease::testing::redis_server server;
       std::printf("with_server: redis-server on %s\n", server.url().c_str());
       return run(cmd, server.url());
+    }
+    if (kind == "redis-cluster") {
+      lease::testing::redis_cluster cluster(3);
+      const std::string url = "redis+cluster://" + cluster.url().substr(std::string_view("redis://").size());
+      std::printf("with_server: Redis Cluster of 3 masters, seed %s\n", url.c_str());
+      return run(cmd, url);
     }
 #endif
 #if LEASE_WITH_SERVER_POSTGRES

@@ -56,6 +56,13 @@ foreach(f share/cmake/lease/lease-config.cmake share/cmake/lease/lease-config-ve
     message(FATAL_ERROR "not installed: ${f}")
   endif()
 endforeach()
+# leasectl (tools/leasectl), when this build made it: in bin/, and it runs.
+if(LEASECTL)
+  run(${prefix}/bin/leasectl --help)
+  if(NOT last_output MATCHES "Exit codes:")
+    message(FATAL_ERROR "bin/leasectl --help does not list its exit codes:\n${last_output}")
+  endif()
+endif()
 file(GLOB_RECURSE in_lib LIST_DIRECTORIES false ${prefix}/lib/*)
 if(in_lib)
   message(FATAL_ERROR "a header-only library installed arch-dependent files: ${in_lib}")

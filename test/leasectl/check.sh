@@ -1,0 +1,132 @@
+#!/bin/bash
+# test/leasectl/check.sh LEASECTL SEED URL — the real leasectl against a real
+# store (a SQLite file, or a Redis / PostgreSQL that with_server started):
+# seeds known runs (seed.cpp), then checks every command's output, with
+# times and ms-since-epoch numbers normalised, and its exit code; plus a bad
+# URL, a missing job, usage errors, and URLs holding a password that must
+# never be printed. (A store without a capability, exit code 3, is
+# output.cpp's.) Exit 0 when all pass; each failure is printed.
+set -u
+L=$1 SEED=$2 URL=$3
+secret=Tr0ub4dor
+failures=0
+tmp=$(mktemp -d) && trap 'rm -rf "$tmp"' EXIT
+
+norm() {
+  sed -E -e 's/[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z/<time>/g' -e 's/[0-9]{13}/<ms>/g'
+}
+# lc ARGS...: runs leasectl; $rc, $out (stdout, normalised), $err (stderr).
+lc() {
+  "$L" "$@" >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  out=$(norm <"$tmp/out")
+  err=$(cat "$tmp/err")
+}
+fail() {
+  echo "FAIL: $*"
+  failures=$((failures + 1))
+}
+# expect NAME RC EXPECTED_STDOUT: checks the last lc.
+expect() {
+  [[ $rc == "$2" ]] || fail "$1: exit code $rc, expected $2 (stderr: $err)"
+  if [[ $out != "$3" ]]; then
+    fail "$1: stdout differs (normalised):"
+    diff <(echo "$3") <(echo "$out")
+  fi
+}
+# expect_err NAME RC REGEX: exit code, nothing on stdout, stderr matching REGEX, never the secret.
+expect_err() {
+  [[ $rc == "$2" ]] || fail "$1: exit code $rc, expected $2 (stderr: $err)"
+  [[ -z $out ]] || fail "$1: printed on stdout: $out"
+  [[ $err =~ $3 ]] || fail "$1: stderr does not match /$3/: $err"
+  [[ $err != *"$secret"* ]] || fail "$1: the password is in the message: $err"
+}
+
+"$SEED" "$URL" || { echo "FAIL: seeding $URL"; exit 1; }
+
+lc --store "$URL" pause report
+expect "pause" 0 'job report paused: no claim of it wins on any instance until `leasectl resume report`'
+[[ $("$SEED" "$URL" claim report) == paused ]] || fail "an instance's claim of report was not refused as paused"
+lc --store "$URL" pause report
+expect "pause again" 0 'job report was already paused: no claim of it wins on any instance until `leasectl resume report`'
+
+lc --store "$URL" jobs
+expect "jobs" 0 "NAME     PAUSED  FENCE          LAST SLOT                 LAST STATUS  RUNNER  ATTEMPT
+cleanup  no      <ms>  <time>  failed       api-3   1
+report   yes     <ms>  <time>  running      api-2   2"
+
+lc --store "$URL" jobs --json
+expect "jobs --json" 0 '[
+ {"name":"cleanup","paused":false,"fence":<ms>,"last_run":{"job":"cleanup","slot":"<time>","slot_ms":<ms>,"status":"failed","attempt":1,"handovers":0,"runner":"api-3","fence":<ms>,"lease_end":"<time>","lease_end_ms":<ms>,"released":false}},
+ {"name":"report","paused":true,"fence":<ms>,"last_run":{"job":"report","slot":"<time>","slot_ms":<ms>,"status":"running","attempt":2,"handovers":1,"runner":"api-2","fence":<ms>,"lease_end":"<time>","lease_end_ms":<ms>,"released":false}}
+]'
+
+lc --store "$URL" runs report
+expect "runs report" 0 "SLOT                      STATUS   ATTEMPT  HANDOVERS  RUNNER  FENCE          LEASE END                 RELEASED
+<time>  running  2        1          api-2   <ms>  <time>  no
+<time>  success  1        0          api-1   <ms>  <time>  no"
+# Newest first: the running run's slot is the later one.
+slots=$("$L" --store "$URL" runs report --json | grep -oE '"slot_ms":[0-9]+' | cut -d: -f2 | tr '\n' ' ')
+read -r s1 s2 <<<"$slots"
+[[ -n ${s2:-} && $((s1 - s2)) == 60000 ]] || fail "runs report --json: slots $slots are not newest first, 60 s apart"
+
+lc --store "$URL" runs report --limit 1 --json
+expect "runs report --limit 1 --json" 0 '[
+ {"job":"report","slot":"<time>","slot_ms":<ms>,"status":"running","attempt":2,"handovers":1,"runner":"api-2","fence":<ms>,"lease_end":"<time>","lease_end_ms":<ms>,"released":false}
+]'
+
+lc --store "$URL" resume report
+expect "resume" 0 "job report resumed: its next slot is claimed as usual"
+[[ $("$SEED" "$URL" claim report) == won ]] || fail "an instance's claim of report did not win after resume"
+lc --store "$URL" resume report --json
+expect "resume again --json" 0 '{"job":"report","paused":false,"changed":false}'
+lc --store "$URL" jobs
+[[ $rc == 0 && $out == *"report   no "* ]] || fail "jobs after resume: report not shown as running: $out"
+
+lc --store "$URL" runs nosuch
+expect_err "runs of a missing job" 4 "has no state for job 'nosuch'"
+if [[ $URL == *://* ]]; then  # another key prefix or schema: other instances' jobs, none here
+  lc --store "$URL" --namespace other jobs
+  expect "jobs in another namespace" 0 "NAME  PAUSED  FENCE  LAST SLOT  LAST STATUS  RUNNER  ATTEMPT"
+fi
+
+# Errors: a bad URL, usage errors, a missing file.
+lc --store "mysql://app:$secret@db1/jobs" jobs
+expect_err "unknown scheme" 2 "unknown scheme 'mysql:'; accepted forms: PATH \| sqlite:PATH \| redis://"
+lc --store "$URL" runs
+expect_err "runs without JOB" 2 "JOB is required"
+lc --store "$URL" frobnicate
+expect_err "unknown command" 2 "subcommand is required"
+lc jobs
+expect_err "no --store" 2 "--store is required"
+lc --store "$URL" runs report --limit 0
+expect_err "--limit 0" 2 "limit"
+lc --store "$tmp/no-such.db" jobs
+expect_err "a missing SQLite file" 1 "no SQLite file at"
+[[ ! -e $tmp/no-such.db ]] || fail "leasectl created $tmp/no-such.db"
+
+# A password in the URL is never printed: an unreachable server (exit 1),
+# and this store's own URL with a password added (Redis: AUTH fails on a
+# server with none; PostgreSQL: trust authentication lets it in).
+lc --store "redis://lease:$secret@127.0.0.1:1/0" pause report
+expect_err "unreachable Redis with a password" 1 "Redis store \(redis://\*\*\*@127.0.0.1:1/0\)"
+lc --store "postgresql://lease:$secret@127.0.0.1:1/jobs" pause report
+expect_err "unreachable PostgreSQL with a password" 1 "PostgreSQL store \(postgresql://\*\*\*@127.0.0.1:1/jobs\)"
+lc --store "postgres:host=127.0.0.1 port=1 password='$secret'" pause report
+expect_err "unreachable PostgreSQL conninfo with a password" 1 "password='\*\*\*'"
+case $URL in
+  redis://*)
+    lc --store "redis://lease:$secret@${URL#redis://}" pause report
+    expect_err "Redis refusing AUTH" 2 "Redis store \(redis://\*\*\*@" ;;
+  postgresql://*@*)
+    lc --store "postgresql://postgres:$secret@${URL#postgresql://*@}" pause report
+    [[ $rc == 0 && $(cat "$tmp/out" "$tmp/err") != *"$secret"* && $out == "job report paused"* ]] ||
+      fail "PostgreSQL URL with a password: exit $rc, $out $err" ;;
+esac
+
+if ((failures)); then
+  echo "$failures check(s) failed on $URL"
+  exit 1
+fi
+echo "all leasectl checks passed on $URL"
+

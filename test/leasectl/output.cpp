@@ -1,0 +1,117 @@
+// test/leasectl/output.cpp — what leasectl prints for each command, exactly,
+// on memory_store and a fake clock (check.sh checks the same on the real
+// stores with times normalised): the columns, "expired" for a running run
+// whose lease ended, --json's fields, and exit codes 3 and 4.
+#include <catch2/catch.hpp>
+
+#include <lease/clock/fake.hpp>
+#include <lease/store/memory.hpp>
+
+#include "leasectl/commands.hpp"
+#include "seed.hpp"
+
+namespace {
+
+using namespace std::chrono;
+
+struct seeded {
+  lease::fake_clock clock{sys_days{2026y / 11 / 29} + 6h + 2min};
+  lease::memory_store<lease::fake_clock> store{clock};
+  seeded() {
+    leasectl_test::seed(store);
+    store.pause("report");
+  }
+};
+
+}  // namespace
+
+TEST_CASE("jobs: a table by name, and one JSON array", "[leasectl]") {
+  seeded s;
+  const auto now = s.store.now();
+  CHECK(leasectl::jobs_table(s.store.list_jobs(), now) ==
+        R"(NAME     PAUSED  FENCE          LAST SLOT                 LAST STATUS  RUNNER  ATTEMPT
+cleanup  no      1795932120000  2026-11-29T06:01:00.000Z  failed       api-3   1
+report   yes     1795932120002  2026-11-29T06:01:00.000Z  running      api-2   2
+)");
+  CHECK(leasectl::jobs_json(s.store.list_jobs(), now) ==
+        R"([
+ {"name":"cleanup","paused":false,"fence":1795932120000,"last_run":{"job":"cleanup","slot":"2026-11-29T06:01:00.000Z","slot_ms":1795932060000,"status":"failed","attempt":1,"handovers":0,"runner":"api-3","fence":1795932120000,"lease_end":"2026-11-29T06:12:00.000Z","lease_end_ms":1795932720000,"released":false}},
+ {"name":"report","paused":true,"fence":1795932120002,"last_run":{"job":"report","slot":"2026-11-29T06:01:00.000Z","slot_ms":1795932060000,"status":"running","attempt":2,"handovers":1,"runner":"api-2","fence":1795932120002,"lease_end":"2026-11-29T06:12:00.000Z","lease_end_ms":1795932720000,"released":false}}
+]
+)");
+}
+
+TEST_CASE("runs: newest slot first, and a running run past its lease end is expired", "[leasectl]") {
+  seeded s;
+  CHECK(leasectl::runs_table(s.store.list_runs("report", 20), s.store.now()) ==
+        R"(SLOT                      STATUS   ATTEMPT  HANDOVERS  RUNNER  FENCE          LEASE END                 RELEASED
+2026-11-29T06:01:00.000Z  running  2        1          api-2   1795932120002  2026-11-29T06:12:00.000Z  no
+2026-11-29T06:00:00.000Z  success  1        0          api-1   1795932120000  2026-11-29T06:12:00.000Z  no
+)");
+  s.clock.advance(minutes(10));  // past the running attempt's 600 s lease
+  CHECK(leasectl::runs_json(s.store.list_runs("report", 1), s.store.now()) ==
+        R"([
+ {"job":"report","slot":"2026-11-29T06:01:00.000Z","slot_ms":1795932060000,"status":"expired","attempt":2,"handovers":1,"runner":"api-2","fence":1795932120002,"lease_end":"2026-11-29T06:12:00.000Z","lease_end_ms":1795932720000,"released":false}
+]
+)");
+  CHECK(leasectl::jobs_table({}, s.store.now()) ==
+        "NAME  PAUSED  FENCE  LAST SLOT  LAST STATUS  RUNNER  ATTEMPT\n");
+  CHECK(leasectl::runs_json({}, s.store.now()) == "[]\n");
+}
+
+TEST_CASE("a job paused before it ever ran has no last run, and any name stays on its row, escaped", "[leasectl]") {
+  lease::memory_store<lease::fake_clock> store{lease::fake_clock{sys_days{2026y / 11 / 29}}};
+  store.pause("never \"ran\"\n");
+  const auto jobs = store.list_jobs();
+  CHECK(leasectl::jobs_table(jobs, store.now()) ==
+        R"(NAME             PAUSED  FENCE  LAST SLOT  LAST STATUS  RUNNER  ATTEMPT
+never \"ran\"\n  yes     0      -          -            -       -
+)");
+  CHECK(leasectl::jobs_json(jobs, store.now()) ==
+        "[\n {\"name\":\"never \\\"ran\\\"\\n\",\"paused\":true,\"fence\":0,\"last_run\":null}\n]\n");
+}
+
+namespace {
+
+/// A Store and nothing more: no InspectStore, no PauseStore.
+struct bare_store {
+  lease::memory_store<lease::fake_clock> s{lease::fake_clock{}};
+  lease::claim_result claim(const lease::claim_request& r) { return s.claim(r); }
+  bool heartbeat(const lease::run_key& k, std::string_view t, lease::duration d) { return s.heartbeat(k, t, d); }
+  bool finish(const lease::run_key& k, std::string_view t, lease::run_status st) { return s.finish(k, t, st); }
+  bool release(const lease::run_key& k, std::string_view t) { return s.release(k, t); }
+  std::vector<lease::run_record> unfinished(std::string_view j) { return s.unfinished(j); }
+  std::optional<lease::run_record> get(const lease::run_key& k) { return s.get(k); }
+  lease::time_point now() { return s.now(); }
+};
+static_assert(lease::Store<bare_store> && !lease::InspectStore<bare_store> && !lease::PauseStore<bare_store>);
+
+}  // namespace
+
+TEST_CASE("a store without a capability answers exit code 3 and changes nothing", "[leasectl]") {
+  bare_store store;
+  const auto spec = leasectl::parse_store_url("redis://ops:hunter2@10.0.0.7:6379");
+  for (const auto what : {leasectl::verb::jobs, leasectl::verb::runs, leasectl::verb::pause, leasectl::verb::resume}) {
+    const auto r = leasectl::run(store, {what, "report", 20, false}, spec);
+    CHECK(r.code == leasectl::cannot);
+    CHECK(r.out.empty());
+    CHECK_THAT(r.err, Catch::StartsWith("leasectl: the Redis store (redis://***@10.0.0.7:6379) cannot "));
+    CHECK_THAT(r.err, Catch::Contains(what == leasectl::verb::jobs || what == leasectl::verb::runs ? "InspectStore"
+                                                                                                   : "PauseStore"));
+  }
+}
+
+TEST_CASE("runs of a job the store has no state for is exit code 4, of a job only paused an empty table", "[leasectl]") {
+  lease::memory_store<lease::fake_clock> store{lease::fake_clock{}};
+  const auto spec = leasectl::parse_store_url("jobs.db");
+  auto r = leasectl::run(store, {leasectl::verb::runs, "report", 20, false}, spec);
+  CHECK(r.code == leasectl::no_such_job);
+  CHECK(r.err ==
+        "leasectl: the SQLite store (sqlite:jobs.db) has no state for job 'report': it never ran there and was never "
+        "paused. Check the name (`leasectl jobs` lists them) and --store.\n");
+  r = leasectl::run(store, {leasectl::verb::pause, "report", 20, false}, spec);
+  CHECK(r.code == leasectl::ok);
+  r = leasectl::run(store, {leasectl::verb::runs, "report", 20, true}, spec);
+  CHECK(r.code == leasectl::ok);
+  CHECK(r.out == "[]\n");
+}

@@ -1,0 +1,44 @@
+// test/leasectl/seed.cpp — `leasectl_seed URL`: seed.hpp's runs in a real
+// store, so check.sh can read them back with the real leasectl. Exit 0 when
+// every claim, finish and release answered as the rules say; 1 otherwise
+// (the test fails before leasectl runs).
+//
+// `leasectl_seed URL claim JOB`: an instance's claim of JOB's slot now;
+// prints its outcome ("won", "paused", …): what a pause does to instances.
+// (Overlap allowed: report's seeded run is still live.)
+#include <cstdio>
+#include <exception>
+#include <string>
+
+#include "leasectl/store_url.hpp"
+#include "seed.hpp"
+
+int main(int argc, char** argv) {
+  if (argc != 2 && !(argc == 4 && std::string(argv[2]) == "claim")) {
+    std::fprintf(stderr, "usage: leasectl_seed URL [claim JOB]\n");
+    return 1;
+  }
+  const auto act = [&](auto& s) {
+    if (argc == 4)
+      std::printf("%s\n", leasectl_test::claim_now(s, argv[3]).c_str());
+    else
+      leasectl_test::seed(s);
+  };
+  try {
+    const auto spec = leasectl::parse_store_url(argv[1]);
+    if (spec.kind == leasectl::store_kind::sqlite) {
+      // A new file: its instances would wait out a quarantine first (a file
+      // that replaced a lost one may hide runs that started); ours has none.
+      lease::sqlite_options o;
+      o.quarantine_new_file = false;
+      lease::sqlite_store s{spec.target, std::move(o)};
+      act(s);
+    } else {
+      leasectl::with_store(spec, {}, act);
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "leasectl_seed: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

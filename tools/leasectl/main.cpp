@@ -1,0 +1,100 @@
+// leasectl — an operator's look into a lease store, and its hands on it:
+//
+//   leasectl --store URL jobs [--json]              every job the store holds state for
+//   leasectl --store URL runs JOB [--limit N]       a job's runs, newest slot first
+//   leasectl --store URL pause JOB                  no claim of JOB wins, on any instance
+//   leasectl --store URL resume JOB                 lifts the pause
+//
+// It drives every store through the same generic code: what a store cannot
+// do (a capability it lacks: PauseStore, InspectStore) is an error with its
+// own exit code, never a silent nothing. Exit codes are in `kFooter`.
+#include <cstdio>
+#include <exception>
+#include <string>
+#include <system_error>
+
+#include <CLI/CLI.hpp>
+
+#include <lease/error.hpp>
+
+#include "commands.hpp"
+
+namespace {
+
+using namespace leasectl;
+
+constexpr const char* kFooter =
+    "Store URLs: PATH or sqlite:PATH (an existing SQLite file); redis://[user:pass@]host[:port][/db];\n"
+    "  redis+cluster://[user:pass@]host[:port] (a Redis Cluster seed node); postgres://… or postgresql://…\n"
+    "  (a libpq URI); postgres:key=value … (a libpq conninfo). Passwords are never printed.\n"
+    "\n"
+    "Exit codes:\n"
+    "  0  done (also a pause of a paused job, a resume of one not paused: nothing changed)\n"
+    "  1  the store failed: unreachable, timed out, or its data is not lease's (message on stderr)\n"
+    "  2  usage error: bad arguments, an unknown URL form, credentials or a job name the store refuses\n"
+    "  3  this store cannot do that (it lacks the capability, e.g. listing jobs; or this build lacks the store)\n"
+    "  4  runs JOB: the store has no state for JOB (no run, no fence, no pause)\n"
+    "\n"
+    "Not yet: trigger, stop, purge and watch (they need store support lease does not have yet).\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"leasectl: look into a lease store and pause or resume its jobs"};
+  app.footer(kFooter);
+  app.require_subcommand(1, 1);
+  app.fallthrough();  // --json and --store after the command too
+
+  std::string url;
+  leasectl::store_settings settings;
+  command c;
+  app.add_option("--store", url, "the store the instances share (forms below; or $LEASECTL_STORE)")
+      ->required()
+      ->envname("LEASECTL_STORE");
+  app.add_option("--namespace", settings.ns, "Redis key prefix or PostgreSQL schema the instances use")
+      ->capture_default_str();
+  app.add_flag("--json", c.json, "one JSON document instead of a table or a sentence");
+
+  auto* jobs = app.add_subcommand("jobs", "every job the store holds state for, by name");
+  auto* runs = app.add_subcommand("runs", "a job's runs, newest slot first");
+  runs->add_option("JOB", c.job, "the job's name")->required();
+  runs->add_option("--limit", c.limit, "at most this many runs")->capture_default_str()->check(CLI::Range(1, 1000000));
+  auto* pause = app.add_subcommand("pause", "no claim of JOB wins on any instance until resume (runs in progress go on)");
+  pause->add_option("JOB", c.job, "the job's name")->required();
+  auto* resume = app.add_subcommand("resume", "lift a pause: the job's next slot is claimed as usual");
+  resume->add_option("JOB", c.job, "the job's name")->required();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);  // prints help, or the error and a hint
+    return code == 0 ? ok : usage;
+  }
+  c.what = jobs->parsed() ? verb::jobs : runs->parsed() ? verb::runs : pause->parsed() ? verb::pause : verb::resume;
+
+  leasectl::store_spec spec;
+  try {
+    spec = leasectl::parse_store_url(url);
+  } catch (const leasectl::bad_store_url& e) {
+    std::fprintf(stderr, "leasectl: %s\n", e.what());
+    return usage;
+  }
+  try {
+    const result r = leasectl::with_store(spec, settings, [&](auto& s) { return run(s, c, spec); });
+    std::fwrite(r.out.data(), 1, r.out.size(), stdout);
+    std::fwrite(r.err.data(), 1, r.err.size(), stderr);
+    return r.code;
+  } catch (const leasectl::not_built& e) {
+    std::fprintf(stderr, "leasectl: %s: %s\n", store_name(spec).c_str(), e.what());
+    return cannot;
+  } catch (const lease::store_error& e) {
+    // The stores redact their own messages; scrub() is the second lock.
+    const std::string msg = leasectl::scrub(e.what(), spec.secrets);
+    std::fprintf(stderr, "leasectl: %s: %s\n", store_name(spec).c_str(), msg.c_str());
+    return e.code() == lease::errc::invalid_argument ? usage : store_failed;
+  } catch (const std::exception& e) {
+    const std::string msg = leasectl::scrub(e.what(), spec.secrets);
+    std::fprintf(stderr, "leasectl: %s: %s\n", store_name(spec).c_str(), msg.c_str());
+    return store_failed;
+  }
+}

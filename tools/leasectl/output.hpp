@@ -1,0 +1,161 @@
+// leasectl/output.hpp — what `jobs` and `runs` print: an aligned table for a
+// person, or one JSON document (--json) for a script.
+//
+// Times are the store's, UTC with milliseconds ("2026-11-29T06:00:00.140Z",
+// as events print them); in JSON each time also comes as `<name>_ms`, ms
+// since the Unix epoch, as lease::to_json does for events. A running run
+// whose lease ended is shown "expired": the store has not marked it, but no
+// instance holds it (doc/protocol.md §1).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <lease/detail/printable.hpp>
+#include <lease/event/json.hpp>
+#include <lease/run.hpp>
+#include <lease/scheduler/detail/format.hpp>
+#include <lease/store/inspect.hpp>
+
+namespace leasectl {
+
+/// A job or runner name as a table cell or in a sentence: one line, every
+/// byte shown (a name holding a newline or an escape sequence must not
+/// forge a row or repaint the terminal).
+[[nodiscard]] inline std::string cell(std::string_view name) { return lease::detail::printable(name, 200); }
+
+/// Rows of cells under a header, columns padded to their widest cell, two spaces apart.
+[[nodiscard]] inline std::string table(const std::vector<std::string>& header,
+                                       const std::vector<std::vector<std::string>>& rows) {
+  std::vector<std::size_t> width(header.size());
+  for (std::size_t c = 0; c < header.size(); ++c) width[c] = header[c].size();
+  for (const auto& r : rows)
+    for (std::size_t c = 0; c < r.size() && c < width.size(); ++c) width[c] = std::max(width[c], r[c].size());
+  std::string out;
+  const auto line = [&](const std::vector<std::string>& cells) {
+    std::string l;
+    for (std::size_t c = 0; c < cells.size(); ++c) {
+      l += cells[c];
+      if (c + 1 < cells.size()) l.append(width[c] - cells[c].size() + 2, ' ');
+    }
+    out += l;
+    out += '\n';
+  };
+  line(header);
+  for (const auto& r : rows) line(r);
+  return out;
+}
+
+/// "running", "expired" (running, lease ended at `now`), "success", "failed", "interrupted".
+[[nodiscard]] inline std::string status_word(const lease::run_record& r, lease::time_point now) {
+  if (r.status == lease::run_status::running && !r.live(now)) return "expired";
+  return std::string(lease::to_string(r.status));
+}
+
+[[nodiscard]] inline std::string jobs_table(const std::vector<lease::stored_job>& jobs, lease::time_point now) {
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& j : jobs) {
+    const auto& r = j.last_run;
+    rows.push_back({cell(j.name), j.paused ? "yes" : "no", std::to_string(j.fence),
+                    r ? lease::detail::fmt(r->slot) : "-", r ? status_word(*r, now) : "-",
+                    r && !r->runner.empty() ? cell(r->runner) : "-", r ? std::to_string(r->attempt) : "-"});
+  }
+  return table({"NAME", "PAUSED", "FENCE", "LAST SLOT", "LAST STATUS", "RUNNER", "ATTEMPT"}, rows);
+}
+
+[[nodiscard]] inline std::string runs_table(const std::vector<lease::run_record>& runs, lease::time_point now) {
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& r : runs)
+    rows.push_back({lease::detail::fmt(r.slot), status_word(r, now), std::to_string(r.attempt),
+                    std::to_string(r.handovers), r.runner.empty() ? "-" : cell(r.runner), std::to_string(r.fence),
+                    lease::detail::fmt(r.lease_end), r.released ? "yes" : "no"});
+  return table({"SLOT", "STATUS", "ATTEMPT", "HANDOVERS", "RUNNER", "FENCE", "LEASE END", "RELEASED"}, rows);
+}
+
+namespace detail {
+
+/// Builds one JSON object, keys in the order they are added.
+class json_object {
+ public:
+  json_object& text(std::string_view k, std::string_view v) {
+    key(k);
+    lease::detail::append_json_string(out_, v);
+    return *this;
+  }
+  json_object& number(std::string_view k, std::uint64_t v) {
+    key(k);
+    out_ += std::to_string(v);
+    return *this;
+  }
+  json_object& boolean(std::string_view k, bool v) {
+    key(k);
+    out_ += v ? "true" : "false";
+    return *this;
+  }
+  /// "k": ISO string and "k_ms": ms since the epoch.
+  json_object& time(std::string_view k, lease::time_point t) {
+    text(k, lease::detail::fmt(t));
+    return number(std::string(k) + "_ms", static_cast<std::uint64_t>(t.time_since_epoch().count()));
+  }
+  json_object& raw(std::string_view k, std::string_view json) {
+    key(k);
+    out_ += json;
+    return *this;
+  }
+  [[nodiscard]] std::string str() const { return out_.empty() ? "{}" : out_ + "}"; }
+
+ private:
+  void key(std::string_view k) {
+    out_ += out_.empty() ? "{\"" : ",\"";
+    out_ += k;
+    out_ += "\":";
+  }
+  std::string out_;
+};
+
+[[nodiscard]] inline std::string array(const std::vector<std::string>& items) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < items.size(); ++i) out += (i ? ",\n " : "\n ") + items[i];
+  out += items.empty() ? "]\n" : "\n]\n";
+  return out;
+}
+
+}  // namespace detail
+
+/// One run: job, slot, status ("expired" as in the table), attempt, handovers,
+/// runner, fence, lease_end, released.
+[[nodiscard]] inline std::string run_json(const lease::run_record& r, lease::time_point now) {
+  return detail::json_object{}
+      .text("job", r.job)
+      .time("slot", r.slot)
+      .text("status", status_word(r, now))
+      .number("attempt", r.attempt)
+      .number("handovers", r.handovers)
+      .text("runner", r.runner)
+      .number("fence", r.fence)
+      .time("lease_end", r.lease_end)
+      .boolean("released", r.released)
+      .str();
+}
+
+[[nodiscard]] inline std::string jobs_json(const std::vector<lease::stored_job>& jobs, lease::time_point now) {
+  std::vector<std::string> items;
+  for (const auto& j : jobs)
+    items.push_back(detail::json_object{}
+                        .text("name", j.name)
+                        .boolean("paused", j.paused)
+                        .number("fence", j.fence)
+                        .raw("last_run", j.last_run ? run_json(*j.last_run, now) : "null")
+                        .str());
+  return detail::array(items);
+}
+
+[[nodiscard]] inline std::string runs_json(const std::vector<lease::run_record>& runs, lease::time_point now) {
+  std::vector<std::string> items;
+  for (const auto& r : runs) items.push_back(run_json(r, now));
+  return detail::array(items);
+}
+
+}  // namespace leasectl
