@@ -233,11 +233,23 @@ TEST_CASE("on a redis cluster with replicas = 1 each claim waits for the replica
   CAPTURE(outcome.has_value() ? static_cast<int>(*outcome) : -1);
   auto well = req(5, "c2");
   const auto res = store.claim(well);
+  // A pause is stored data too: one its replica did not acknowledge says so
+  // (applied on the master, it could be forgotten by a failover unnoticed).
+  std::optional<std::error_code> pause_err;
+  try {
+    (void)store.pause(jobs[3]);
+  } catch (const lease::store_error& e) {
+    pause_err = e.code();
+  }
+  const bool paused_well = store.pause(jobs[5]);
   stall.join();
   REQUIRE(err);
   CHECK(*err == lease::redis_errc::not_replicated);
   CHECK(store.get(late.run)->released);
   CHECK(res.outcome == claim_outcome::won);
+  REQUIRE(pause_err);
+  CHECK(*pause_err == lease::redis_errc::not_replicated);
+  CHECK(paused_well);
   c.wait_synced(1);
 }
 

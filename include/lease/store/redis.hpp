@@ -295,9 +295,21 @@ class redis_store {
   /// PauseStore (doc/store-rules.md, "Pause and resume"): the job's "p"
   /// field, in its runs hash (same hash slot as its runs, so the claim script
   /// reads it atomically, on a cluster too). True if it was not paused.
-  bool pause(std::string_view job) { return job_script(detail::redis::script::pause, job, "pause") == 1; }
+  /// With `replicas` > 0, a pause (or resume) not acknowledged by that many
+  /// replicas throws redis_errc::not_replicated: it is applied on the master,
+  /// but a failover could forget it, and nothing would detect that (a pause
+  /// leaves no fence behind). Repeat it once the replicas catch up.
+  bool pause(std::string_view job) {
+    const bool changed = job_script(detail::redis::script::pause, job, "pause") == 1;
+    require_replicated("pause", job);
+    return changed;
+  }
   /// Lifts a pause; true if the job was paused.
-  bool resume(std::string_view job) { return job_script(detail::redis::script::resume, job, "resume") == 1; }
+  bool resume(std::string_view job) {
+    const bool changed = job_script(detail::redis::script::resume, job, "resume") == 1;
+    require_replicated("resume", job);
+    return changed;
+  }
   /// Whether `job` is paused.
   bool paused(std::string_view job) { return job_script(detail::redis::script::paused, job, "paused") == 1; }
 
@@ -682,16 +694,22 @@ class redis_store {
 
   /// The marker showed a quarantine the script did not know of (a loss
   /// detected just now, or by another handle since this one last looked):
-  /// a win inside it must not run. Hand it back and answer as the rules would.
+  /// a win inside it must not run. Hand it back and answer as the rules would
+  /// (which also put the quarantine before a pause: a claim of a paused job
+  /// inside it is answered quarantined, and waits for its end).
   claim_result unless_quarantined(const claim_request& req, claim_result res, std::optional<std::int64_t> sent_lost) {
     const time_point lost_at{duration{watch_->lost_at.value_or(0)}};
+    const bool unknown_loss = watch_->lost_at && watch_->lost_at != sent_lost;
     const bool forgotten_slot = res.record.attempt == 1 && req.run.slot <= lost_at + early_tolerance;
-    if (res.outcome == claim_outcome::won && watch_->lost_at && watch_->lost_at != sent_lost &&
-        (res.store_now < lost_at + req.lease || forgotten_slot)) {
-      try {
-        (void)release(req.run, req.token);
-      } catch (const store_error&) {
-        // Unreleased, it expires after one lease, as the quarantine does.
+    const bool paused_inside = res.outcome == claim_outcome::paused && res.store_now < lost_at + req.lease;
+    if (unknown_loss && (paused_inside || (res.outcome == claim_outcome::won &&
+                                           (res.store_now < lost_at + req.lease || forgotten_slot)))) {
+      if (res.outcome == claim_outcome::won) {
+        try {
+          (void)release(req.run, req.token);
+        } catch (const store_error&) {
+          // Unreleased, it expires after one lease, as the quarantine does.
+        }
       }
       claim_result q;
       q.outcome = claim_outcome::quarantined;
@@ -771,6 +789,18 @@ class redis_store {
     } catch (const store_error&) {
       // Unreleased, the claim expires after its lease; no handler started on it.
     }
+  }
+
+  void require_replicated(const char* what, std::string_view job) {
+    if (opts_.replicas <= 0 || replicated()) return;
+    const std::string n = std::to_string(opts_.replicas), t = std::to_string(opts_.replica_timeout.count());
+    detail::redis::raise(redis_errc::not_replicated,
+                         "redis at " + conn_->where() + ": the " + what + " of job '" +
+                             detail::redis::printable(job, 80) + "' was acknowledged by " +
+                             (last_acked_ < 0 ? std::string("an unknown number of") : std::to_string(last_acked_)) +
+                             " of " + n + " replicas within " + t + " ms, so a failover could forget it (and nothing "
+                             "would notice); it is applied on the master: repeat it once the replicas catch up",
+                         "");
   }
 
   [[noreturn]] void not_replicated(const claim_request& first, std::size_t claims) {
