@@ -273,15 +273,8 @@ void raw_exec(const std::string& path, const std::string& sql) {
   REQUIRE(rc == SQLITE_OK);
 }
 
-}  // namespace
-
-TEST_CASE("a version 2 store file is upgraded to version 3: runs and fences kept, no job paused, pauses then stored") {
-  lease::testing::temp_dir dir;
-  const std::string path = dir.file("jobs.db");
-  // The version 2 schema exactly as the previous release created it, with a
-  // run in progress and a job's fence.
-  const lease::time_point lease_end = t0 + 30s;
-  raw_exec(path, R"sql(
+/// The version 2 schema exactly as the previous release created it.
+constexpr const char* v2_schema = R"sql(
 CREATE TABLE lease_schema (version INTEGER NOT NULL);
 INSERT INTO lease_schema (version) VALUES (2);
 CREATE TABLE lease_meta (name TEXT NOT NULL PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
@@ -291,7 +284,29 @@ CREATE TABLE lease_runs (
   fence INTEGER NOT NULL, runner BLOB NOT NULL, status INTEGER NOT NULL, lease_end INTEGER NOT NULL,
   released INTEGER NOT NULL, handovers INTEGER NOT NULL, PRIMARY KEY (job, slot)) WITHOUT ROWID;
 CREATE INDEX lease_runs_running ON lease_runs (job, slot) WHERE status = 0;
-)sql" + std::string("INSERT INTO lease_meta VALUES ('created_at', 1);") +
+)sql";
+
+}  // namespace
+
+TEST_CASE("a version 2 store file opened read-only is refused with a sentence, not a missing column") {
+  lease::testing::temp_dir dir;
+  const std::string path = dir.file("jobs.db");
+  raw_exec(path, v2_schema);
+  try {
+    lease::sqlite_store s{"file:" + path + "?mode=ro"};
+    FAIL("a version 2 file opened read-only was served");
+  } catch (const lease::store_error& e) {
+    CHECK(e.code() == lease::errc::unavailable);
+    CHECK_THAT(e.what(), Contains(path) && Contains("version 2") && Contains("open it once read-write"));
+  }
+}
+
+TEST_CASE("a version 2 store file is upgraded to version 3: runs and fences kept, no job paused, pauses then stored") {
+  lease::testing::temp_dir dir;
+  const std::string path = dir.file("jobs.db");
+  // A version 2 file with a run in progress and a job's fence.
+  const lease::time_point lease_end = t0 + 30s;
+  raw_exec(path, std::string(v2_schema) + "INSERT INTO lease_meta VALUES ('created_at', 1);" +
                      "INSERT INTO lease_jobs VALUES (CAST('report' AS BLOB), 9000000000000);" +
                      "INSERT INTO lease_runs VALUES (CAST('report' AS BLOB), " +
                      std::to_string(t0.time_since_epoch().count()) +

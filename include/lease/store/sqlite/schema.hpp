@@ -222,9 +222,15 @@ struct sqlite_opened {
     if (read_only && !exists)
       throw_sqlite(db.get(), SQLITE_READONLY, path,
                    "has no lease schema yet and is opened read-only, so it cannot be created");
-    // An older version, read-only: an inspector reads runs, never lease_meta
-    // or a pause (paused() answers from a column it may lack: see sqlite_store).
-    if (read_only) return {std::move(db), false};
+    // An older version, read-only: its tables lack what this release's
+    // statements name (lease_meta, the pause column), and it cannot be
+    // upgraded here. Say so, rather than fail on "no such column".
+    if (read_only)
+      throw_sqlite(db.get(), SQLITE_READONLY, path,
+                   "has lease schema version " + std::to_string(version) + ", older than this release's " +
+                       std::to_string(sqlite_schema_version) +
+                       ", and is opened read-only, so it cannot be upgraded: open it once read-write (any instance "
+                       "of this release does) and read it after");
     // Several processes may open a new file at once: create (or upgrade)
     // under the write lock and look again, so exactly one of them does it.
     exec(db.get(), "BEGIN IMMEDIATE", path, "cannot lock the database to create the lease schema");
