@@ -159,16 +159,16 @@ class scheduler {
       apply_add(std::move(name), std::move(sch), std::move(h), cfg, wall());
       return;
     }
-    names_.insert(name);
     // Posted while names_mutex_ is held: the loop applies adds and removes in
     // the order their callers saw them. Its slots count from now, not from
     // when a busy loop gets to it: a slot due meanwhile is claimed (or named
     // in a late event), never silently passed over.
     const time_point asked = wall();
-    if (!inbox_->post_add([this, name = std::move(name), sch = std::move(sch), h = std::move(h), cfg, asked]() mutable {
+    if (!inbox_->post_add([this, name, sch = std::move(sch), h = std::move(h), cfg, asked]() mutable {
           apply_add(std::move(name), std::move(sch), std::move(h), cfg, asked);
         }))
       throw std::logic_error("lease::scheduler::add: stop() was called; no job can be added any more");
+    names_.insert(std::move(name));  // only once accepted: a refused add() registers nothing
   }
 
   /// Removes job `name`: no slot of it is claimed any more and this
@@ -281,6 +281,13 @@ class scheduler {
     /// When this token was first sent: the earliest the store can have
     /// applied it, so the earliest its lease can have started.
     std::optional<steady_point> first_sent;
+    /// Where it stands, for the event of a claim given up before its answer.
+    [[nodiscard]] const char* state() const {
+      return !first_sent ? "waiting out its claim jitter, or for the store's clock to reach its slot"
+             : tries == 0 ? "queued for this loop turn's batch of claims"
+                          : "sent, unanswered, and being retried after a store error; if the store applied it, its "
+                            "lease runs out and a backup or the next slot deals with it";
+    }
   };
   /// A run this instance backs up.
   struct watch {
@@ -308,6 +315,7 @@ class scheduler {
     std::string why;  // the handler's exception message
     std::uint32_t tries = 0;
     bool checked = false;  // its lease_check timer is set
+    bool removed_hand_over = false;  // stop requested by remove(name, true)
     duration lease_len{};  // the job's lease and heartbeat when the attempt began
     duration hb{};
     duration margin{};

@@ -353,6 +353,7 @@ TEST_CASE("an add() after stop() is refused even before the loop has taken the s
   a.s->start();
   a.s->stop(1s);  // deterministic mode: the loop takes it at the next poll
   CHECK_THROWS_AS(a.s->add("x", lease::every(60s), [](lease::run_context&) {}), std::logic_error);
+  CHECK_FALSE(a.s->remove("x"));  // the refused add registered nothing
   c.poll_all();
   REQUIRE(a.s->stopped());
   CHECK(a.s->jobs().size() == 1);

@@ -341,10 +341,10 @@ void scheduler<S, C, E, P>::end_answered(std::uint64_t id, bool ok) {
   const std::uint32_t j = a.job;
   const run_key run = a.run;
   // Handed over by a remove(name, true) whose job was added again since:
-  // this instance is one of its backups too (alone, the only one). Not a
-  // task the executor refused: watching that would claim, refuse and
-  // release it again without end.
-  const bool watch_own = release && a.started && phase_ == phase::running && !jobs_[j].removed;
+  // this instance is one of its backups too (alone, the only one). Only
+  // that: a task the executor refused, watched, would be claimed, refused
+  // and released again without end.
+  const bool watch_own = release && a.removed_hand_over && phase_ == phase::running && !jobs_[j].removed;
   guard_.remove(a.lease.get());
   attempts_.erase(it);
   after_attempt(j);

@@ -78,9 +78,7 @@ void scheduler<S, C, E, P>::drop_older_claims(std::uint32_t j, time_point slot) 
     if (it->second.job == j && it->second.req.run.slot < slot) {
       emit(event_kind::late, it->second.req.run, 0, 0,
            std::string(to_string(it->second.req.reason)) + " claim dropped: it was still pending (" +
-               (it->second.first_sent ? "sent, and being retried after a store error"
-                                      : "waiting out its jitter, or for the store's clock to reach its slot") +
-               ") when a newer slot, " + detail::fmt(slot) + ", became due; only the latest slot of a job is claimed");
+               it->second.state() + ") when a newer slot, " + detail::fmt(slot) + ", became due; only the latest slot of a job is claimed");
       it = pending_.erase(it);
     } else {
       ++it;

@@ -268,8 +268,8 @@ void scheduler<S, C, E, P>::apply_remove(const std::string& name, bool hand_over
     if (pc.job == j)
       emit(event_kind::late, pc.req.run, 0, 0,
            std::string(to_string(pc.req.reason)) +
-               " claim not sent: the job was removed from this instance while the claim was still pending; "
-               "another instance may run the slot");
+               " claim not sent: the job was removed from this instance while it was still pending (" +
+               pc.state() + "); this instance does not run the slot, another instance may");
   jb.removed = true;
   ++jb.gen;
   ++jb.life;
@@ -285,7 +285,10 @@ void scheduler<S, C, E, P>::apply_remove(const std::string& name, bool hand_over
   recount();
   if (hand_over)
     for (auto& [id, a] : attempts_)
-      if (a.job == j && a.at == step::running) a.lease->request_stop();
+      if (a.job == j && a.at == step::running) {
+        a.removed_hand_over = true;
+        a.lease->request_stop();
+      }
 }
 
 template <Store S, Clock C, Executor E, OverlapPolicy P>

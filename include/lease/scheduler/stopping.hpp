@@ -17,11 +17,7 @@ void scheduler<S, C, E, P>::begin_stop(duration timeout) {
   for (const auto& [id, pc] : pending_)
     emit(event_kind::late, pc.req.run, 0, 0,
          std::string(to_string(pc.req.reason)) + " claim not sent: stop() was called while it was still pending (" +
-             (!pc.first_sent    ? "waiting out its claim jitter, or for the store's clock to reach its slot"
-              : pc.tries == 0 ? "queued for this loop turn's batch of claims"
-                              : "sent, unanswered, and being retried after a store error; if the store applied "
-                                "it, its lease runs out and a backup or the next slot deals with it") +
-             "); this instance does not run the slot, another instance may");
+             pc.state() + "); this instance does not run the slot, another instance may");
   const time_point now = wall();
   for (const job& jb : jobs_) {
     if (jb.removed || jb.next_slot > now) continue;
