@@ -15,9 +15,11 @@
 #include "lease/clock/system.hpp"
 #include "lease/store/sqlite.hpp"
 #include "sqlite/faulty_vfs.hpp"
+#include "sqlite/raw_sql.hpp"
 #include "sqlite/temp_dir.hpp"
 
 using namespace std::chrono_literals;
+using lease::testing::raw_exec;
 using lease::claim_outcome;
 using lease::run_status;
 using Catch::Matchers::Contains;
@@ -41,18 +43,6 @@ lease::claim_request request(std::string job, lease::time_point slot, std::strin
   r.lease = 30s;
   r.deadline = slot + 30s;
   return r;
-}
-
-/// Runs SQL on the file with a plain connection of the test's own.
-void raw_exec(const std::string& path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
-  char* err = nullptr;
-  const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
-  INFO((err ? err : ""));
-  sqlite3_free(err);
-  sqlite3_close(db);
-  REQUIRE(rc == SQLITE_OK);
 }
 
 /// The store_error that `f` throws (fails the test if it throws nothing).

@@ -21,9 +21,11 @@
 
 #include "lease/clock/fake.hpp"
 #include "lease/store/sqlite.hpp"
+#include "sqlite/raw_sql.hpp"
 #include "sqlite/temp_dir.hpp"
 
 using namespace std::chrono_literals;
+using lease::testing::raw_exec;
 using Catch::Matchers::Contains;
 using lease::claim_outcome;
 
@@ -260,18 +262,6 @@ TEST_CASE("a version 1 store file is upgraded to version 3 and has lost nothing"
 }
 
 namespace {
-
-/// Runs `sql` on a file without the store (an older release's file, by hand).
-void raw_exec(const std::string& path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
-  char* err = nullptr;
-  const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
-  INFO((err ? err : ""));
-  sqlite3_free(err);
-  sqlite3_close(db);
-  REQUIRE(rc == SQLITE_OK);
-}
 
 /// The version 2 schema exactly as the previous release created it.
 constexpr const char* v2_schema = R"sql(
