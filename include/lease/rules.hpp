@@ -12,6 +12,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,6 +30,10 @@ struct job_state {
   /// Paused (pause() until resume()): no claim of the job wins; it is
   /// answered `paused` instead. Runs in progress are not touched.
   bool paused = false;
+  /// An operator's pending trigger (trigger() until a manual claim answers
+  /// it): the slot of the manual run it asks for, the store's clock when it
+  /// was asked.
+  std::optional<time_point> trigger;
   friend bool operator==(const job_state&, const job_state&) = default;
 };
 
@@ -85,12 +90,24 @@ inline void prune(job_state& js, std::uint32_t history_size, duration retain, ti
   }
 }
 
-/// A claim (doc/store-rules.md, "Claim": cases 1–16, in that order). Returns the outcome, the record it concerns, and `now`.
+/// A claim (doc/store-rules.md, "Claim": cases 1–16, in that order, and
+/// "Trigger now" for a manual claim). Returns the outcome, the record it
+/// concerns, and `now`.
 inline claim_result claim(run_table& t, const claim_request& req, time_point now) {
   claim_result res;
   res.store_now = now;
   res.record.job = req.run.job;
   res.record.slot = req.run.slot;
+  const bool manual = req.reason == claim_reason::manual;
+  // A manual claim answers the job's pending trigger for this very slot:
+  // whatever its answer (below), a request it answered is no longer pending,
+  // except where the claim is to be sent again (early, quarantined, and an
+  // overlap in buffer_one mode: the run waits for the blocking one).
+  auto answer_trigger = [&] {
+    if (!manual) return;
+    auto j = t.jobs.find(req.run.job);
+    if (j != t.jobs.end() && j->second.trigger == req.run.slot) j->second.trigger.reset();
+  };
 
   auto won = [&](job_state& js, run_record& r) {
     r.token = req.token;
@@ -115,6 +132,9 @@ inline claim_result claim(run_table& t, const claim_request& req, time_point now
   };
 
   if (run_record* existing = detail::find(t, req.run)) {
+    // A trigger whose slot already has a run (a scheduled slot of that very
+    // millisecond, or its own run): that run is its answer.
+    answer_trigger();
     job_state& js = t.jobs.find(req.run.job)->second;
     run_record& r = *existing;
     if (r.status != run_status::running) {
@@ -146,7 +166,18 @@ inline claim_result claim(run_table& t, const claim_request& req, time_point now
     res.outcome = claim_outcome::none;
     return res;
   }
-  if (now > req.deadline + late_tolerance) {
+  auto j = t.jobs.find(req.run.job);
+  // A manual run exists only as the answer to a pending trigger: an
+  // instance cannot make one up, and a trigger already answered is not run
+  // twice (every other instance's claim of it is answered `none`).
+  if (manual && (j == t.jobs.end() || j->second.trigger != req.run.slot)) {
+    res.outcome = claim_outcome::none;
+    return res;
+  }
+  // An operator's request waits for an instance however long it takes: it is
+  // never late. It can be older than a run the schedule started meanwhile,
+  // and is not superseded by it.
+  if (!manual && now > req.deadline + late_tolerance) {
     res.outcome = claim_outcome::late;
     return res;
   }
@@ -154,10 +185,9 @@ inline claim_result claim(run_table& t, const claim_request& req, time_point now
     res.outcome = claim_outcome::early;
     return res;
   }
-  auto j = t.jobs.find(req.run.job);
   if (j != t.jobs.end()) {
     job_state& js = j->second;
-    if (detail::has_newer(js, req.run.slot)) {
+    if (!manual && detail::has_newer(js, req.run.slot)) {
       res.outcome = claim_outcome::superseded;
       return res;
     }
@@ -166,6 +196,7 @@ inline claim_result claim(run_table& t, const claim_request& req, time_point now
         if (it->second.live(now)) {
           res.outcome = claim_outcome::overlap;
           res.record = it->second;
+          if (req.overlap == overlap_mode::skip) answer_trigger();
           return res;
         }
       }
@@ -175,23 +206,29 @@ inline claim_result claim(run_table& t, const claim_request& req, time_point now
   // A slot that could have had state before the loss (claims are answered
   // early until store-now reaches slot − early_tolerance) may have run
   // already: it is never started as a new run. Skipped with an event, not
-  // perhaps run twice.
-  if (t.lost_at && req.run.slot <= *t.lost_at + early_tolerance) {
+  // perhaps run twice. (A pending trigger was asked after the loss, which
+  // forgot every earlier one.)
+  if (!manual && t.lost_at && req.run.slot <= *t.lost_at + early_tolerance) {
     res.outcome = claim_outcome::quarantined;
     res.record.lease_end = time_point::max();
     return res;
   }
-  // Paused: only a claim that would win gets here; it changes nothing.
+  // Paused: only a claim that would win gets here; it changes nothing (but
+  // answers a trigger: a paused job's trigger does not wait for the resume).
   if (j != t.jobs.end() && j->second.paused) {
+    answer_trigger();
     res.outcome = claim_outcome::paused;
     return res;
   }
+  answer_trigger();
   if (j == t.jobs.end()) j = t.jobs.emplace(req.run.job, job_state{}).first;
   job_state& js = j->second;
   // Every older running run is interrupted by the new one: expired ones
   // because a newer run started first, live ones only in replace mode
   // (allow leaves them running).
+  // (Only older ones: a manual run may be older than runs of the schedule.)
   for (auto& [slot, r] : js.runs) {
+    if (slot >= req.run.slot) break;
     if (r.status != run_status::running) continue;
     if (!r.live(now) || req.overlap == overlap_mode::replace) r.status = run_status::interrupted;
   }
@@ -200,6 +237,7 @@ inline claim_result claim(run_table& t, const claim_request& req, time_point now
   r.slot = req.run.slot;
   r.attempt = 1;
   r.handovers = 0;
+  r.manual = manual;
   won(js, r);
   prune(js, req.history_size, req.retain, now);
   return res;
@@ -272,6 +310,31 @@ inline bool resume(run_table& t, std::string_view job, time_point /*now*/) {
   return true;
 }
 
+/// An operator's "run it now" (doc/store-rules.md, "Trigger now"): asks for
+/// one manual run of `job` at slot = `now`, unless one is pending already.
+/// Returns the pending request's slot, the run key every instance then claims
+/// with claim_reason::manual; exactly one such claim wins (the first one that
+/// could win answers the request, see claim()). A job that never ran can be
+/// triggered (its state is created).
+inline time_point trigger(run_table& t, std::string_view job, time_point now) {
+  auto j = t.jobs.find(job);
+  if (j == t.jobs.end()) j = t.jobs.emplace(std::string(job), job_state{}).first;
+  if (!j->second.trigger) j->second.trigger = now;
+  return *j->second.trigger;
+}
+
+/// The pending triggers among `jobs`, in the order asked (each job once).
+inline std::vector<run_key> triggers(const run_table& t, std::span<const std::string> jobs) {
+  std::vector<run_key> out;
+  for (const auto& name : jobs) {
+    auto j = t.jobs.find(name);
+    if (j == t.jobs.end() || !j->second.trigger) continue;
+    if (std::any_of(out.begin(), out.end(), [&](const run_key& k) { return k.job == name; })) continue;
+    out.push_back({name, *j->second.trigger});
+  }
+  return out;
+}
+
 /// Whether `job` is paused.
 inline bool paused(const run_table& t, std::string_view job) {
   auto j = t.jobs.find(job);
@@ -298,17 +361,18 @@ inline std::optional<run_record> get(const run_table& t, const run_key& k) {
 }
 
 /// Every job the table holds state for — a fence (an attempt was won), a
-/// pause, or a run — ordered by name (bytewise), each with its newest run.
+/// pause, a pending trigger, or a run — ordered by name (bytewise), each with its newest run.
 /// A job whose only state was a pause that was lifted before it ever ran
 /// holds nothing an operator could act on, and is not listed.
 inline std::vector<stored_job> list_jobs(const run_table& t) {
   std::vector<stored_job> out;
   for (const auto& [name, js] : t.jobs) {
-    if (js.fence == 0 && !js.paused && js.runs.empty()) continue;
+    if (js.fence == 0 && !js.paused && !js.trigger && js.runs.empty()) continue;
     stored_job j;
     j.name = name;
     j.fence = js.fence;
     j.paused = js.paused;
+    j.trigger = js.trigger;
     if (!js.runs.empty()) j.last_run = js.runs.rbegin()->second;
     out.push_back(std::move(j));
   }

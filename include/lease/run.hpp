@@ -28,8 +28,10 @@ struct run_key {
 /// run whose lease end is in the past on the store's clock.
 enum class run_status : std::uint8_t { running, success, failed, interrupted };
 
-/// Why an instance sends a claim.
-enum class claim_reason : std::uint8_t { scheduled, catch_up, takeover };
+/// Why an instance sends a claim. `manual`: an operator's trigger (a
+/// TriggerStore's pending request, whose slot is the request's time); it wins
+/// only while that request is pending, so exactly one instance runs it.
+enum class claim_reason : std::uint8_t { scheduled, catch_up, takeover, manual };
 
 /// What a claim does about an earlier run of the same job that holds a live lease.
 /// `skip` refuses the new run (answer `overlap`); `allow` ignores earlier runs;
@@ -54,6 +56,8 @@ struct run_record {
   time_point lease_end{};      ///< store clock; live while store-now < lease_end
   bool released = false;       ///< the current attempt handed the run over (stop())
   std::uint32_t handovers = 0; ///< releases so far; they do not count against max_attempts
+  /// Made by an operator's trigger (claim_reason::manual), not by the schedule.
+  bool manual = false;
 
   [[nodiscard]] run_key key() const { return {job, slot}; }
   /// Live on the store's clock `now`: running and lease end still ahead.
@@ -159,6 +163,7 @@ inline constexpr duration early_tolerance{1'000};
     case claim_reason::scheduled: return "scheduled";
     case claim_reason::catch_up: return "catch-up";
     case claim_reason::takeover: return "takeover";
+    case claim_reason::manual: return "manual";
   }
   return "?";
 }

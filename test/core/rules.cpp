@@ -511,3 +511,131 @@ TEST_CASE("list_runs gives the job's runs newest slot first, at most limit, and 
   CHECK(c.store.list_runs("other", 10).empty());
   CHECK(c.store.list_runs("repor", 10).empty());  // a prefix of a name is another job
 }
+
+// Trigger now (doc/store-rules.md, "Trigger now").
+
+TEST_CASE("a trigger asks for one manual run at the store's now; exactly one manual claim of it wins") {
+  cluster c;
+  c.clock.advance(7s);
+  const auto slot = c.store.trigger("report");  // a job that never ran can be triggered
+  CHECK(slot == t0 + 7s);
+  c.clock.advance(2s);
+  CHECK(c.store.trigger("report") == slot);  // idempotent while pending
+  const std::vector<std::string> mine{"report", "other"};
+  CHECK(c.store.triggers(mine) == std::vector<lease::run_key>{{"report", slot}});
+
+  auto req = c.request(slot, "api-1", lease::claim_reason::manual);
+  const auto won = c.store.claim(req);
+  REQUIRE(won.outcome == claim_outcome::won);
+  CHECK(won.record.manual);
+  CHECK(won.record.attempt == 1);
+  CHECK(won.record.lease_end == t0 + 9s + 30s);
+  CHECK(c.store.triggers(mine).empty());  // answered: no instance picks it up again
+  // Every other instance's claim of it finds the run: a backup, as for a slot.
+  CHECK(c.store.claim(c.request(slot, "api-2", lease::claim_reason::manual)).outcome == claim_outcome::running);
+  REQUIRE(c.store.finish({"report", slot}, won.record.token, run_status::success));
+  CHECK(c.store.claim(c.request(slot, "api-3", lease::claim_reason::manual)).outcome == claim_outcome::finished);
+  // A new trigger is a new run.
+  c.clock.advance(1s);
+  CHECK(c.store.trigger("report") == t0 + 10s);
+}
+
+TEST_CASE("a trigger in the very millisecond of a run's slot is answered by that run") {
+  cluster c;
+  const auto live = c.claim(t0);
+  REQUIRE(live.outcome == claim_outcome::won);
+  const auto slot = c.store.trigger("report");
+  REQUIRE(slot == t0);
+  CHECK(c.claim(slot, "api-2", lease::claim_reason::manual).outcome == claim_outcome::running);
+  const std::string job = "report";
+  CHECK(c.store.triggers(std::span(&job, 1)).empty());
+}
+
+TEST_CASE("a manual claim without a pending trigger for its slot creates nothing") {
+  cluster c;
+  CHECK(c.claim(t0, "api-1", lease::claim_reason::manual).outcome == claim_outcome::none);
+  const auto slot = c.store.trigger("report");
+  c.clock.advance(1ms);
+  CHECK(c.claim(slot + 1ms, "api-1", lease::claim_reason::manual).outcome == claim_outcome::none);  // another slot
+  CHECK_FALSE(c.store.get({"report", slot + 1ms}));
+  const std::string job = "report";
+  CHECK(c.store.triggers(std::span(&job, 1)).size() == 1);  // still pending
+}
+
+TEST_CASE("a trigger waits for an instance however long: a manual run is never late and never superseded") {
+  cluster c;
+  const auto slot = c.store.trigger("report");
+  c.clock.advance(1h);
+  REQUIRE(c.claim(t0 + 1h - 1s).outcome == claim_outcome::won);  // the schedule ran a newer slot meanwhile
+  c.clock.advance(1s);
+  const auto won = c.store.claim(c.request(slot, "api-2", lease::claim_reason::manual, lease::overlap_mode::allow));
+  REQUIRE(won.outcome == claim_outcome::won);
+  CHECK(won.record.manual);
+  // The newer scheduled run is not interrupted by the older manual one.
+  CHECK(c.store.get({"report", t0 + 1h - 1s})->status == run_status::running);
+}
+
+TEST_CASE("a trigger obeys the job's overlap mode: skip drops it, buffer_one keeps it for after the live run") {
+  cluster c;
+  const auto live = c.claim(t0);
+  REQUIRE(live.outcome == claim_outcome::won);
+  const std::string job = "report";
+  SECTION("skip: answered overlap, and the trigger is answered") {
+    c.clock.advance(1s);
+    const auto slot = c.store.trigger("report");
+    CHECK(c.store.claim(c.request(slot, "api-2", lease::claim_reason::manual)).outcome == claim_outcome::overlap);
+    CHECK(c.store.triggers(std::span(&job, 1)).empty());
+  }
+  SECTION("buffer_one: answered overlap, the trigger stays pending and wins once the live run ended") {
+    c.clock.advance(1s);
+    const auto slot = c.store.trigger("report");
+    auto req = [&] { return c.request(slot, "api-2", lease::claim_reason::manual, lease::overlap_mode::buffer_one); };
+    CHECK(c.store.claim(req()).outcome == claim_outcome::overlap);
+    CHECK(c.store.triggers(std::span(&job, 1)).size() == 1);
+    REQUIRE(c.store.finish({"report", t0}, live.record.token, run_status::success));
+    CHECK(c.store.claim(req()).outcome == claim_outcome::won);
+  }
+  SECTION("replace: the manual run interrupts the live one") {
+    c.clock.advance(1s);
+    const auto slot = c.store.trigger("report");
+    CHECK(c.store.claim(c.request(slot, "api-2", lease::claim_reason::manual, lease::overlap_mode::replace)).outcome ==
+          claim_outcome::won);
+    CHECK(c.store.get({"report", t0})->status == run_status::interrupted);
+  }
+}
+
+TEST_CASE("a trigger of a paused job is answered paused and does not wait for the resume") {
+  cluster c;
+  REQUIRE(c.store.pause("report"));
+  const auto slot = c.store.trigger("report");
+  CHECK(c.claim(slot, "api-1", lease::claim_reason::manual).outcome == claim_outcome::paused);
+  REQUIRE(c.store.resume("report"));
+  CHECK(c.claim(slot, "api-1", lease::claim_reason::manual).outcome == claim_outcome::none);
+}
+
+TEST_CASE("a trigger in a quarantine stays pending and runs once the quarantine ended; a loss forgets triggers") {
+  cluster c;
+  const std::string job = "report";
+  (void)c.store.trigger("report");
+  c.store.lose_state();
+  CHECK(c.store.triggers(std::span(&job, 1)).empty());
+  c.clock.advance(1s);
+  const auto slot = c.store.trigger("report");
+  CHECK(c.claim(slot, "api-1", lease::claim_reason::manual).outcome == claim_outcome::quarantined);
+  c.clock.advance(30s);  // one lease since the loss
+  CHECK(c.claim(slot, "api-1", lease::claim_reason::manual).outcome == claim_outcome::won);
+}
+
+TEST_CASE("list_jobs shows a pending trigger and list_runs marks a manual run") {
+  cluster c;
+  const auto slot = c.store.trigger("report");
+  auto jobs = c.store.list_jobs();
+  REQUIRE(jobs.size() == 1);
+  CHECK(jobs[0].trigger == slot);
+  REQUIRE(c.claim(slot, "api-1", lease::claim_reason::manual).outcome == claim_outcome::won);
+  jobs = c.store.list_jobs();
+  CHECK_FALSE(jobs[0].trigger);
+  const auto runs = c.store.list_runs("report", 10);
+  REQUIRE(runs.size() == 1);
+  CHECK(runs[0].manual);
+}

@@ -23,12 +23,15 @@
 //       a run to the instances watching it (PushStore below).
 //   s.pause(job) -> bool, s.resume(job) -> bool, s.paused(job) -> bool: an
 //       operator's durable, cluster-wide pause of one job (PauseStore below).
+//   s.trigger(job) -> time_point, s.triggers(span<const std::string>) ->
+//       std::vector<run_key>: an operator's "run it now" (TriggerStore below),
+//       and s.listen_triggers(trigger_listener) to push it (PushTriggerStore).
 //   s.list_jobs() -> std::vector<stored_job>, s.list_runs(job, limit) ->
 //       std::vector<run_record>: what an operator's tool reads (InspectStore,
 //       store/inspect.hpp).
 // The optional capabilities, by concept: BatchHeartbeatStore, BatchClaimStore,
-// BatchFinishStore, NoticeStore, PushStore, PauseStore (here), InspectStore
-// (store/inspect.hpp).
+// BatchFinishStore, NoticeStore, PushStore, PauseStore, TriggerStore,
+// PushTriggerStore (here), InspectStore (store/inspect.hpp).
 //
 // Laws — every store answers exactly as the pure rules in lease/rules.hpp do
 // (test/laws/store_conformance.hpp checks this for every model):
@@ -162,6 +165,51 @@ concept PauseStore = Store<S> && requires(S& s, std::string_view job) {
   { s.pause(job) } -> std::same_as<bool>;
   { s.resume(job) } -> std::same_as<bool>;
   { s.paused(job) } -> std::same_as<bool>;
+};
+
+/// A store that keeps an operator's request to run a job now (doc/store-rules.md,
+/// "Trigger now"), for every instance at once:
+///
+///   s.trigger(job)      asks for one manual run of `job` at slot = store-now,
+///                       unless one is pending already; returns the pending
+///                       request's slot (idempotent while it is pending). A
+///                       job that never ran can be triggered.
+///   s.triggers(jobs)    the pending requests among `jobs`, as run keys, in
+///                       the order asked: what an instance polls for.
+///
+/// An instance that has the job claims the run key with claim_reason::manual.
+/// Such a claim wins only while the request is pending, and the first claim
+/// that answers it (won, overlap in skip mode, paused, or a run already at
+/// that slot) ends it: exactly one instance runs a trigger, and every other
+/// instance's claim of it is answered as for that run (running, finished) or
+/// `none`. A manual run is never late and never superseded; it keeps its own
+/// history entry (run_record::manual). A store without it never holds a manual
+/// run and answers a manual claim as an ordinary one, so the scheduler sends
+/// none to it. A store that lost its state lost its pending triggers too.
+template <class S>
+concept TriggerStore = Store<S> && requires(S& s, std::string_view job, std::span<const std::string> jobs) {
+  { s.trigger(job) } -> std::same_as<time_point>;
+  { s.triggers(jobs) } -> std::same_as<std::vector<run_key>>;
+};
+
+/// Called by a PushTriggerStore when any instance or tool triggered `job`,
+/// from a thread of the store's own; like release_listener, it must be quick
+/// and must not call the store.
+using trigger_listener = std::function<void(std::string_view job)>;
+
+/// A TriggerStore that pushes a new trigger to every instance (Redis pub/sub,
+/// PostgreSQL NOTIFY), so it is picked up in milliseconds; without it an
+/// instance polls triggers() at its trigger poll interval. A lost push costs
+/// time, never the run: whenever the store may have missed pushes (its
+/// listening connection was lost and is back), it calls f("") and the
+/// instance polls triggers() once for all its jobs.
+///
+///   s.listen_triggers(f)   from now on, call f(job) after any trigger(job)
+///                          (possibly also for nothing: the poll finds none);
+///   s.listen_triggers({})  stop; returns only after the last call of f.
+template <class S>
+concept PushTriggerStore = TriggerStore<S> && requires(S& s, trigger_listener f) {
+  { s.listen_triggers(std::move(f)) } -> std::same_as<void>;
 };
 
 }  // namespace lease

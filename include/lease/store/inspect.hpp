@@ -24,6 +24,9 @@ struct stored_job {
   /// created or lost its state).
   std::uint64_t fence = 0;
   bool paused = false;                  ///< an operator's pause (PauseStore)
+  /// An operator's trigger not answered yet: the slot of the manual run it
+  /// asks for (TriggerStore).
+  std::optional<time_point> trigger;
   std::optional<run_record> last_run;   ///< its run with the newest slot, if any has state
   friend bool operator==(const stored_job&, const stored_job&) = default;
 };
@@ -31,7 +34,8 @@ struct stored_job {
 /// A store an operator can look into (leasectl jobs, leasectl runs JOB):
 ///
 ///   s.list_jobs()             every job the store holds state for (a fence,
-///                             a pause or a run), ordered by name;
+///                             a pause, a pending trigger or a run), ordered
+///                             by name;
 ///   s.list_runs(job, limit)   the job's runs with state, newest slot first,
 ///                             at most `limit` of them.
 ///

@@ -136,6 +136,29 @@ class memory_store {
     return rules::paused(state_->table, job);
   }
 
+  /// TriggerStore: rules::trigger and rules::triggers under the lock; a
+  /// PushTriggerStore, announced like a release (synchronously, to every copy).
+  time_point trigger(std::string_view job) {
+    time_point slot;
+    {
+      std::scoped_lock lock(state_->mutex);
+      slot = rules::trigger(state_->table, job, clock_.now());
+    }
+    state_->announce_trigger(job);
+    return slot;
+  }
+  std::vector<run_key> triggers(std::span<const std::string> jobs) {
+    std::scoped_lock lock(state_->mutex);
+    return rules::triggers(state_->table, jobs);
+  }
+  void listen_triggers(trigger_listener f) {
+    std::scoped_lock lock(state_->push_mutex);
+    if (f)
+      state_->trigger_listeners[id_] = std::move(f);
+    else
+      state_->trigger_listeners.erase(id_);
+  }
+
   /// InspectStore: rules::list_jobs and rules::list_runs under the lock.
   std::vector<stored_job> list_jobs() {
     std::scoped_lock lock(state_->mutex);
@@ -170,12 +193,17 @@ class memory_store {
     // listen_releases({}) returns only once a call under way has ended.
     std::mutex push_mutex;
     std::map<std::uint64_t, release_listener> listeners;
+    std::map<std::uint64_t, trigger_listener> trigger_listeners;
     std::atomic<std::uint64_t> ids{0};
 
     std::uint64_t new_id() { return ++ids; }
     void announce(std::string_view job) {
       std::scoped_lock lock(push_mutex);
       for (auto& [id, f] : listeners) f(job);
+    }
+    void announce_trigger(std::string_view job) {
+      std::scoped_lock lock(push_mutex);
+      for (auto& [id, f] : trigger_listeners) f(job);
     }
   };
   C clock_;
@@ -190,4 +218,5 @@ static_assert(BatchClaimStore<memory_store<fake_clock>>);
 static_assert(BatchFinishStore<memory_store<fake_clock>>);
 static_assert(PauseStore<memory_store<fake_clock>>);
 static_assert(InspectStore<memory_store<fake_clock>>);
+static_assert(PushTriggerStore<memory_store<fake_clock>>);
 }  // namespace lease

@@ -5,7 +5,8 @@
 // do. This suite generates random histories — claims, heartbeats (single and
 // batched), finishes, releases, reads and clock advances, from several
 // runners with fresh and stale tokens, on a few jobs and slots, and, for a
-// PauseStore, pauses and resumes of jobs, and for an InspectStore, an
+// PauseStore, pauses and resumes of jobs, for a TriggerStore, an operator's
+// triggers, the poll of them and manual claims, and for an InspectStore, an
 // operator's list_jobs() and list_runs(job, limit) — applies each
 // to a fresh store and to the rules, and requires every answer to agree. It
 // also checks the invariants of doc/invariants.md that a store alone must keep
@@ -51,6 +52,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <span>
 #include <sstream>
 #include <string>
 #include <type_traits>
@@ -70,7 +72,7 @@ inline std::string describe(const run_record& r) {
   o << "{job=" << r.job << " slot=" << r.slot.time_since_epoch().count() << " attempt=" << r.attempt
     << " token=" << r.token << " fence=" << r.fence << " runner=" << r.runner << " status=" << to_string(r.status)
     << " lease_end=" << r.lease_end.time_since_epoch().count() << " released=" << r.released
-    << " handovers=" << r.handovers << "}";
+    << " handovers=" << r.handovers << (r.manual ? " manual" : "") << "}";
   return o.str();
 }
 
@@ -83,6 +85,7 @@ inline std::string describe(const claim_result& c) {
 
 inline std::string describe(const stored_job& j) {
   return "{name=" + j.name + " fence=" + std::to_string(j.fence) + " paused=" + std::to_string(j.paused) +
+         (j.trigger ? " trigger=" + std::to_string(j.trigger->time_since_epoch().count()) : std::string()) +
          " last_run=" + describe(j.last_run) + "}";
 }
 
@@ -96,7 +99,7 @@ std::string describe(const std::vector<T>& v) {
 namespace conformance {
 
 enum class op_kind { claim, claim_many, heartbeat, heartbeat_many, finish, release, finish_many, unfinished, get, advance, boundary, lose_state,
-                     pause, resume, paused, list_jobs, list_runs };
+                     pause, resume, paused, list_jobs, list_runs, trigger, triggers, manual_claim };
 
 /// Which boundary a `boundary` step moves the clock to (± 1 ms).
 enum class edge { lease_end, late, prune, early, quarantine };
@@ -195,6 +198,13 @@ inline rc::Gen<op> gen_op() {
       gen::build<op>(gen::set(&op::kind, gen::just(op_kind::paused)), gen::set(&op::job, idx(3))),
       // An operator's listing (InspectStore; skipped for a store without
       // it): every job, and one job's newest runs, `ms` of them at most.
+      // An operator's trigger (TriggerStore; skipped for a store without
+      // it), the poll of pending ones, and a manual claim: of the job's
+      // pending trigger, or of an earlier trigger's slot (`slot` picks which).
+      gen::build<op>(gen::set(&op::kind, gen::just(op_kind::trigger)), gen::set(&op::job, idx(3))),
+      gen::build<op>(gen::set(&op::kind, gen::just(op_kind::triggers))),
+      gen::build<op>(gen::set(&op::kind, gen::just(op_kind::manual_claim)), gen::set(&op::job, idx(3)),
+                     gen::set(&op::slot, idx(5)), gen::set(&op::runner, idx(3)), gen::set(&op::ms, gen_lease())),
       gen::build<op>(gen::set(&op::kind, gen::just(op_kind::list_jobs))),
       gen::build<op>(gen::set(&op::kind, gen::just(op_kind::list_runs)), gen::set(&op::job, idx(3)),
                      gen::set(&op::ms, gen::inRange<std::int64_t>(0, 7))));
@@ -273,7 +283,8 @@ void replay(S& store, fake_clock clock, const settings& cfg, const std::vector<o
       auto w = std::make_tuple(req.run.job, req.run.slot, want.record.attempt);
       if (!winners.emplace(w, req.token).second) fail("invariant 5: two winners of one attempt");
       if (before && want.record.attempt > 1) fenced[req.run].insert(before->token);
-      if (!before && now > req.deadline + late_tolerance) fail("invariant 4: a new run was won after its deadline");
+      if (!before && req.reason != claim_reason::manual && now > req.deadline + late_tolerance)
+        fail("invariant 4: a new run was won after its deadline");
       if (want.record.attempt - want.record.handovers > cfg.max_attempts)
         fail("invariant 3: attempts - handovers exceeded max_attempts");
       created.emplace(req.run, now);
@@ -300,9 +311,15 @@ void replay(S& store, fake_clock clock, const settings& cfg, const std::vector<o
       if (got != want) fail("list_runs answered " + describe(got) + "\n  the rules say " + describe(want));
     }
   };
-  auto do_claim = [&](int job, int slot, int runner, claim_reason reason, std::int64_t lease_ms) {
+  std::vector<run_key> triggered;  // every slot trigger() answered, in order
+  auto do_claim = [&](int job, int slot, int runner, claim_reason reason, std::int64_t lease_ms,
+                      std::optional<time_point> at = std::nullopt) {
     const time_point now = clock.now();
-    const claim_request req = make_claim(job, slot, runner, reason, lease_ms);
+    claim_request req = make_claim(job, slot, runner, reason, lease_ms);
+    if (at) {
+      req.run.slot = *at;
+      req.deadline = *at + duration{cfg.max_late_ms};
+    }
     const auto before = rules::get(model, req.run);
     const claim_result want = rules::claim(model, req, now);
     check_claim(req, before, want, store.claim(req), now);
@@ -523,6 +540,46 @@ void replay(S& store, fake_clock clock, const settings& cfg, const std::vector<o
         }
         break;
       }
+      case op_kind::trigger:
+      case op_kind::triggers:
+      case op_kind::manual_claim: {
+        if constexpr (TriggerStore<S>) {
+          const auto& job = jobs()[static_cast<std::size_t>(o.job)];
+          if (o.kind == op_kind::trigger) {
+            const time_point want = rules::trigger(model, job, now);
+            const time_point got = store.trigger(job);
+            log << "trigger job#" << o.job << " -> slot " << (got - epoch).count() << "\n";
+            if (got != want)
+              fail("trigger answered slot " + std::to_string(got.time_since_epoch().count()) + ", the rules say " +
+                   std::to_string(want.time_since_epoch().count()));
+            triggered.push_back({job, got});
+          } else if (o.kind == op_kind::triggers) {
+            const auto want = rules::triggers(model, jobs());
+            const auto got = store.triggers(jobs());
+            log << "triggers -> " << got.size() << " pending\n";
+            if (got != want) fail("triggers answered " + std::to_string(got.size()) + " pending requests, the rules " +
+                                  std::to_string(want.size()) + " (or their slots differ)");
+          } else {
+            // Mostly the job's pending trigger (the claim every instance
+            // sends); otherwise the slot of an earlier trigger of any job
+            // (answered or not: a late or repeated claim) or a scheduled slot.
+            std::optional<time_point> at;
+            int on_job = o.job;
+            if (const auto pending = rules::triggers(model, std::span(&job, 1)); !pending.empty() && o.slot < 3) {
+              at = pending.front().slot;
+            } else if (!triggered.empty() && o.slot < 4) {
+              const run_key& k = triggered[static_cast<std::size_t>(o.runner + o.slot) % triggered.size()];
+              at = k.slot;
+              for (int i = 0; i < 3; ++i)
+                if (jobs()[static_cast<std::size_t>(i)] == k.job) on_job = i;
+            }
+            do_claim(on_job, o.slot, o.runner, claim_reason::manual, o.ms, at);
+          }
+        } else {
+          log << "trigger op (skipped: not a TriggerStore)\n";
+        }
+        break;
+      }
       case op_kind::list_jobs:
         if constexpr (InspectStore<S>) {
           check_list_jobs();
@@ -632,6 +689,29 @@ std::string check_hostile_names(S& store, fake_clock clock) {
     const std::string only_paused = "paused only: '\"\\ \xe2\x9c\x93";
     rules::pause(model, only_paused, clock.now());
     (void)store.pause(only_paused);
+  }
+  if constexpr (TriggerStore<S>) {
+    // Triggers of every other name; every fourth one is claimed (a manual run).
+    clock.advance(duration{1'000});
+    for (std::size_t i = 0; i < names.size(); i += 2) {
+      const time_point want = rules::trigger(model, names[i], clock.now());
+      if (const time_point got = store.trigger(names[i]); got != want)
+        return "trigger of a job named \"" + names[i].substr(0, 40) + "\" answered another slot than the rules";
+      if (i % 4 != 0) continue;
+      claim_request req;
+      req.run = {names[i], want};
+      req.runner = "manual " + names[i];
+      req.token = "tok3 " + names[i];
+      req.reason = claim_reason::manual;
+      req.overlap = overlap_mode::allow;
+      const auto want_claim = rules::claim(model, req, clock.now());
+      const auto got_claim = store.claim(req);
+      if (got_claim.outcome != want_claim.outcome || got_claim.record != want_claim.record)
+        return "manual claim of a job named \"" + names[i].substr(0, 40) + "\" answered " + describe(got_claim) +
+               ", the rules " + describe(want_claim);
+    }
+    if (store.triggers(names) != rules::triggers(model, names))
+      return "triggers() of the hostile names answered differently from the rules";
   }
   if (const auto got = store.list_jobs(), want = rules::list_jobs(model); got != want)
     return "list_jobs answered " + describe(got) + "\n  the rules say " + describe(want);
