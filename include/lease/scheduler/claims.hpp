@@ -210,6 +210,18 @@ void scheduler<S, C, E, P>::claim_answered(std::uint64_t id, std::optional<claim
   }
   const pending_claim done = std::move(pc);
   pending_.erase(it);
+  if (done.req.reason == claim_reason::manual && done.tries > 0 && res->outcome == claim_outcome::none) {
+    // The trigger is no longer pending, and an earlier send of this very
+    // claim may be what answered it, its reply lost: if that answer was a
+    // refusal (overlap, paused), no other instance heard it. Said here.
+    emit(event_kind::skip, done.req.run, 0, 0,
+         "manual run of job " + done.req.run.job + " not run by this instance: its claim was resent after a store "
+         "error and the trigger of " + detail::fmt(done.req.run.slot) + " was answered meanwhile — by another "
+         "instance, or by the earlier send whose reply was lost (then it was refused: a live earlier run in skip "
+         "mode, or the job paused); the job's history (leasectl runs) shows whether it ran",
+         answer_facts());
+    return;
+  }
   on_claim(done.job, done.req, *res, *done.first_sent);
 }
 
