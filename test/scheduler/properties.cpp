@@ -176,7 +176,10 @@ void random_history(coverage_counts& coverage, bool long_jobs) {
     // pause, a crash): the interesting answers are overlap and paused.
     if (pick(0, 4) == 0) sim.trigger_job("job" + std::to_string(pick(0, jobs)));
   }
-  sim.run_for(3 * o.lease);
+  // A last trigger, with time for it: a trigger left pending while an
+  // instance with the job runs unhindered is a violation.
+  sim.trigger_job("job" + std::to_string(pick(0, jobs)));
+  sim.run_for(3 * o.lease + 20s);
   if (!long_jobs) {
     // Every instance stops at the end, so that each slot due on it up to
     // then is held to "every slot says why", however late in the history.

@@ -772,7 +772,8 @@ class cluster {
   /// skip, a pause, a claim given up), or its run had state already (a slot
   /// of that very millisecond), or the store forgot it (a loss of state) —
   /// or it is still pending at the end, which is allowed only if no
-  /// instance ran with the job, unhindered, for `settle` after it.
+  /// instance ran with the job, unhindered, for `settle` (20 s) after it:
+  /// time for a poll, claim retries, a blocking run in buffer_one mode to end.
   void check_triggers(std::vector<std::string>& out) const {
     triggers_checked_ = 0;
     const history& h = world_->hist;
@@ -787,7 +788,7 @@ class cluster {
       if (op.after->attempt == 1 && ++first_wins[op.run] > 1)
         out.push_back("trigger run twice: " + to_text(op.run) + " was won as a new run more than once");
     }
-    const duration settle = std::chrono::seconds{40};
+    const duration settle = std::chrono::seconds{20};
     const std::vector<std::string> names{[&] {
       std::vector<std::string> v;
       for (const auto& j : jobs_) v.push_back(j.name);
