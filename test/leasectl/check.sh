@@ -51,20 +51,20 @@ lc --store "$URL" pause report
 expect "pause again" 0 'job report was already paused: no claim of it wins on any instance until `leasectl resume report`'
 
 lc --store "$URL" jobs
-expect "jobs" 0 "NAME     PAUSED  FENCE          LAST SLOT                 LAST STATUS  RUNNER  ATTEMPT
-cleanup  no      <ms>  <time>  failed       api-3   1
-report   yes     <ms>  <time>  running      api-2   2"
+expect "jobs" 0 "NAME     PAUSED  TRIGGERED  FENCE          LAST SLOT                 LAST STATUS  RUNNER  ATTEMPT
+cleanup  no      -          <ms>  <time>  failed       api-3   1
+report   yes     -          <ms>  <time>  running      api-2   2"
 
 lc --store "$URL" jobs --json
 expect "jobs --json" 0 '[
- {"name":"cleanup","paused":false,"fence":<ms>,"last_run":{"job":"cleanup","slot":"<time>","slot_ms":<ms>,"status":"failed","attempt":1,"handovers":0,"runner":"api-3","fence":<ms>,"lease_end":"<time>","lease_end_ms":<ms>,"released":false}},
- {"name":"report","paused":true,"fence":<ms>,"last_run":{"job":"report","slot":"<time>","slot_ms":<ms>,"status":"running","attempt":2,"handovers":1,"runner":"api-2","fence":<ms>,"lease_end":"<time>","lease_end_ms":<ms>,"released":false}}
+ {"name":"cleanup","paused":false,"trigger":null,"fence":<ms>,"last_run":{"job":"cleanup","slot":"<time>","slot_ms":<ms>,"manual":false,"status":"failed","attempt":1,"handovers":0,"runner":"api-3","fence":<ms>,"lease_end":"<time>","lease_end_ms":<ms>,"released":false}},
+ {"name":"report","paused":true,"trigger":null,"fence":<ms>,"last_run":{"job":"report","slot":"<time>","slot_ms":<ms>,"manual":false,"status":"running","attempt":2,"handovers":1,"runner":"api-2","fence":<ms>,"lease_end":"<time>","lease_end_ms":<ms>,"released":false}}
 ]'
 
 lc --store "$URL" runs report
-expect "runs report" 0 "SLOT                      STATUS   ATTEMPT  HANDOVERS  RUNNER  FENCE          LEASE END                 RELEASED
-<time>  running  2        1          api-2   <ms>  <time>  no
-<time>  success  1        0          api-1   <ms>  <time>  no"
+expect "runs report" 0 "SLOT                      BY        STATUS   ATTEMPT  HANDOVERS  RUNNER  FENCE          LEASE END                 RELEASED
+<time>  schedule  running  2        1          api-2   <ms>  <time>  no
+<time>  schedule  success  1        0          api-1   <ms>  <time>  no"
 # Newest first: the running run's slot is the later one.
 slots=$("$L" --store "$URL" runs report --json | grep -oE '"slot_ms":[0-9]+' | cut -d: -f2 | tr '\n' ' ')
 read -r s1 s2 <<<"$slots"
@@ -72,7 +72,7 @@ read -r s1 s2 <<<"$slots"
 
 lc --store "$URL" runs report --limit 1 --json
 expect "runs report --limit 1 --json" 0 '[
- {"job":"report","slot":"<time>","slot_ms":<ms>,"status":"running","attempt":2,"handovers":1,"runner":"api-2","fence":<ms>,"lease_end":"<time>","lease_end_ms":<ms>,"released":false}
+ {"job":"report","slot":"<time>","slot_ms":<ms>,"manual":false,"status":"running","attempt":2,"handovers":1,"runner":"api-2","fence":<ms>,"lease_end":"<time>","lease_end_ms":<ms>,"released":false}
 ]'
 
 lc --store "$URL" resume report
@@ -83,11 +83,25 @@ expect "resume again --json" 0 '{"job":"report","paused":false,"changed":false}'
 lc --store "$URL" jobs
 [[ $rc == 0 && $out == *"report   no "* ]] || fail "jobs after resume: report not shown as running: $out"
 
+# Trigger: one request (a second one is the same), claimed by exactly one
+# instance as a manual run, which its history shows.
+lc --store "$URL" trigger cleanup
+expect "trigger" 0 'job cleanup triggered: one instance that has it runs it once, as a manual run of slot <time> (`leasectl runs cleanup` shows it)'
+lc --store "$URL" trigger cleanup --json
+expect "trigger again --json" 0 '{"job":"cleanup","trigger":"<time>","trigger_ms":<ms>,"changed":false,"paused":false,"ever_ran":true}'
+lc --store "$URL" jobs
+[[ $rc == 0 && $out == *"cleanup  no      <time>  "* ]] || fail "jobs after trigger: cleanup's pending trigger not shown: $out"
+[[ $("$SEED" "$URL" claim-trigger cleanup) == won ]] || fail "an instance's claim of cleanup's trigger did not win"
+[[ $("$SEED" "$URL" claim-trigger cleanup) == none ]] || fail "a second instance found cleanup's trigger still pending"
+lc --store "$URL" runs cleanup --limit 1
+expect "runs of a manual run" 0 "SLOT                      BY      STATUS   ATTEMPT  HANDOVERS  RUNNER  FENCE          LEASE END                 RELEASED
+<time>  manual  running  1        0          api-9   <ms>  <time>  no"
+
 lc --store "$URL" runs nosuch
 expect_err "runs of a missing job" 4 "has no state for job 'nosuch'"
 if [[ $URL == *://* ]]; then  # another key prefix or schema: other instances' jobs, none here
   lc --store "$URL" --namespace other jobs
-  expect "jobs in another namespace" 0 "NAME  PAUSED  FENCE  LAST SLOT  LAST STATUS  RUNNER  ATTEMPT"
+  expect "jobs in another namespace" 0 "NAME  PAUSED  TRIGGERED  FENCE  LAST SLOT  LAST STATUS  RUNNER  ATTEMPT"
 fi
 
 # Errors: a bad URL, usage errors, a missing file.

@@ -61,4 +61,34 @@ std::string claim_now(S& s, const std::string& job) {
   return std::string(lease::to_string(s.claim(r).outcome));
 }
 
+/// An instance's claim of `job`'s pending trigger (claim_reason::manual), or
+/// of the slot it had when there is none; its outcome. Remembers the slot in
+/// the run key it claims, so a second call claims the same trigger.
+template <class S>
+std::string claim_trigger(S& s, const std::string& job) {
+  lease::claim_request r;
+  const std::string asked[] = {job};
+  const auto pending = s.triggers(asked);
+  // No pending trigger: claim the newest run's slot (the trigger's run, if
+  // one won): answered none, running or finished, never a second run.
+  if (!pending.empty()) {
+    r.run = pending.front();
+  } else {
+    const auto runs = s.list_runs(job, 1);
+    if (runs.empty()) return "no trigger";
+    r.run = runs.front().key();
+    if (!runs.front().manual) return "none";
+  }
+  r.runner = "api-9";
+  r.token = "t-manual";
+  r.reason = lease::claim_reason::manual;
+  r.lease = lease::duration{600'000};
+  r.overlap = lease::overlap_mode::allow;
+  const auto res = s.claim(r);
+  // A second instance's claim of the trigger's run finds it running: that
+  // trigger is not pending any more, which is what the caller asks.
+  if (pending.empty() && res.outcome == lease::claim_outcome::running) return "none";
+  return std::string(lease::to_string(res.outcome));
+}
+
 }  // namespace leasectl_test

@@ -1,6 +1,6 @@
-// leasectl/commands.hpp — jobs, runs, pause and resume on any Store, as
+// leasectl/commands.hpp — jobs, runs, pause, resume and trigger on any Store, as
 // text and an exit code (main prints them; tests call run() directly).
-// A store lacking a capability (InspectStore, PauseStore) answers exit code
+// A store lacking a capability (InspectStore, PauseStore, TriggerStore) answers exit code
 // 3 and a sentence, decided at compile time: never a silent nothing.
 #pragma once
 
@@ -18,7 +18,7 @@ namespace leasectl {
 /// The exit codes, as --help and the README document them.
 enum exit_code : int { ok = 0, store_failed = 1, usage = 2, cannot = 3, no_such_job = 4 };
 
-enum class verb { jobs, runs, pause, resume };
+enum class verb { jobs, runs, pause, resume, trigger };
 
 struct command {
   verb what = verb::jobs;
@@ -55,6 +55,46 @@ inline result cannot_do(const store_spec& spec, const std::string& what, const c
               " yet. Nothing was changed.\n"};
 }
 
+/// `leasectl trigger JOB`: one manual run of JOB, run by exactly one instance
+/// that has the job. Says whether the request is new or was pending already,
+/// and what stands in its way that the store can tell (a pause; a job no
+/// instance ever ran here, perhaps a typo: the request then waits).
+template <lease::TriggerStore S>
+result trigger(S& s, const command& c) {
+  const std::string asked[] = {c.job};
+  const auto before = s.triggers(asked);
+  const lease::time_point slot = s.trigger(c.job);
+  const bool changed = before.empty() || before.front().slot != slot;
+  bool paused = false;
+  if constexpr (lease::PauseStore<S>) paused = s.paused(c.job);
+  bool known = true;
+  // One job's newest run, not list_jobs(): a Redis listing scans every key.
+  if constexpr (lease::InspectStore<S>) known = !s.list_runs(c.job, 1).empty();
+  if (c.json)
+    return {ok,
+            detail::json_object{}
+                    .text("job", c.job)
+                    .time("trigger", slot)
+                    .boolean("changed", changed)
+                    .boolean("paused", paused)
+                    .boolean("ever_ran", known)
+                    .str() +
+                "\n",
+            ""};
+  const std::string job = cell(c.job);
+  std::string out = "job " + job +
+                    (changed ? " triggered: one instance that has it runs it once, as a manual run of slot "
+                             : " already had a trigger pending: it runs once, as a manual run of slot ") +
+                    lease::detail::fmt(slot) + " (`leasectl runs " + job + "` shows it)\n";
+  if (paused)
+    out += "note: job " + job + " is paused: the trigger is answered `paused` and does not run (`leasectl resume " +
+           job + "` first, then trigger again)\n";
+  if (!known)
+    out += "note: no instance ever ran job " + job +
+           " in this store: the trigger waits until an instance that has the job picks it up (check the name)\n";
+  return {ok, out, ""};
+}
+
 /// Runs `c` on any Store: what the store cannot do (a capability it lacks)
 /// is exit code 3 and a sentence, decided at compile time.
 template <class S>
@@ -77,7 +117,7 @@ result run(S& s, const command& c, const store_spec& spec) {
           if (!known) {
             return {no_such_job, "",
                     "leasectl: " + store_name(spec) + " has no state for job '" + cell(c.job) +
-                        "': it never ran there and was never paused. Check the name (`leasectl jobs` lists them) "
+                        "': it never ran there and was never paused or triggered. Check the name (`leasectl jobs` lists them) "
                         "and --store" + (spec.kind == store_kind::sqlite ? "" : " and --namespace") + ".\n"};
           }
         }
@@ -110,6 +150,9 @@ result run(S& s, const command& c, const store_spec& spec) {
       } else {
         return cannot_do(spec, c.what == verb::pause ? "pause a job" : "resume a job", "pause/resume (PauseStore)");
       }
+    case verb::trigger:
+      if constexpr (lease::TriggerStore<S>) return trigger(s, c);
+      else return cannot_do(spec, "trigger a job", "trigger (TriggerStore)");
   }
   return {usage, "", "leasectl: unknown command\n"};
 }

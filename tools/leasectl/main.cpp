@@ -4,9 +4,10 @@
 //   leasectl --store URL runs JOB [--limit N]       a job's runs, newest slot first
 //   leasectl --store URL pause JOB                  no claim of JOB wins, on any instance
 //   leasectl --store URL resume JOB                 lifts the pause
+//   leasectl --store URL trigger JOB                one manual run of JOB now, by one instance
 //
 // It drives every store through the same generic code: what a store cannot
-// do (a capability it lacks: PauseStore, InspectStore) is an error with its
+// do (a capability it lacks: PauseStore, InspectStore, TriggerStore) is an error with its
 // own exit code, never a silent nothing. Exit codes are in `kFooter`.
 #include <cstdio>
 #include <exception>
@@ -35,12 +36,12 @@ constexpr const char* kFooter =
     "  3  this store cannot do that (it lacks the capability, e.g. listing jobs; or this build lacks the store)\n"
     "  4  runs JOB: the store has no state for JOB (no run, no fence, no pause)\n"
     "\n"
-    "Not yet: trigger, stop, purge and watch (they need store support lease does not have yet).\n";
+    "Not yet: stop, purge and watch (they need store support lease does not have yet).\n";
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"leasectl: look into a lease store and pause or resume its jobs"};
+  CLI::App app{"leasectl: look into a lease store, pause, resume and trigger its jobs"};
   app.footer(kFooter);
   app.require_subcommand(1, 1);
   app.fallthrough();  // --json and --store after the command too
@@ -63,6 +64,9 @@ int main(int argc, char** argv) {
   pause->add_option("JOB", c.job, "the job's name")->required();
   auto* resume = app.add_subcommand("resume", "lift a pause: the job's next slot is claimed as usual");
   resume->add_option("JOB", c.job, "the job's name")->required();
+  auto* trigger = app.add_subcommand(
+      "trigger", "one run of JOB now, outside its schedule, by exactly one instance that has it (subject to its overlap mode)");
+  trigger->add_option("JOB", c.job, "the job's name")->required();
 
   try {
     app.parse(argc, argv);
@@ -70,7 +74,11 @@ int main(int argc, char** argv) {
     const int code = app.exit(e);  // prints help, or the error and a hint
     return code == 0 ? ok : usage;
   }
-  c.what = jobs->parsed() ? verb::jobs : runs->parsed() ? verb::runs : pause->parsed() ? verb::pause : verb::resume;
+  c.what = jobs->parsed()     ? verb::jobs
+           : runs->parsed()   ? verb::runs
+           : pause->parsed()  ? verb::pause
+           : resume->parsed() ? verb::resume
+                              : verb::trigger;
 
   leasectl::store_spec spec;
   try {

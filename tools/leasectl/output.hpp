@@ -58,20 +58,21 @@ namespace leasectl {
   std::vector<std::vector<std::string>> rows;
   for (const auto& j : jobs) {
     const auto& r = j.last_run;
-    rows.push_back({cell(j.name), j.paused ? "yes" : "no", std::to_string(j.fence),
+    rows.push_back({cell(j.name), j.paused ? "yes" : "no", j.trigger ? lease::detail::fmt(*j.trigger) : "-",
+                    std::to_string(j.fence),
                     r ? lease::detail::fmt(r->slot) : "-", r ? status_word(*r, now) : "-",
                     r && !r->runner.empty() ? cell(r->runner) : "-", r ? std::to_string(r->attempt) : "-"});
   }
-  return table({"NAME", "PAUSED", "FENCE", "LAST SLOT", "LAST STATUS", "RUNNER", "ATTEMPT"}, rows);
+  return table({"NAME", "PAUSED", "TRIGGERED", "FENCE", "LAST SLOT", "LAST STATUS", "RUNNER", "ATTEMPT"}, rows);
 }
 
 [[nodiscard]] inline std::string runs_table(const std::vector<lease::run_record>& runs, lease::time_point now) {
   std::vector<std::vector<std::string>> rows;
   for (const auto& r : runs)
-    rows.push_back({lease::detail::fmt(r.slot), status_word(r, now), std::to_string(r.attempt),
+    rows.push_back({lease::detail::fmt(r.slot), r.manual ? "manual" : "schedule", status_word(r, now), std::to_string(r.attempt),
                     std::to_string(r.handovers), r.runner.empty() ? "-" : cell(r.runner), std::to_string(r.fence),
                     lease::detail::fmt(r.lease_end), r.released ? "yes" : "no"});
-  return table({"SLOT", "STATUS", "ATTEMPT", "HANDOVERS", "RUNNER", "FENCE", "LEASE END", "RELEASED"}, rows);
+  return table({"SLOT", "BY", "STATUS", "ATTEMPT", "HANDOVERS", "RUNNER", "FENCE", "LEASE END", "RELEASED"}, rows);
 }
 
 namespace detail {
@@ -124,12 +125,14 @@ class json_object {
 
 }  // namespace detail
 
-/// One run: job, slot, status ("expired" as in the table), attempt, handovers,
-/// runner, fence, lease_end, released.
+/// One run: job, slot, manual (an operator's trigger, not the schedule),
+/// status ("expired" as in the table), attempt, handovers, runner, fence,
+/// lease_end, released.
 [[nodiscard]] inline std::string run_json(const lease::run_record& r, lease::time_point now) {
   return detail::json_object{}
       .text("job", r.job)
       .time("slot", r.slot)
+      .boolean("manual", r.manual)
       .text("status", status_word(r, now))
       .number("attempt", r.attempt)
       .number("handovers", r.handovers)
@@ -142,13 +145,16 @@ class json_object {
 
 [[nodiscard]] inline std::string jobs_json(const std::vector<lease::stored_job>& jobs, lease::time_point now) {
   std::vector<std::string> items;
-  for (const auto& j : jobs)
-    items.push_back(detail::json_object{}
-                        .text("name", j.name)
-                        .boolean("paused", j.paused)
-                        .number("fence", j.fence)
-                        .raw("last_run", j.last_run ? run_json(*j.last_run, now) : "null")
-                        .str());
+  for (const auto& j : jobs) {
+    detail::json_object o;
+    o.text("name", j.name).boolean("paused", j.paused);
+    // A pending trigger: the slot of the manual run it asks for.
+    if (j.trigger)
+      o.time("trigger", *j.trigger);
+    else
+      o.raw("trigger", "null");
+    items.push_back(o.number("fence", j.fence).raw("last_run", j.last_run ? run_json(*j.last_run, now) : "null").str());
+  }
   return detail::array(items);
 }
 
