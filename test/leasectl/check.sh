@@ -75,6 +75,14 @@ expect "runs report --limit 1 --json" 0 '[
  {"job":"report","slot":"<time>","slot_ms":<ms>,"manual":false,"status":"running","attempt":2,"handovers":1,"runner":"api-2","fence":<ms>,"lease_end":"<time>","lease_end_ms":<ms>,"released":false}
 ]'
 
+lc --store "$URL" watch --count 2 --interval 50
+expect "watch" 0 "<time>  job report is paused: no claim of it wins
+<time>  job cleanup slot <time>: failed (attempt 1 by api-3, fence <ms>)
+<time>  job report slot <time>: running (attempt 2 by api-2, fence <ms>)"
+lc --store "$URL" watch report --count 1
+expect "watch report" 0 "<time>  job report slot <time>: success (attempt 1 by api-1, fence <ms>)
+<time>  job report slot <time>: running (attempt 2 by api-2, fence <ms>)"
+
 lc --store "$URL" resume report
 expect "resume" 0 "job report resumed: its next slot is claimed as usual"
 [[ $("$SEED" "$URL" claim report) == won ]] || fail "an instance's claim of report did not win after resume"

@@ -157,3 +157,51 @@ TEST_CASE("runs: a manual run says so", "[leasectl]") {
   CHECK_THAT(table, Catch::Contains("2026-11-29T06:02:00.000Z  manual  running"));
   CHECK_THAT(leasectl::runs_json(s.store.list_runs("cleanup", 1), s.store.now()), Catch::Contains(R"("manual":true)"));
 }
+
+TEST_CASE("watch: the state as it is, then one line per change, each said once", "[leasectl]") {
+  seeded s;  // report paused; report's newest run live (attempt 2), cleanup failed
+  leasectl::watcher w;
+  auto lines = w.poll(s.store);
+  CHECK(lines == std::vector<std::string>{
+                     "2026-11-29T06:02:00.000Z  job report is paused: no claim of it wins",
+                     "2026-11-29T06:02:00.000Z  job cleanup slot 2026-11-29T06:01:00.000Z: failed (attempt 1 by api-3, fence 1795932120000)",
+                     "2026-11-29T06:02:00.000Z  job report slot 2026-11-29T06:01:00.000Z: running (attempt 2 by api-2, fence 1795932120002)"});
+  CHECK(w.poll(s.store).empty());  // nothing changed, nothing said
+
+  s.clock.advance(seconds(1));
+  REQUIRE(s.store.resume("report"));
+  const auto slot = s.store.trigger("cleanup");
+  lines = w.poll(s.store);
+  CHECK(lines == std::vector<std::string>{
+                     "2026-11-29T06:02:01.000Z  job cleanup has a trigger pending: a manual run of slot 2026-11-29T06:02:01.000Z",
+                     "2026-11-29T06:02:01.000Z  job report was resumed"});
+
+  lease::claim_request req;
+  req.run = {"cleanup", slot};
+  req.runner = "api-1";
+  req.token = "m1";
+  req.reason = lease::claim_reason::manual;
+  req.lease = seconds(30);
+  REQUIRE(s.store.claim(req).outcome == lease::claim_outcome::won);
+  REQUIRE(s.store.release({"report", s.store.list_runs("report", 1)[0].slot}, "t3"));
+  lines = w.poll(s.store);
+  CHECK(lines == std::vector<std::string>{
+                     "2026-11-29T06:02:01.000Z  job cleanup: the trigger of slot 2026-11-29T06:02:01.000Z was answered",
+                     "2026-11-29T06:02:01.000Z  job cleanup manual run of slot 2026-11-29T06:02:01.000Z: running (attempt 1 by api-1, fence 1795932121000)",
+                     "2026-11-29T06:02:01.000Z  job report slot 2026-11-29T06:01:00.000Z: handed over by api-2 (it stopped): a backup takes it over"});
+
+  s.clock.advance(seconds(31));  // the manual run's lease ran out
+  lines = w.poll(s.store);
+  REQUIRE(lines.size() == 1);
+  CHECK_THAT(lines[0], Catch::Contains("manual run of slot 2026-11-29T06:02:01.000Z: expired: api-1 stopped renewing"));
+  CHECK(w.poll(s.store).empty());  // said once
+}
+
+TEST_CASE("watch JOB: that job's runs only, in JSON one object per line", "[leasectl]") {
+  seeded s;
+  leasectl::watcher w{"report", true, 20};
+  const auto lines = w.poll(s.store);
+  REQUIRE(lines.size() == 2);  // report's two runs, oldest slot first; not cleanup, not the pause
+  CHECK_THAT(lines[0], Catch::StartsWith(R"({"time":"2026-11-29T06:02:00.000Z","time_ms":1795932120000,"job":"report","change":"run","text":"job report slot 2026-11-29T06:00:00.000Z: success)"));
+  CHECK_THAT(lines[1], Catch::Contains(R"("run":{"job":"report","slot":"2026-11-29T06:01:00.000Z")"));
+}

@@ -4,27 +4,32 @@
 // 3 and a sentence, decided at compile time: never a silent nothing.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <string>
+#include <thread>
 
 #include <lease/store/concept.hpp>
 #include <lease/store/inspect.hpp>
 
 #include "output.hpp"
 #include "store_url.hpp"
+#include "watch.hpp"
 
 namespace leasectl {
 
 /// The exit codes, as --help and the README document them.
 enum exit_code : int { ok = 0, store_failed = 1, usage = 2, cannot = 3, no_such_job = 4 };
 
-enum class verb { jobs, runs, pause, resume, trigger };
+enum class verb { jobs, runs, pause, resume, trigger, watch };
 
 struct command {
   verb what = verb::jobs;
   std::string job;
   std::size_t limit = 20;
   bool json = false;
+  std::chrono::milliseconds interval{1000};  ///< watch: between two reads
+  std::size_t count = 0;                     ///< watch: stop after this many reads (0: never)
 };
 
 inline const char* kind_name(store_kind k) {
@@ -95,6 +100,24 @@ result trigger(S& s, const command& c) {
   return {ok, out, ""};
 }
 
+/// `leasectl watch [JOB]`: reads the store every c.interval and hands each
+/// change to print(line) as it is seen (watch.hpp says what a change is),
+/// until c.count reads were made (never, for 0: until the operator stops it).
+/// A store error ends it like any command's (exit code 1).
+template <class S, class Print>
+result watch(S& s, const command& c, const store_spec& spec, Print&& print) {
+  if constexpr (lease::InspectStore<S>) {
+    watcher w{c.job, c.json, c.limit};
+    for (std::size_t n = 0; c.count == 0 || n < c.count; ++n) {
+      if (n != 0) std::this_thread::sleep_for(c.interval);
+      for (const auto& line : w.poll(s)) print(line + "\n");
+    }
+    return {ok, "", ""};
+  } else {
+    return cannot_do(spec, "be watched", "list_jobs (InspectStore)");
+  }
+}
+
 /// Runs `c` on any Store: what the store cannot do (a capability it lacks)
 /// is exit code 3 and a sentence, decided at compile time.
 template <class S>
@@ -153,6 +176,8 @@ result run(S& s, const command& c, const store_spec& spec) {
     case verb::trigger:
       if constexpr (lease::TriggerStore<S>) return trigger(s, c);
       else return cannot_do(spec, "trigger a job", "trigger (TriggerStore)");
+    case verb::watch:
+      return watch(s, c, spec, [](const std::string&) {});
   }
   return {usage, "", "leasectl: unknown command\n"};
 }

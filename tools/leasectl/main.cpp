@@ -5,10 +5,13 @@
 //   leasectl --store URL pause JOB                  no claim of JOB wins, on any instance
 //   leasectl --store URL resume JOB                 lifts the pause
 //   leasectl --store URL trigger JOB                one manual run of JOB now, by one instance
+//   leasectl --store URL watch [JOB]                one line per change, as it happens
 //
 // It drives every store through the same generic code: what a store cannot
 // do (a capability it lacks: PauseStore, InspectStore, TriggerStore) is an error with its
 // own exit code, never a silent nothing. Exit codes are in `kFooter`.
+#include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -36,7 +39,7 @@ constexpr const char* kFooter =
     "  3  this store cannot do that (it lacks the capability, e.g. listing jobs; or this build lacks the store)\n"
     "  4  runs JOB: the store has no state for JOB (no run, no fence, no pause)\n"
     "\n"
-    "Not yet: stop, purge and watch (they need store support lease does not have yet).\n";
+    "Not yet: stop and purge (they need store support lease does not have yet).\n";
 
 }  // namespace
 
@@ -67,6 +70,17 @@ int main(int argc, char** argv) {
   auto* trigger = app.add_subcommand(
       "trigger", "one run of JOB now, outside its schedule, by exactly one instance that has it (subject to its overlap mode)");
   trigger->add_option("JOB", c.job, "the job's name")->required();
+  auto* watch = app.add_subcommand(
+      "watch", "one line per change (a run starts, is taken over, ends; a pause, a trigger), until Ctrl-C");
+  watch->add_option("JOB", c.job, "watch only this job's runs (cheaper on a large store)");
+  std::int64_t interval_ms = 1000;
+  watch->add_option("--interval", interval_ms, "ms between two reads of the store")
+      ->capture_default_str()
+      ->check(CLI::Range(std::int64_t{50}, std::int64_t{3'600'000}));
+  watch->add_option("--count", c.count, "stop after this many reads (0: never)")->capture_default_str();
+  watch->add_option("--limit", c.limit, "with JOB: its newest runs to watch")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000000));
 
   try {
     app.parse(argc, argv);
@@ -78,7 +92,9 @@ int main(int argc, char** argv) {
            : runs->parsed()   ? verb::runs
            : pause->parsed()  ? verb::pause
            : resume->parsed() ? verb::resume
+           : watch->parsed()  ? verb::watch
                               : verb::trigger;
+  c.interval = std::chrono::milliseconds(interval_ms);
 
   leasectl::store_spec spec;
   try {
@@ -88,7 +104,13 @@ int main(int argc, char** argv) {
     return usage;
   }
   try {
-    const result r = leasectl::with_store(spec, settings, [&](auto& s) { return run(s, c, spec); });
+    const result r = leasectl::with_store(spec, settings, [&](auto& s) {
+      if (c.what != verb::watch) return run(s, c, spec);
+      return leasectl::watch(s, c, spec, [](const std::string& line) {
+        std::fwrite(line.data(), 1, line.size(), stdout);
+        std::fflush(stdout);  // as it happens, also into a pipe
+      });
+    });
     std::fwrite(r.out.data(), 1, r.out.size(), stdout);
     std::fwrite(r.err.data(), 1, r.err.size(), stderr);
     return r.code;
