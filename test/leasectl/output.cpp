@@ -29,14 +29,14 @@ TEST_CASE("jobs: a table by name, and one JSON array", "[leasectl]") {
   seeded s;
   const auto now = s.store.now();
   CHECK(leasectl::jobs_table(s.store.list_jobs(), now) ==
-        R"(NAME     PAUSED  TRIGGERED  FENCE          LAST SLOT                 LAST STATUS  RUNNER  ATTEMPT
-cleanup  no      -          1795932120000  2026-11-29T06:01:00.000Z  failed       api-3   1
-report   yes     -          1795932120002  2026-11-29T06:01:00.000Z  running      api-2   2
+        R"(NAME     SCHEDULE                PAUSED  TRIGGERED  LAST SLOT                 LAST STATUS  RUNNER  ATTEMPT  INSTANCES
+cleanup  every 60s               no      -          2026-11-29T06:01:00.000Z  failed       api-3   1        1, api-3 0 s ago
+report   0 6 * * * Europe/Paris  yes     -          2026-11-29T06:01:00.000Z  running      api-2   2        2, api-1 0 s ago
 )");
   CHECK(leasectl::jobs_json(s.store.list_jobs(), now) ==
         R"([
- {"name":"cleanup","paused":false,"trigger":null,"fence":1795932120000,"last_run":{"job":"cleanup","slot":"2026-11-29T06:01:00.000Z","slot_ms":1795932060000,"manual":false,"status":"failed","attempt":1,"handovers":0,"runner":"api-3","fence":1795932120000,"lease_end":"2026-11-29T06:12:00.000Z","lease_end_ms":1795932720000,"released":false}},
- {"name":"report","paused":true,"trigger":null,"fence":1795932120002,"last_run":{"job":"report","slot":"2026-11-29T06:01:00.000Z","slot_ms":1795932060000,"manual":false,"status":"running","attempt":2,"handovers":1,"runner":"api-2","fence":1795932120002,"lease_end":"2026-11-29T06:12:00.000Z","lease_end_ms":1795932720000,"released":false}}
+ {"name":"cleanup","paused":false,"trigger":null,"fence":1795932120000,"last_run":{"job":"cleanup","slot":"2026-11-29T06:01:00.000Z","slot_ms":1795932060000,"manual":false,"status":"failed","attempt":1,"handovers":0,"runner":"api-3","fence":1795932120000,"lease_end":"2026-11-29T06:12:00.000Z","lease_end_ms":1795932720000,"released":false},"instances":[{"instance":"api-3","schedule":"every 60s","zone":"","last_seen":"2026-11-29T06:02:00.000Z","last_seen_ms":1795932120000}]},
+ {"name":"report","paused":true,"trigger":null,"fence":1795932120002,"last_run":{"job":"report","slot":"2026-11-29T06:01:00.000Z","slot_ms":1795932060000,"manual":false,"status":"running","attempt":2,"handovers":1,"runner":"api-2","fence":1795932120002,"lease_end":"2026-11-29T06:12:00.000Z","lease_end_ms":1795932720000,"released":false},"instances":[{"instance":"api-1","schedule":"0 6 * * *","zone":"Europe/Paris","last_seen":"2026-11-29T06:02:00.000Z","last_seen_ms":1795932120000},{"instance":"api-2","schedule":"0 6 * * *","zone":"Europe/Paris","last_seen":"2026-11-29T06:02:00.000Z","last_seen_ms":1795932120000}]}
 ]
 )");
 }
@@ -55,7 +55,7 @@ TEST_CASE("runs: newest slot first, and a running run past its lease end is expi
 ]
 )");
   CHECK(leasectl::jobs_table({}, s.store.now()) ==
-        "NAME  PAUSED  TRIGGERED  FENCE  LAST SLOT  LAST STATUS  RUNNER  ATTEMPT\n");
+        "NAME  SCHEDULE  PAUSED  TRIGGERED  LAST SLOT  LAST STATUS  RUNNER  ATTEMPT  INSTANCES\n");
   CHECK(leasectl::runs_json({}, s.store.now()) == "[]\n");
 }
 
@@ -64,11 +64,11 @@ TEST_CASE("a job paused before it ever ran has no last run, and any name stays o
   store.pause("never \"ran\"\n");
   const auto jobs = store.list_jobs();
   CHECK(leasectl::jobs_table(jobs, store.now()) ==
-        R"(NAME             PAUSED  TRIGGERED  FENCE  LAST SLOT  LAST STATUS  RUNNER  ATTEMPT
-never \"ran\"\n  yes     -          0      -          -            -       -
+        R"(NAME             SCHEDULE  PAUSED  TRIGGERED  LAST SLOT  LAST STATUS  RUNNER  ATTEMPT  INSTANCES
+never \"ran\"\n  -         yes     -          -          -            -       -        -
 )");
   CHECK(leasectl::jobs_json(jobs, store.now()) ==
-        "[\n {\"name\":\"never \\\"ran\\\"\\n\",\"paused\":true,\"trigger\":null,\"fence\":0,\"last_run\":null}\n]\n");
+        "[\n {\"name\":\"never \\\"ran\\\"\\n\",\"paused\":true,\"trigger\":null,\"fence\":0,\"last_run\":null,\"instances\":[]}\n]\n");
 }
 
 namespace {
@@ -135,7 +135,7 @@ TEST_CASE("trigger: a new request, one already pending, and what stands in its w
   const std::string cleanup = "cleanup";
   CHECK(s.store.triggers(std::span(&cleanup, 1)).size() == 1);  // one request, not two
   CHECK_THAT(leasectl::jobs_table(s.store.list_jobs(), s.store.now()),
-             Catch::Contains("cleanup  no      2026-11-29T06:02:00.000Z  "));
+             Catch::Contains("cleanup  every 60s               no      2026-11-29T06:02:00.000Z  "));
 
   r = leasectl::run(s.store, {leasectl::verb::trigger, "report", 20, false}, spec);
   CHECK_THAT(r.out, Catch::Contains("note: job report is paused: the trigger is answered `paused` and does not run"));
@@ -204,4 +204,45 @@ TEST_CASE("watch JOB: that job's runs only, in JSON one object per line", "[leas
   REQUIRE(lines.size() == 2);  // report's two runs, oldest slot first; not cleanup, not the pause
   CHECK_THAT(lines[0], Catch::StartsWith(R"({"time":"2026-11-29T06:02:00.000Z","time_ms":1795932120000,"job":"report","change":"run","text":"job report slot 2026-11-29T06:00:00.000Z: success)"));
   CHECK_THAT(lines[1], Catch::Contains(R"("run":{"job":"report","slot":"2026-11-29T06:01:00.000Z")"));
+}
+
+TEST_CASE("stop: the job paused and its runs in progress handed over, said in one sentence", "[leasectl]") {
+  seeded s;  // report's newest run is live (api-2)
+  const auto spec = leasectl::parse_store_url("jobs.db");
+  auto r = leasectl::run(s.store, {leasectl::verb::stop, "report", 20, false}, spec);
+  CHECK(r.code == leasectl::ok);
+  CHECK(r.out ==
+        "job report stopped: paused, and 1 run in progress handed over (each runner stops its handler at its next "
+        "heartbeat); no instance takes it over or starts a slot until `leasectl resume report`\n");
+  CHECK(s.store.list_runs("report", 1)[0].released);
+  r = leasectl::run(s.store, {leasectl::verb::stop, "report", 20, true}, spec);
+  CHECK(r.out == "{\"job\":\"report\",\"paused\":true,\"handed_over\":0}\n");
+}
+
+TEST_CASE("purge: refused with who still has the job or which run holds a lease, then done", "[leasectl]") {
+  seeded s;
+  const auto spec = leasectl::parse_store_url("jobs.db");
+  leasectl::command c{leasectl::verb::purge, "cleanup", 20, false};
+  c.unseen_for = std::chrono::hours(1);
+  auto r = leasectl::run(s.store, c, spec);
+  CHECK(r.code == leasectl::refused);
+  CHECK(r.out.empty());
+  CHECK(r.err ==
+        "leasectl: not purged: instance api-3 registered job cleanup 0 s ago (schedule every 60s), within --unseen-for "
+        "3600 s. Remove the job from that instance first, or wait. Nothing was changed.\n");
+  s.clock.advance(hours(2));
+  r = leasectl::run(s.store, c, spec);
+  CHECK(r.code == leasectl::ok);
+  CHECK(r.out == "job cleanup purged: its runs, fence, pause, trigger and registrations are gone\n");
+  r = leasectl::run(s.store, c, spec);
+  CHECK(r.code == leasectl::no_such_job);
+
+  // report's run holds a 600 s lease; registrations are 2 h old.
+  s.clock.advance(-hours(2));
+  c.job = "report";
+  c.unseen_for = std::chrono::seconds(0);
+  c.json = true;
+  r = leasectl::run(s.store, c, spec);
+  CHECK(r.code == leasectl::refused);
+  CHECK_THAT(r.out, Catch::StartsWith(R"({"job":"report","outcome":"running","run":{"job":"report")"));
 }

@@ -7,6 +7,9 @@
 //                            attempt 2 by api-2 (a takeover), running
 //   cleanup  slot now−60 s:  attempt 1 by api-3, failed
 //
+// and, on a RegistryStore, registrations: report by api-1 and api-2
+// ("0 6 * * *", Europe/Paris), cleanup by api-3 ("every 60s", no zone).
+//
 // now is the store's clock floored to the second. Throws runtime_error when
 // a claim, finish or release does not answer as the rules say.
 #pragma once
@@ -16,6 +19,7 @@
 #include <string>
 
 #include <lease/run.hpp>
+#include <lease/store/inspect.hpp>
 
 namespace leasectl_test {
 
@@ -46,6 +50,12 @@ void seed(S& s) {
   claim("report", b, "api-2", "t3", lease::claim_reason::takeover);
   claim("cleanup", b, "api-3", "t4", lease::claim_reason::scheduled);
   if (!s.finish({"cleanup", b}, "t4", lease::run_status::failed)) fail("finish of cleanup failed");
+  if constexpr (lease::RegistryStore<S>) {
+    const lease::job_registration regs[] = {{"report", "api-1", "0 6 * * *", "Europe/Paris", {}},
+                                            {"report", "api-2", "0 6 * * *", "Europe/Paris", {}},
+                                            {"cleanup", "api-3", "every 60s", "", {}}};
+    s.register_jobs(regs);
+  }
 }
 
 /// An instance's claim of `job`'s slot now (overlap allowed: report's seeded

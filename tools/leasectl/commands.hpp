@@ -19,9 +19,9 @@
 namespace leasectl {
 
 /// The exit codes, as --help and the README document them.
-enum exit_code : int { ok = 0, store_failed = 1, usage = 2, cannot = 3, no_such_job = 4 };
+enum exit_code : int { ok = 0, store_failed = 1, usage = 2, cannot = 3, no_such_job = 4, refused = 5 };
 
-enum class verb { jobs, runs, pause, resume, trigger, watch };
+enum class verb { jobs, runs, pause, resume, trigger, watch, stop, purge };
 
 struct command {
   verb what = verb::jobs;
@@ -30,6 +30,7 @@ struct command {
   bool json = false;
   std::chrono::milliseconds interval{1000};  ///< watch: between two reads
   std::size_t count = 0;                     ///< watch: stop after this many reads (0: never)
+  std::chrono::seconds unseen_for{86'400};   ///< purge: no instance registered the job for this long
 };
 
 inline const char* kind_name(store_kind k) {
@@ -98,6 +99,49 @@ result trigger(S& s, const command& c) {
     out += "note: no instance ever ran job " + job +
            " in this store: the trigger waits until an instance that has the job picks it up (check the name)\n";
   return {ok, out, ""};
+}
+
+/// `leasectl purge JOB`: every trace of JOB deleted, unless an instance
+/// registered it within c.unseen_for or a run of it holds a lease (exit code
+/// 5, and who or which run). Nothing else ever deletes a job.
+template <lease::RegistryStore S>
+result purge(S& s, const command& c, const store_spec& spec) {
+  const lease::purge_result r = s.purge(c.job, c.unseen_for);
+  const std::string job = cell(c.job);
+  const lease::time_point now = s.now();
+  if (c.json) {
+    detail::json_object o;
+    o.text("job", c.job).text("outcome", lease::to_string(r.outcome));
+    if (r.instance) o.text("instance", r.instance->instance).time("last_seen", r.instance->last_seen);
+    if (r.run) o.raw("run", run_json(*r.run, now));
+    return {r.outcome == lease::purge_outcome::purged      ? ok
+            : r.outcome == lease::purge_outcome::not_found ? no_such_job
+                                                           : refused,
+            o.str() + "\n", ""};
+  }
+  switch (r.outcome) {
+    case lease::purge_outcome::purged:
+      return {ok, "job " + job + " purged: its runs, fence, pause, trigger and registrations are gone\n", ""};
+    case lease::purge_outcome::not_found:
+      return {no_such_job, "",
+              "leasectl: " + store_name(spec) + " has no state for job '" + job + "': nothing to purge.\n"};
+    case lease::purge_outcome::registered:
+      return {refused, "",
+              "leasectl: not purged: instance " + cell(r.instance->instance) + " registered job " + job + " " +
+                  ago(now - r.instance->last_seen) + " ago (schedule " + cell(r.instance->schedule) +
+                  "), within --unseen-for " + std::to_string(c.unseen_for.count()) +
+                  " s. Remove the job from that instance first, or wait. Nothing was changed.\n"};
+    case lease::purge_outcome::running:
+      return {refused, "",
+              "leasectl: not purged: job " + job + "'s run of slot " + lease::detail::fmt(r.run->slot) + " holds a lease on " +
+                  cell(r.run->runner) + " until " + lease::detail::fmt(r.run->lease_end) +
+                  " (`leasectl stop " + job + "` hands it over). Nothing was changed.\n"};
+    case lease::purge_outcome::too_soon:
+      return {refused, "",
+              "leasectl: not purged: job " + job + " won an attempt in this very millisecond; try again. Nothing was "
+              "changed.\n"};
+  }
+  return {refused, "", "leasectl: not purged\n"};
 }
 
 /// `leasectl watch [JOB]`: reads the store every c.interval and hands each
@@ -178,6 +222,24 @@ result run(S& s, const command& c, const store_spec& spec) {
       else return cannot_do(spec, "trigger a job", "trigger (TriggerStore)");
     case verb::watch:
       return watch(s, c, spec, [](const std::string&) {});
+    case verb::stop:
+      if constexpr (lease::StopStore<S>) {
+        const std::size_t n = s.stop(c.job);
+        const std::string job = cell(c.job);
+        if (c.json)
+          return {ok, detail::json_object{}.text("job", c.job).boolean("paused", true).number("handed_over", n).str() + "\n",
+                  ""};
+        return {ok,
+                "job " + job + " stopped: paused, and " + std::to_string(n) + (n == 1 ? " run" : " runs") +
+                    " in progress handed over (each runner stops its handler at its next heartbeat); no instance "
+                    "takes " + (n == 1 ? "it" : "them") + " over or starts a slot until `leasectl resume " + job + "`\n",
+                ""};
+      } else {
+        return cannot_do(spec, "stop a job's runs", "stop (StopStore)");
+      }
+    case verb::purge:
+      if constexpr (lease::RegistryStore<S>) return purge(s, c, spec);
+      else return cannot_do(spec, "purge a job", "purge (RegistryStore)");
   }
   return {usage, "", "leasectl: unknown command\n"};
 }

@@ -6,6 +6,8 @@
 //   leasectl --store URL resume JOB                 lifts the pause
 //   leasectl --store URL trigger JOB                one manual run of JOB now, by one instance
 //   leasectl --store URL watch [JOB]                one line per change, as it happens
+//   leasectl --store URL stop JOB                   pause JOB and hand over its runs in progress
+//   leasectl --store URL purge JOB                  delete every trace of a job no instance has
 //
 // It drives every store through the same generic code: what a store cannot
 // do (a capability it lacks: PauseStore, InspectStore, TriggerStore) is an error with its
@@ -14,6 +16,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <exception>
+#include <map>
 #include <string>
 #include <system_error>
 
@@ -37,9 +40,8 @@ constexpr const char* kFooter =
     "  1  the store failed: unreachable, timed out, or its data is not lease's (message on stderr)\n"
     "  2  usage error: bad arguments, an unknown URL form, credentials or a job name the store refuses\n"
     "  3  this store cannot do that (it lacks the capability, e.g. listing jobs; or this build lacks the store)\n"
-    "  4  runs JOB: the store has no state for JOB (no run, no fence, no pause)\n"
-    "\n"
-    "Not yet: stop and purge (they need store support lease does not have yet).\n";
+    "  4  runs JOB, purge JOB: the store has no state for JOB (no run, fence, pause, trigger or registration)\n"
+    "  5  purge JOB refused: an instance registered JOB within --unseen-for, or a run of it holds a lease\n";
 
 }  // namespace
 
@@ -70,6 +72,18 @@ int main(int argc, char** argv) {
   auto* trigger = app.add_subcommand(
       "trigger", "one run of JOB now, outside its schedule, by exactly one instance that has it (subject to its overlap mode)");
   trigger->add_option("JOB", c.job, "the job's name")->required();
+  auto* stop = app.add_subcommand(
+      "stop", "pause JOB and hand over its runs in progress: their handlers stop; nothing runs until resume");
+  stop->add_option("JOB", c.job, "the job's name")->required();
+  auto* purge = app.add_subcommand(
+      "purge", "delete every trace of JOB (runs, fence, pause, trigger, registrations) if no instance has it");
+  purge->add_option("JOB", c.job, "the job's name")->required();
+  std::int64_t unseen_s = 86'400;
+  purge->add_option("--unseen-for", unseen_s,
+                    "refuse if an instance registered JOB within this long (s, or with a unit: 90m, 24h, 7d)")
+      ->capture_default_str()
+      ->transform(CLI::AsNumberWithUnit(std::map<std::string, std::int64_t>{{"s", 1}, {"m", 60}, {"h", 3600}, {"d", 86400}}))
+      ->check(CLI::Range(std::int64_t{0}, std::int64_t{10} * 365 * 86400));
   auto* watch = app.add_subcommand(
       "watch", "one line per change (a run starts, is taken over, ends; a pause, a trigger), until Ctrl-C");
   watch->add_option("JOB", c.job, "watch only this job's runs (cheaper on a large store)");
@@ -93,8 +107,11 @@ int main(int argc, char** argv) {
            : pause->parsed()  ? verb::pause
            : resume->parsed() ? verb::resume
            : watch->parsed()  ? verb::watch
+           : stop->parsed()   ? verb::stop
+           : purge->parsed()  ? verb::purge
                               : verb::trigger;
   c.interval = std::chrono::milliseconds(interval_ms);
+  c.unseen_for = std::chrono::seconds(unseen_s);
 
   leasectl::store_spec spec;
   try {

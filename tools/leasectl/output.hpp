@@ -8,6 +8,8 @@
 // instance holds it (doc/protocol.md §1).
 #pragma once
 
+#include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -54,16 +56,43 @@ namespace leasectl {
   return std::string(lease::to_string(r.status));
 }
 
+/// "3 s", "2 min", "5 h", "4 d": how long ago, for a person.
+[[nodiscard]] inline std::string ago(lease::duration d) {
+  using namespace std::chrono;
+  const auto s = duration_cast<seconds>(d).count();
+  if (s < 120) return std::to_string(s < 0 ? 0 : s) + " s";
+  if (s < 2 * 3600) return std::to_string(s / 60) + " min";
+  if (s < 2 * 86400) return std::to_string(s / 3600) + " h";
+  return std::to_string(s / 86400) + " d";
+}
+
+/// The newest registration of a job (RegistryStore), if any.
+[[nodiscard]] inline const lease::job_registration* newest(const lease::stored_job& j) {
+  const lease::job_registration* n = nullptr;
+  for (const auto& r : j.instances)
+    if (n == nullptr || r.last_seen > n->last_seen) n = &r;
+  return n;
+}
+
+/// SCHEDULE: as the instance that registered the job last has it ("0 6 * *
+/// * Europe/Paris"); INSTANCES: how many registered it, and the newest
+/// one's last registration ("2, api-1 3 s ago"). FENCE is in --json.
 [[nodiscard]] inline std::string jobs_table(const std::vector<lease::stored_job>& jobs, lease::time_point now) {
   std::vector<std::vector<std::string>> rows;
   for (const auto& j : jobs) {
     const auto& r = j.last_run;
-    rows.push_back({cell(j.name), j.paused ? "yes" : "no", j.trigger ? lease::detail::fmt(*j.trigger) : "-",
-                    std::to_string(j.fence),
+    const lease::job_registration* reg = newest(j);
+    rows.push_back({cell(j.name),
+                    reg ? cell(reg->schedule + (reg->zone.empty() ? "" : " " + reg->zone)) : "-",
+                    j.paused ? "yes" : "no", j.trigger ? lease::detail::fmt(*j.trigger) : "-",
                     r ? lease::detail::fmt(r->slot) : "-", r ? status_word(*r, now) : "-",
-                    r && !r->runner.empty() ? cell(r->runner) : "-", r ? std::to_string(r->attempt) : "-"});
+                    r && !r->runner.empty() ? cell(r->runner) : "-", r ? std::to_string(r->attempt) : "-",
+                    reg ? std::to_string(j.instances.size()) + ", " + cell(reg->instance) + " " + ago(now - reg->last_seen) +
+                              " ago"
+                        : "-"});
   }
-  return table({"NAME", "PAUSED", "TRIGGERED", "FENCE", "LAST SLOT", "LAST STATUS", "RUNNER", "ATTEMPT"}, rows);
+  return table({"NAME", "SCHEDULE", "PAUSED", "TRIGGERED", "LAST SLOT", "LAST STATUS", "RUNNER", "ATTEMPT", "INSTANCES"},
+               rows);
 }
 
 [[nodiscard]] inline std::string runs_table(const std::vector<lease::run_record>& runs, lease::time_point now) {
@@ -153,7 +182,21 @@ class json_object {
       o.time("trigger", *j.trigger);
     else
       o.raw("trigger", "null");
-    items.push_back(o.number("fence", j.fence).raw("last_run", j.last_run ? run_json(*j.last_run, now) : "null").str());
+    std::vector<std::string> regs;
+    for (const auto& r : j.instances)
+      regs.push_back(detail::json_object{}
+                         .text("instance", r.instance)
+                         .text("schedule", r.schedule)
+                         .text("zone", r.zone)
+                         .time("last_seen", r.last_seen)
+                         .str());
+    std::string instances = "[";
+    for (std::size_t i = 0; i < regs.size(); ++i) instances += (i ? "," : "") + regs[i];
+    instances += "]";
+    items.push_back(o.number("fence", j.fence)
+                        .raw("last_run", j.last_run ? run_json(*j.last_run, now) : "null")
+                        .raw("instances", instances)
+                        .str());
   }
   return detail::array(items);
 }
