@@ -143,6 +143,10 @@ expect_err "--limit 0" 2 "limit"
 lc --store "$tmp/no-such.db" jobs
 expect_err "a missing SQLite file" 1 "no SQLite file at"
 [[ ! -e $tmp/no-such.db ]] || fail "leasectl created $tmp/no-such.db"
+: >"$tmp/empty.db"
+lc --store "$tmp/empty.db" jobs
+expect_err "an empty SQLite file" 1 "is empty: no instance has used it as a store"
+[[ ! -s $tmp/empty.db ]] || fail "leasectl wrote into the empty file $tmp/empty.db"
 
 # A password in the URL is never printed: an unreachable server (exit 1),
 # and this store's own URL with a password added (Redis: AUTH fails on a
