@@ -77,6 +77,7 @@ inline std::uint64_t next_fence(std::uint64_t last, time_point now) {
 /// Deletes ended runs beyond the newest `history_size`, but never one that a
 /// new claim could still ask for (store-now ≤ slot + retain + tolerance):
 /// a late claim must find the state, not win a run that already happened.
+/// Nor the run at the job's pending trigger slot, which answers the trigger.
 inline void prune(job_state& js, std::uint32_t history_size, duration retain, time_point now) {
   std::uint32_t ended_kept = 0;
   for (auto it = js.runs.end(); it != js.runs.begin();) {
@@ -88,6 +89,10 @@ inline void prune(job_state& js, std::uint32_t history_size, duration retain, ti
       continue;
     }
     if (now <= r.slot + retain + late_tolerance) continue;
+    // The run at a pending trigger's slot answers that trigger (a manual
+    // claim of it finds the run): deleting it would let the trigger start a
+    // second run of the same slot.
+    if (js.trigger == r.slot) continue;
     it = js.runs.erase(it);
   }
 }
