@@ -194,15 +194,27 @@ TEST_CASE("two store objects claiming one trigger at once: exactly one wins it, 
     std::barrier sync(2);
     time_point slot_a{}, slot_b{};
     lease::claim_result res_a, res_b;
-    auto instance = [&](lease::postgres_store& s, time_point& slot, lease::claim_result& res, const std::string& who) {
-      slot = s.trigger(job);  // both ask (an operator on each): one request
+    std::string error_a, error_b;
+    auto instance = [&](lease::postgres_store& s, time_point& slot, lease::claim_result& res, const std::string& who,
+                        std::string& error) {
+      try {
+        slot = s.trigger(job);  // both ask (an operator on each): one request
+      } catch (const std::exception& e) {
+        error = e.what();
+      }
       sync.arrive_and_wait();
-      res = s.claim(request(job, slot, who + std::to_string(round), claim_reason::manual));
+      try {
+        if (error.empty()) res = s.claim(request(job, slot, who + std::to_string(round), claim_reason::manual));
+      } catch (const std::exception& e) {
+        error = e.what();
+      }
     };
-    std::thread ta([&] { instance(a, slot_a, res_a, "a"); });
-    std::thread tb([&] { instance(b, slot_b, res_b, "b"); });
+    std::thread ta([&] { instance(a, slot_a, res_a, "a", error_a); });
+    std::thread tb([&] { instance(b, slot_b, res_b, "b", error_b); });
     ta.join();
     tb.join();
+    REQUIRE(error_a.empty());  // neither fails: the claims wait for each other on the job's row
+    REQUIRE(error_b.empty());
     CHECK(slot_a == slot_b);
     last = slot_a;
     const int wins = (res_a.outcome == claim_outcome::won) + (res_b.outcome == claim_outcome::won);
