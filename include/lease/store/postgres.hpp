@@ -121,9 +121,9 @@ struct postgres_options {
 /// once at once; the rest is left to the caller's backoff.
 ///
 /// Movable (a moved-from store may only be destroyed or assigned to), not
-/// copyable. Not thread-safe: one thread at a time; the release listener runs
-/// on a thread of its own. Do not carry a store across fork(): open it in the
-/// process that uses it.
+/// copyable. Not thread-safe: one thread at a time; the release and trigger
+/// listeners run on a thread of their own. Do not carry a store across
+/// fork(): open it in the process that uses it.
 class postgres_store {
  public:
   /// Checks the options (store_error invalid_argument if bad); does not connect.

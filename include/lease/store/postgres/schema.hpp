@@ -376,12 +376,12 @@ inline void replace_once(std::string& f, std::string_view from, std::string_view
   auto replace = [&](std::string_view from, std::string_view to) {
     detail_schema::replace_once(f, from, to, "upgrade_to_v5");
   };
-  replace("finished 5, none 6, early 7, quarantined 8, paused 9)",
-          "finished 5, none 6, early 7, quarantined 8, paused 9)\n"
-          "-- and a manual claim (reason 3) as rules::claim's manual branch: it wins only\n"
-          "-- the job's pending trigger (lease_jobs.trigger = p_slot), and whichever\n"
-          "-- of its answers rules::claim says answers the trigger clears it, under\n"
-          "-- the job row's lock. o_manual: the run's manual flag.");
+  replace("paused 9); reasons and overlap modes\n-- likewise.",
+          "paused 9); reasons (manual 3) and overlap modes\n"
+          "-- likewise. A manual claim is rules::claim's manual branch: it wins only the\n"
+          "-- job's pending trigger (lease_jobs.trigger = p_slot), and each of its\n"
+          "-- answers that rules::claim says answers the trigger clears it, under the\n"
+          "-- job row's lock. o_manual: the run's manual flag.");
   replace("CREATE OR REPLACE FUNCTION @.lease_claim(",
           "DROP FUNCTION @.lease_claim(int8, text, int8, bytea, int8, bytea, bytea, int4, int8, int4, int8, int4, int4, "
           "int8);\nCREATE FUNCTION @.lease_claim(");
