@@ -436,6 +436,12 @@ inline void replace_once(std::string& f, std::string_view from, std::string_view
   replace("WITH f AS (UPDATE @.lease_jobs j SET fence = v_fence WHERE j.job = p_job),\n",
           "WITH f AS (UPDATE @.lease_jobs j SET fence = v_fence, trigger = CASE WHEN v_manual THEN NULL ELSE j.trigger END\n"
           "                 WHERE j.job = p_job),\n");
+  // Pruning keeps the run at the pending trigger's slot (it answers the
+  // trigger; v_trigger is the trigger before this claim, which a manual win
+  // answers: its slot is then the new, running run's).
+  replace("WHERE r.job = p_job AND r.status <> 0 AND r.slot < o_now - p_retain - 10000\n",
+          "WHERE r.job = p_job AND r.status <> 0 AND r.slot < o_now - p_retain - 10000\n"
+          "                     AND r.slot IS DISTINCT FROM v_trigger\n");
   replace("VALUES (p_job, p_slot, 1, p_token, v_fence, p_runner, 0, o_now + p_lease, false, 0)",
           "VALUES (p_job, p_slot, 1, p_token, v_fence, p_runner, 0, o_now + p_lease, false, 0, v_manual)");
   replace("o_released := v_run.released; o_handovers := v_run.handovers;",
