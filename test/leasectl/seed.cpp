@@ -7,6 +7,9 @@
 // prints its outcome ("won", "paused", …): what a pause does to instances.
 // (Overlap allowed: report's seeded run is still live.)
 //
+// `leasectl_seed URL caps`: what the store can do beyond pause and listings
+// ("trigger stop registry"), so check.sh expects exit code 3 for the rest.
+//
 // `leasectl_seed URL claim-trigger JOB`: an instance's manual claim of JOB's
 // pending trigger; prints its outcome ("won"; "none" once it was answered).
 #include <cstdio>
@@ -18,13 +21,17 @@
 #include "seed.hpp"
 
 int main(int argc, char** argv) {
-  const std::string verb = argc == 4 ? argv[2] : "";
-  if (argc != 2 && !(argc == 4 && (verb == "claim" || verb == "claim-trigger"))) {
-    std::fprintf(stderr, "usage: leasectl_seed URL [claim JOB | claim-trigger JOB]\n");
+  const std::string verb = argc >= 3 ? argv[2] : "";
+  if (argc != 2 && !(argc == 4 && (verb == "claim" || verb == "claim-trigger")) && !(argc == 3 && verb == "caps")) {
+    std::fprintf(stderr, "usage: leasectl_seed URL [claim JOB | claim-trigger JOB | caps]\n");
     return 1;
   }
   const auto act = [&](auto& s) {
-    if (verb == "claim") {
+    using S = std::remove_cvref_t<decltype(s)>;
+    if (verb == "caps") {
+      std::printf("%s%s%s\n", lease::TriggerStore<S> ? "trigger " : "", lease::StopStore<S> ? "stop " : "",
+                  lease::RegistryStore<S> ? "registry" : "");
+    } else if (verb == "claim") {
       std::printf("%s\n", leasectl_test::claim_now(s, argv[3]).c_str());
     } else if (verb == "claim-trigger") {
       if constexpr (lease::TriggerStore<std::remove_cvref_t<decltype(s)>> &&
