@@ -233,11 +233,12 @@ inline claim_result claim(run_table& t, const claim_request& req, time_point now
   // Every older running run is interrupted by the new one: expired ones
   // because a newer run started first, live ones only in replace mode
   // (allow leaves them running).
-  // (Only older ones: a manual run may be older than runs of the schedule.)
+  // (A manual run may be older than runs of the schedule: an expired newer
+  // one is interrupted too — else its takeover could win beside the manual
+  // run in skip mode — but replace mode interrupts only older live ones.)
   for (auto& [slot, r] : js.runs) {
-    if (slot >= req.run.slot) break;
     if (r.status != run_status::running) continue;
-    if (!r.live(now) || req.overlap == overlap_mode::replace) r.status = run_status::interrupted;
+    if (!r.live(now) || (req.overlap == overlap_mode::replace && slot < req.run.slot)) r.status = run_status::interrupted;
   }
   run_record& r = js.runs[req.run.slot];
   r.job = req.run.job;

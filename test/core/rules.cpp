@@ -714,3 +714,14 @@ TEST_CASE("purge waits until the store's clock is past the job's last fence, so 
   c.clock.advance(1ms);
   CHECK(c.store.purge("report", 0s).outcome == lease::purge_outcome::purged);
 }
+
+TEST_CASE("a manual run interrupts an expired newer run too, so its takeover cannot win beside it in skip mode") {
+  cluster c;
+  const auto slot = c.store.trigger("report");  // pending; no instance picks it up for a while
+  c.clock.advance(10s);
+  REQUIRE(c.claim(t0 + 10s, "api-1").outcome == claim_outcome::won);  // a newer scheduled run…
+  c.clock.advance(31s);                                                  // …whose runner died
+  REQUIRE(c.claim(slot, "api-2", lease::claim_reason::manual).outcome == claim_outcome::won);
+  CHECK(c.store.get({"report", t0 + 10s})->status == run_status::interrupted);
+  CHECK(c.claim(t0 + 10s, "api-3", lease::claim_reason::takeover).outcome == claim_outcome::finished);
+}

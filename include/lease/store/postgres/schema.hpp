@@ -428,10 +428,11 @@ inline void replace_once(std::string& f, std::string_view from, std::string_view
           "    ELSIF v_paused THEN\n      o_outcome := 9;\n"
           "      IF v_manual THEN UPDATE @.lease_jobs j SET trigger = NULL WHERE j.job = p_job; END IF;\n"
           "      RETURN;\n    ELSE\n      IF v_others > 0 THEN\n");
-  // A new run interrupts only older running runs (a manual run may be older
-  // than runs of the schedule; any other new run has no newer one).
+  // A new run interrupts every expired running run, and in replace mode the
+  // older live ones (a manual run may be older than runs of the schedule; any
+  // other new run has no newer one).
   replace("WHERE r.job = p_job AND r.status = 0 AND (r.lease_end <= o_now OR p_overlap = 3);",
-          "WHERE r.job = p_job AND r.slot < p_slot AND r.status = 0 AND (r.lease_end <= o_now OR p_overlap = 3);");
+          "WHERE r.job = p_job AND r.status = 0 AND (r.lease_end <= o_now OR (p_overlap = 3 AND r.slot < p_slot));");
   // Winning answers the trigger, and the run is marked manual.
   replace("WITH f AS (UPDATE @.lease_jobs j SET fence = v_fence WHERE j.job = p_job),\n",
           "WITH f AS (UPDATE @.lease_jobs j SET fence = v_fence, trigger = CASE WHEN v_manual THEN NULL ELSE j.trigger END\n"
