@@ -6,7 +6,10 @@
 // UPDATEs (finish_many pipelines them like claim_many), heartbeat_many is
 // one UPDATE over unnest()ed arrays, get and
 // unfinished (and list_jobs, list_runs: InspectStore; triggers: TriggerStore)
-// single SELECTs, trigger one INSERT ... ON CONFLICT — all
+// single SELECTs, trigger one INSERT ... ON CONFLICT, stop and purge one
+// call each of a plpgsql function (lease_stop, lease_purge: StopStore,
+// RegistryStore), register_jobs one INSERT ... ON CONFLICT over unnest()ed
+// arrays — all
 // prepared once per connection, all atomic,
 // correct at READ COMMITTED by row locks (the argument is in
 // store/postgres/schema.hpp). The store's clock is the server's

@@ -7,18 +7,21 @@
 //       (version 1: a slower lease_claim; version 2: an index of running
 //       runs that made every finish a non-HOT update; version 3: no pause;
 //       version 4: no trigger; migrated on connect)
-//   lease_store(id = 1, marker, lost_at)
+//   lease_store(id = 1, marker, lost_at, purged_at)
 //       marker: a random id written when the schema is created; a handle
 //       that finds another one than it saw before knows the state was
 //       replaced (schema dropped and recreated, a restored backup).
 //       lost_at: when a loss of state was detected (store clock, ms), if ever.
-//   lease_jobs(job, fence, paused, trigger)  one row per job: its fence
+//   lease_jobs(job, fence, paused, trigger, placeholder)  one row per job: its fence
 //       counter, whether an operator paused it (rules::pause; a job that
 //       never ran gets its row from pause() or trigger()), its pending
 //       trigger's slot (rules::trigger; NULL if none), and the row every
 //       claim of the job locks first
 //   lease_runs(job, slot, attempt, token, fence, runner, status, lease_end,
 //              released, handovers, manual)  one row per run, key (job, slot)
+//   lease_registrations(job, instance, schedule, zone, last_seen)  one row
+//       per instance's registration of a job (rules::register_jobs); stop
+//       and purge are functions (lease_stop, lease_purge: registry_v5 below)
 // Job names, tokens and runners are bytea (any bytes, NUL included); times
 // are int8 ms since the epoch on the store's clock; status is run_status.
 //
@@ -53,6 +56,14 @@
 //     created — and gets `running` (or `finished`), never a second win.
 //     A new job's row created by trigger() races with a first claim exactly
 //     as pause()'s does (below).
+//   * stop (lease_stop) and purge (lease_purge) take the job row's lock
+//     first, as a claim does, and do the rest in later statements of the
+//     function (new snapshots): a claim of the job is wholly before or
+//     after them. Purge then locks the job's registrations and running runs
+//     before it reads the clock, so a register_jobs or a heartbeat of them
+//     is wholly before or after it too. register_jobs takes no job row: it
+//     orders with a purge on the registration rows (a new registration
+//     committed after the purge's read is simply after the purge).
 //   * a claim then locks the run it asks for, the job's newer runs and its
 //     running runs (one SELECT ... FOR UPDATE, in slot order, which also
 //     reads them) before reading the clock and deciding. A
