@@ -10,6 +10,10 @@
 #include "lease/store/postgres.hpp"
 #include "postgres/server.hpp"
 
+// The suite generates stop, register_jobs and purge steps only for a store
+// that models these: it must not skip them silently.
+static_assert(lease::StopStore<lease::postgres_store> && lease::RegistryStore<lease::postgres_store>);
+
 TEST_CASE("postgres_store answers every random history exactly as the rules do") {
   auto& srv = lease::testing::shared_server();
   lease::testing::check_store_conformance(

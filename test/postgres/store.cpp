@@ -807,6 +807,12 @@ TEST_CASE("a version 1 schema with live runs is migrated to version 5 at the fir
   const auto rec = store.get({"old", at(1'700'000'000'000)});  // connects: migrates
   CHECK(srv().sql("SELECT max(version)::text FROM " + q + ".lease_schema_version") == "5");
   CHECK(srv().sql("SELECT count(*)::text FROM " + q + ".lease_schema_version") == "1");
+  // Version 5's registrations (none yet), no placeholder job row, no purge yet; stop and purge functions.
+  CHECK(srv().sql("SELECT count(*)::text FROM " + q + ".lease_registrations") == "0");
+  CHECK(srv().sql("SELECT count(*)::text FROM " + q + ".lease_jobs WHERE placeholder") == "0");
+  CHECK(srv().sql("SELECT coalesce(purged_at::text, 'none') FROM " + q + ".lease_store") == "none");
+  CHECK(srv().sql("SELECT count(*)::text FROM pg_proc WHERE proname IN ('lease_stop', 'lease_purge') AND "
+                  "pronamespace = '" + q + "'::regnamespace") == "2");
   // Version 2's claim function, version 3's indexes (the primary key only: finishes are HOT updates).
   CHECK(srv().sql("SELECT (prosrc LIKE '%never claimed%')::text FROM pg_proc WHERE proname = 'lease_claim' AND "
                   "pronamespace = '" + q + "'::regnamespace") == "true");
@@ -830,6 +836,14 @@ TEST_CASE("a version 1 schema with live runs is migrated to version 5 at the fir
   CHECK(store.pause("new"));
   clock.advance(1s);
   CHECK(store.claim(request("new", clock.now(), "n2")).outcome == claim_outcome::paused);
+  // Version 5's stop, registrations and purge, on the run won through version 1's fence counter.
+  CHECK(store.stop("old") == 1);
+  const lease::job_registration reg[] = {{"old", "i-1", "every 1s", "", {}}};
+  store.register_jobs(reg);
+  clock.advance(2h);
+  CHECK(store.purge("old", 1h).outcome == lease::purge_outcome::purged);
+  CHECK_FALSE(store.get({"old", rec->slot}));
+  CHECK(srv().sql("SELECT count(*)::text FROM " + q + ".lease_registrations") == "0");
 }
 
 TEST_CASE("a version 3 schema with live runs is migrated to version 5: no job paused, runs and fences kept, pauses then held") {
@@ -849,6 +863,12 @@ TEST_CASE("a version 3 schema with live runs is migrated to version 5: no job pa
   const auto rec = store.get({"old", at(1'700'000'000'000)});  // connects: migrates
   CHECK(srv().sql("SELECT max(version)::text FROM " + q + ".lease_schema_version") == "5");
   CHECK(srv().sql("SELECT count(*)::text FROM " + q + ".lease_schema_version") == "1");
+  // Version 5's registrations (none yet), no placeholder job row, no purge yet; stop and purge functions.
+  CHECK(srv().sql("SELECT count(*)::text FROM " + q + ".lease_registrations") == "0");
+  CHECK(srv().sql("SELECT count(*)::text FROM " + q + ".lease_jobs WHERE placeholder") == "0");
+  CHECK(srv().sql("SELECT coalesce(purged_at::text, 'none') FROM " + q + ".lease_store") == "none");
+  CHECK(srv().sql("SELECT count(*)::text FROM pg_proc WHERE proname IN ('lease_stop', 'lease_purge') AND "
+                  "pronamespace = '" + q + "'::regnamespace") == "2");
   CHECK(srv().sql("SELECT string_agg(paused::text, ',') FROM " + q + ".lease_jobs") == "false");
   CHECK(srv().sql("SELECT (prosrc LIKE '%v_paused%')::text FROM pg_proc WHERE proname = 'lease_claim' AND "
                   "pronamespace = '" + q + "'::regnamespace") == "true");

@@ -115,6 +115,12 @@ TEST_CASE("a version 4 schema with live runs is migrated to version 5: no trigge
   const auto rec = store.get({"old", clock.now()});  // connects: migrates
   CHECK(srv().sql("SELECT max(version)::text FROM " + q + ".lease_schema_version") == "5");
   CHECK(srv().sql("SELECT count(*)::text FROM " + q + ".lease_schema_version") == "1");
+  // Version 5's registrations (none yet), no placeholder job row, no purge yet; stop and purge functions.
+  CHECK(srv().sql("SELECT count(*)::text FROM " + q + ".lease_registrations") == "0");
+  CHECK(srv().sql("SELECT count(*)::text FROM " + q + ".lease_jobs WHERE placeholder") == "0");
+  CHECK(srv().sql("SELECT coalesce(purged_at::text, 'none') FROM " + q + ".lease_store") == "none");
+  CHECK(srv().sql("SELECT count(*)::text FROM pg_proc WHERE proname IN ('lease_stop', 'lease_purge') AND "
+                  "pronamespace = '" + q + "'::regnamespace") == "2");
   CHECK(srv().sql("SELECT count(*)::text FROM " + q + ".lease_jobs WHERE trigger IS NOT NULL") == "0");
   CHECK(srv().sql("SELECT string_agg(manual::text, ',') FROM " + q + ".lease_runs") == "false");
   CHECK(srv().sql("SELECT (prosrc LIKE '%v_trigger%')::text FROM pg_proc WHERE proname = 'lease_claim' AND "

@@ -6,7 +6,10 @@
 // UPDATEs (finish_many pipelines them like claim_many), heartbeat_many is
 // one UPDATE over unnest()ed arrays, get and
 // unfinished (and list_jobs, list_runs: InspectStore; triggers: TriggerStore)
-// single SELECTs, trigger one INSERT ... ON CONFLICT — all
+// single SELECTs, trigger one INSERT ... ON CONFLICT, stop and purge one
+// call each of a plpgsql function (lease_stop, lease_purge: StopStore,
+// RegistryStore), register_jobs one INSERT ... ON CONFLICT over unnest()ed
+// arrays — all
 // prepared once per connection, all atomic,
 // correct at READ COMMITTED by row locks (the argument is in
 // store/postgres/schema.hpp). The store's clock is the server's
@@ -353,24 +356,105 @@ class postgres_store {
   /// the previous listener has returned.
   void listen_triggers(trigger_listener f) { set_listener({}, std::move(f), false); }
 
+  /// StopStore (doc/store-rules.md, "Pause and resume": stop): pauses `job`
+  /// and hands over every running, unreleased run of it as its runner's
+  /// release() would, in one call of lease_stop (one transaction, under the
+  /// job row's lock that every claim of it takes first); announces the job
+  /// to release listeners when it handed one over. Returns how many. A lost
+  /// answer is outcome_unknown: a second stop would hand over nothing and
+  /// answer 0, hiding what the first did.
+  std::size_t stop(std::string_view job) {
+    detail::postgres::params p;
+    p.opt_i64(now_arg()).bytes(job).text(channel());
+    try {
+      auto r = exec(stmt::stop, p, "stop");
+      if (PQntuples(r.get()) != 1) bad_reply("stop");
+      const std::int64_t n = detail::postgres::row{r.get(), 0}.i64(0, "stop");
+      if (n < 0) bad_reply("stop");
+      return static_cast<std::size_t>(n);
+    } catch (const detail::postgres::transport_error& e) {
+      if (!e.maybe_applied()) throw;
+      detail::postgres::raise(postgres_errc::reply_lost,
+                              std::string(e.what()) + "; the stop of job '" + lease::detail::printable(job, 80) +
+                                  "' may or may not have been applied",
+                              "look at the job (list_jobs, list_runs): stop it again if it is not paused");
+    }
+  }
+
+  /// RegistryStore: upserts each (job, instance) registration with its
+  /// schedule and zone, last_seen = store-now (one reading for all). One
+  /// INSERT ... ON CONFLICT over unnest()ed arrays; safe to repeat, so a
+  /// lost answer is an unavailable error.
+  void register_jobs(std::span<const job_registration> regs) {
+    if (regs.empty()) return;
+    std::vector<const job_registration*> xs;
+    xs.reserve(regs.size());
+    for (const auto& g : regs) xs.push_back(&g);
+    detail::postgres::params p;
+    p.opt_i64(now_arg());
+    p.array(xs, 17, [](const job_registration* g) { return g->job; });
+    p.array(xs, 17, [](const job_registration* g) { return g->instance; });
+    p.array(xs, 17, [](const job_registration* g) { return g->schedule; });
+    p.array(xs, 17, [](const job_registration* g) { return g->zone; });
+    (void)exec(stmt::register_jobs, p, "register_jobs");
+  }
+
+  /// RegistryStore: rules::purge in one call of lease_purge (one
+  /// transaction, under the job row's lock, then its registrations' and
+  /// running runs'). A lost answer is outcome_unknown: a second purge of a
+  /// purged job answers not_found.
+  purge_result purge(std::string_view job, duration unseen_for) {
+    detail::postgres::params p;
+    p.opt_i64(now_arg()).bytes(job).i64(unseen_for.count());
+    detail::postgres::result_ptr r;
+    try {
+      r = exec(stmt::purge, p, "purge");
+    } catch (const detail::postgres::transport_error& e) {
+      if (!e.maybe_applied()) throw;
+      detail::postgres::raise(postgres_errc::reply_lost,
+                              std::string(e.what()) + "; the purge of job '" + lease::detail::printable(job, 80) +
+                                  "' may or may not have been applied",
+                              "look for the job (list_jobs) before purging it again");
+    }
+    if (PQntuples(r.get()) != 1 || PQnfields(r.get()) != 15) bad_reply("purge");
+    const detail::postgres::row x{r.get(), 0};
+    const std::int32_t outcome = x.i32(0, "purge");
+    if (outcome < 0 || outcome > static_cast<int>(purge_outcome::too_soon)) bad_reply("purge");
+    purge_result res;
+    res.outcome = static_cast<purge_outcome>(outcome);
+    if (res.outcome == purge_outcome::registered) res.instance = parse_registration(x, 1, job, "purge");
+    if (res.outcome == purge_outcome::running) res.run = parse_record(x, 5, job, "purge");
+    // The job's fence is gone with it: a fence this handle saw is no
+    // evidence of a loss any more (lease_claim knows it too: purged_at).
+    if (res.outcome == purge_outcome::purged) {
+      auto it = s_->fences.find(job);
+      if (it != s_->fences.end()) s_->fences.erase(it);
+    }
+    return res;
+  }
+
   /// InspectStore: every job the schema holds a fence, a pause, a pending
-  /// trigger or a run for, ordered by name (bytes), with its newest run. One SELECT (one
-  /// snapshot).
+  /// trigger, a run or a registration for, ordered by name (bytes), with its
+  /// newest run and its registrations by instance id (bytes). One SELECT
+  /// (one snapshot): one row per registration, or one for a job without.
   std::vector<stored_job> list_jobs() {
     auto r = exec(detail::postgres::stmt::list_jobs, {}, "list_jobs");
     std::vector<stored_job> out;
-    out.reserve(static_cast<std::size_t>(PQntuples(r.get())));
     for (int i = 0; i < PQntuples(r.get()); ++i) {
       const detail::postgres::row x{r.get(), i};
-      stored_job j;
-      j.name = std::string(x.bytes(0));
-      const std::int64_t fence = x.i64(1, "list_jobs");
-      if (fence < 0) detail::postgres::raise(postgres_errc::bad_reply, "list_jobs", "a job's fence is negative");
-      j.fence = static_cast<std::uint64_t>(fence);
-      j.paused = x.boolean(2, "list_jobs");
-      if (const auto t = x.opt_i64(3, "list_jobs")) j.trigger = time_point{duration{*t}};
-      if (!x.is_null(4)) j.last_run = parse_record(x, 4, j.name, "list_jobs");
-      out.push_back(std::move(j));
+      const std::string_view name = x.bytes(0);
+      if (out.empty() || out.back().name != name) {
+        stored_job j;
+        j.name = std::string(name);
+        const std::int64_t fence = x.i64(1, "list_jobs");
+        if (fence < 0) detail::postgres::raise(postgres_errc::bad_reply, "list_jobs", "a job's fence is negative");
+        j.fence = static_cast<std::uint64_t>(fence);
+        j.paused = x.boolean(2, "list_jobs");
+        if (const auto t = x.opt_i64(3, "list_jobs")) j.trigger = time_point{duration{*t}};
+        if (!x.is_null(4)) j.last_run = parse_record(x, 4, j.name, "list_jobs");
+        out.push_back(std::move(j));
+      }
+      if (!x.is_null(14)) out.back().instances.push_back(parse_registration(x, 14, name, "list_jobs"));
     }
     return out;
   }
@@ -941,6 +1025,18 @@ class postgres_store {
     return out;
   }
 
+  /// A registration from 4 columns starting at `c` (instance, schedule, zone, last_seen).
+  static job_registration parse_registration(const detail::postgres::row& x, int c, std::string_view job,
+                                             std::string_view what) {
+    job_registration g;
+    g.job = std::string(job);
+    g.instance = std::string(x.bytes(c));
+    g.schedule = std::string(x.bytes(c + 1));
+    g.zone = std::string(x.bytes(c + 2));
+    g.last_seen = time_point{duration{x.i64(c + 3, what)}};
+    return g;
+  }
+
   /// A record from 10 columns starting at `c` (slot, attempt, token, fence,
   /// runner, status, lease_end, released, handovers, manual).
   static run_record parse_record(const detail::postgres::row& x, int c, std::string_view job, std::string_view what) {
@@ -975,5 +1071,7 @@ static_assert(PushStore<postgres_store>);
 static_assert(PauseStore<postgres_store>);
 static_assert(InspectStore<postgres_store>);
 static_assert(PushTriggerStore<postgres_store>);
+static_assert(StopStore<postgres_store>);
+static_assert(RegistryStore<postgres_store>);
 
 }  // namespace lease

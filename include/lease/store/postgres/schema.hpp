@@ -7,18 +7,21 @@
 //       (version 1: a slower lease_claim; version 2: an index of running
 //       runs that made every finish a non-HOT update; version 3: no pause;
 //       version 4: no trigger; migrated on connect)
-//   lease_store(id = 1, marker, lost_at)
+//   lease_store(id = 1, marker, lost_at, purged_at)
 //       marker: a random id written when the schema is created; a handle
 //       that finds another one than it saw before knows the state was
 //       replaced (schema dropped and recreated, a restored backup).
 //       lost_at: when a loss of state was detected (store clock, ms), if ever.
-//   lease_jobs(job, fence, paused, trigger)  one row per job: its fence
+//   lease_jobs(job, fence, paused, trigger, placeholder)  one row per job: its fence
 //       counter, whether an operator paused it (rules::pause; a job that
 //       never ran gets its row from pause() or trigger()), its pending
 //       trigger's slot (rules::trigger; NULL if none), and the row every
 //       claim of the job locks first
 //   lease_runs(job, slot, attempt, token, fence, runner, status, lease_end,
 //              released, handovers, manual)  one row per run, key (job, slot)
+//   lease_registrations(job, instance, schedule, zone, last_seen)  one row
+//       per instance's registration of a job (rules::register_jobs); stop
+//       and purge are functions (lease_stop, lease_purge: registry_v5 below)
 // Job names, tokens and runners are bytea (any bytes, NUL included); times
 // are int8 ms since the epoch on the store's clock; status is run_status.
 //
@@ -53,6 +56,14 @@
 //     created — and gets `running` (or `finished`), never a second win.
 //     A new job's row created by trigger() races with a first claim exactly
 //     as pause()'s does (below).
+//   * stop (lease_stop) and purge (lease_purge) take the job row's lock
+//     first, as a claim does, and do the rest in later statements of the
+//     function (new snapshots): a claim of the job is wholly before or
+//     after them. Purge then locks the job's registrations and running runs
+//     before it reads the clock, so a register_jobs or a heartbeat of them
+//     is wholly before or after it too. register_jobs takes no job row: it
+//     orders with a purge on the registration rows (a new registration
+//     committed after the purge's read is simply after the purge).
 //   * a claim then locks the run it asks for, the job's newer runs and its
 //     running runs (one SELECT ... FOR UPDATE, in slot order, which also
 //     reads them) before reading the clock and deciding. A
@@ -352,6 +363,104 @@ inline void replace_once(std::string& f, std::string_view from, std::string_view
   return "ALTER TABLE @.lease_jobs ADD COLUMN paused bool NOT NULL DEFAULT false;\n" + f;
 }
 
+/// Version 5's stop, registrations and purge (doc/store-rules.md, "Pause and
+/// resume": stop; "Registration and purge"), appended to upgrade_to_v5:
+///   lease_registrations(job, instance, schedule, zone, last_seen)  one row
+///       per (job, instance) registration (rules::register_jobs), bytea
+///       like every name, last_seen on the store's clock. Independent of
+///       lease_jobs: a job with only registrations has no job row (it is
+///       listed all the same, see list_jobs).
+///   lease_jobs.placeholder  true for the row a claim created only to lock
+///       it and did not win (after a loss of state): no state of the rules'
+///       (rules::purge answers not_found for it) until a win, a pause, a
+///       trigger or a stop; false for every row of an older schema.
+///   lease_store.purged_at  the store clock of the last purge (NULL if
+///       none): lease_claim's loss check does not take a purged job for a
+///       lost one (a handle's known fence of it is below it).
+///   lease_stop, lease_purge  functions, so that each statement after the
+///       first (which takes the job row's lock, as a claim does) gets a new
+///       snapshot at READ COMMITTED: a claim that committed while it waited
+///       for the lock is seen (one statement would read with the snapshot
+///       taken before the wait, and miss the run that claim won).
+inline constexpr std::string_view registry_v5 = R"SQL(
+CREATE TABLE @.lease_registrations (
+  job bytea NOT NULL, instance bytea NOT NULL, schedule bytea NOT NULL, zone bytea NOT NULL, last_seen int8 NOT NULL,
+  PRIMARY KEY (job, instance));
+ALTER TABLE @.lease_store ADD COLUMN purged_at int8;
+
+-- rules::stop: the pause (the job row created if none, its lock taken as a
+-- claim takes it, so claims of the job wait, and then see the pause), then
+-- the job's running runs locked, the clock read, and each unreleased one
+-- handed over as release() does; the job announced on p_channel when a run
+-- was handed over (backups re-check it and find it paused). The count.
+CREATE FUNCTION @.lease_stop(p_now int8, p_job bytea, p_channel text) RETURNS int8
+LANGUAGE plpgsql VOLATILE AS $f$
+DECLARE
+  v_now int8;
+  v_n int8;
+BEGIN
+  INSERT INTO @.lease_jobs AS j (job, fence, paused) VALUES (p_job, 0, true)
+    ON CONFLICT (job) DO UPDATE SET paused = true, placeholder = false;
+  PERFORM 1 FROM @.lease_runs r WHERE r.job = p_job AND r.status = 0 ORDER BY r.slot FOR UPDATE;
+  v_now := @.lease_now(p_now);
+  UPDATE @.lease_runs r SET lease_end = v_now, released = true, handovers = r.handovers + 1
+    WHERE r.job = p_job AND r.status = 0 AND NOT r.released;
+  GET DIAGNOSTICS v_n = ROW_COUNT;
+  IF v_n > 0 THEN
+    PERFORM pg_notify(p_channel, CASE WHEN octet_length(p_job) <= 3900 THEN encode(p_job, 'hex') ELSE '' END);
+  END IF;
+  RETURN v_n;
+END
+$f$;
+
+-- rules::purge, in its order. Outcomes are purge_outcome's values (purged 0,
+-- not_found 1, registered 2, running 3, too_soon 4). The job row's lock
+-- first (claims, stop, pause and trigger of the job wait, or are waited
+-- for), then its registrations' and running runs' (a register_jobs or a
+-- heartbeat of them is before or after, whole), then the clock; each read
+-- after that is a new snapshot that sees every write ordered before.
+CREATE FUNCTION @.lease_purge(p_now int8, p_job bytea, p_unseen int8,
+    OUT o_outcome int4, OUT o_instance bytea, OUT o_schedule bytea, OUT o_zone bytea, OUT o_last_seen int8,
+    OUT o_slot int8, OUT o_attempt int4, OUT o_token bytea, OUT o_fence int8, OUT o_runner bytea,
+    OUT o_status int4, OUT o_lease_end int8, OUT o_released bool, OUT o_handovers int4, OUT o_manual bool)
+LANGUAGE plpgsql VOLATILE AS $f$
+DECLARE
+  v_fence int8;
+  v_row bool;
+  v_now int8;
+BEGIN
+  SELECT j.fence, NOT j.placeholder OR j.fence <> 0 INTO v_fence, v_row FROM @.lease_jobs j WHERE j.job = p_job
+    FOR UPDATE;
+  v_row := coalesce(v_row, false);
+  PERFORM 1 FROM @.lease_registrations g WHERE g.job = p_job ORDER BY g.instance FOR UPDATE;
+  PERFORM 1 FROM @.lease_runs r WHERE r.job = p_job AND r.status = 0 ORDER BY r.slot FOR UPDATE;
+  v_now := @.lease_now(p_now);
+  -- The newest registration seen within p_unseen; ties: the first by instance id (bytes).
+  SELECT g.instance, g.schedule, g.zone, g.last_seen INTO o_instance, o_schedule, o_zone, o_last_seen
+    FROM @.lease_registrations g WHERE g.job = p_job AND v_now - g.last_seen < p_unseen
+    ORDER BY g.last_seen DESC, g.instance LIMIT 1;
+  IF FOUND THEN o_outcome := 2; RETURN; END IF;
+  IF NOT v_row AND NOT EXISTS (SELECT 1 FROM @.lease_registrations g WHERE g.job = p_job) THEN
+    o_outcome := 1;
+    RETURN;
+  END IF;
+  -- The newest live run.
+  SELECT r.slot, r.attempt, r.token, r.fence, r.runner, r.status, r.lease_end, r.released, r.handovers, r.manual
+    INTO o_slot, o_attempt, o_token, o_fence, o_runner, o_status, o_lease_end, o_released, o_handovers, o_manual
+    FROM @.lease_runs r WHERE r.job = p_job AND r.status = 0 AND v_now < r.lease_end ORDER BY r.slot DESC LIMIT 1;
+  IF FOUND THEN o_outcome := 3; RETURN; END IF;
+  -- The fence goes with the job: the next won fence (at least store-now in
+  -- ms) must still be above it.
+  IF v_now <= 0 OR v_now <= coalesce(v_fence, 0) THEN o_outcome := 4; RETURN; END IF;
+  DELETE FROM @.lease_runs r WHERE r.job = p_job;
+  DELETE FROM @.lease_registrations g WHERE g.job = p_job;
+  DELETE FROM @.lease_jobs j WHERE j.job = p_job;
+  UPDATE @.lease_store s SET purged_at = greatest(s.purged_at, v_now) WHERE s.id = 1;
+  o_outcome := 0;
+END
+$f$;
+)SQL";
+
 /// Version 5: "trigger now" (doc/store-rules.md, "Trigger now"). The job's
 /// pending trigger (lease_jobs.trigger: the slot of the manual run asked
 /// for, store clock in ms; NULL when none is pending, as for every job of an
@@ -447,22 +556,34 @@ inline void replace_once(std::string& f, std::string_view from, std::string_view
           "VALUES (p_job, p_slot, 1, p_token, v_fence, p_runner, 0, o_now + p_lease, false, 0, v_manual)");
   replace("o_released := v_run.released; o_handovers := v_run.handovers;",
           "o_released := v_run.released; o_handovers := v_run.handovers; o_manual := v_run.manual;");
+  // A job purged (lease_purge) is not a loss: a claim of a handle that saw
+  // its fence finds no fence, or a fence of 0 (the row of a pause or trigger
+  // since), and knows no fence above the last purge's clock.
+  replace("  ELSIF p_known > v_fence THEN\n",
+          "  ELSIF p_known > v_fence AND NOT (v_fence = 0 AND p_known <= (SELECT coalesce(s.purged_at, 0)\n"
+          "                                     FROM @.lease_store s WHERE s.id = 1)) THEN\n");
+  // The job row a claim creates only to lock it (no win: none, late,
+  // early, quarantined, paused) is a placeholder, no state of the rules'.
+  replace("INSERT INTO @.lease_jobs AS j (job, fence) VALUES (p_job, 0)",
+          "INSERT INTO @.lease_jobs AS j (job, fence, placeholder) VALUES (p_job, 0, true)");
   replace("UPDATE @.lease_schema_version SET version = 4;", "UPDATE @.lease_schema_version SET version = 5;");
   return "ALTER TABLE @.lease_jobs ADD COLUMN trigger int8;\n"
-         "ALTER TABLE @.lease_runs ADD COLUMN manual bool NOT NULL DEFAULT false;\n" + f;
+         "ALTER TABLE @.lease_runs ADD COLUMN manual bool NOT NULL DEFAULT false;\n"
+         "ALTER TABLE @.lease_jobs ADD COLUMN placeholder bool NOT NULL DEFAULT false;\n" + f + std::string(registry_v5);
 }
 
 /// The prepared statements, by index.
 enum class stmt : unsigned {
   claim, heartbeat, heartbeat_many, finish, release, get, unfinished, now, note_loss, state, pause, resume, paused,
-  list_jobs, list_runs, trigger, triggers, count_
+  list_jobs, list_runs, trigger, triggers, stop, register_jobs, purge, count_
 };
 
 inline constexpr const char* stmt_names[] = {"lease_claim", "lease_heartbeat", "lease_heartbeat_many", "lease_finish",
                                              "lease_release", "lease_get", "lease_unfinished", "lease_now",
                                              "lease_note_loss", "lease_state", "lease_pause", "lease_resume",
                                              "lease_paused", "lease_list_jobs", "lease_list_runs",
-                                             "lease_trigger", "lease_triggers"};
+                                             "lease_trigger", "lease_triggers", "lease_stop",
+                                             "lease_register_jobs", "lease_purge"};
 
 #define LEASE_PG_RECORD "slot, attempt, token, fence, runner, status::int4, lease_end, released, handovers, manual"
 #define LEASE_PG_PAYLOAD "CASE WHEN octet_length(job) <= 3900 THEN encode(job, 'hex') ELSE '' END"
@@ -511,19 +632,25 @@ inline constexpr std::string_view stmt_sql[] = {
     // pause: job. A row only when this statement set the pause (a job that
     // never ran gets its row, fence 0, which the next won fence exceeds).
     "INSERT INTO @.lease_jobs AS j (job, fence, paused) VALUES ($1::bytea, 0, true) "
-    "ON CONFLICT (job) DO UPDATE SET paused = true WHERE NOT j.paused RETURNING 1",
+    "ON CONFLICT (job) DO UPDATE SET paused = true, placeholder = false WHERE NOT j.paused RETURNING 1",
     // resume: job. A row only when it was paused.
     "UPDATE @.lease_jobs SET paused = false WHERE job = $1::bytea AND paused RETURNING 1",
     // paused: job
     "SELECT paused::int4 FROM @.lease_jobs WHERE job = $1::bytea AND paused",
     // list_jobs (InspectStore): every job with a fence, a pause, a pending
-    // trigger or a run, its newest run (one index seek per job), by name as
-    // bytes (bytea compares bytewise, whatever the database's collation). A
-    // run is only inserted under its job's row, so lease_jobs has every job.
-    "SELECT j.job, j.fence, j.paused, j.trigger, r.slot, r.attempt, r.token, r.fence, r.runner, r.status::int4, "
-    "r.lease_end, r.released, r.handovers, r.manual FROM @.lease_jobs j LEFT JOIN LATERAL (SELECT * FROM "
-    "@.lease_runs x WHERE x.job = j.job ORDER BY x.slot DESC LIMIT 1) r ON true "
-    "WHERE j.fence <> 0 OR j.paused OR j.trigger IS NOT NULL OR r.slot IS NOT NULL ORDER BY j.job",
+    // trigger, a run or a registration, its newest run (one index seek per
+    // job), one row per registration (by instance id) or one without, by
+    // name as bytes (bytea compares bytewise, whatever the database's
+    // collation). A run is only inserted under its job's row; a
+    // registration needs none, so the jobs are both tables'.
+    "WITH k AS (SELECT job FROM @.lease_jobs UNION SELECT job FROM @.lease_registrations) "
+    "SELECT k.job, coalesce(j.fence, 0), coalesce(j.paused, false), j.trigger, r.slot, r.attempt, r.token, r.fence, "
+    "r.runner, r.status::int4, r.lease_end, r.released, r.handovers, r.manual, g.instance, g.schedule, g.zone, "
+    "g.last_seen FROM k LEFT JOIN @.lease_jobs j ON j.job = k.job LEFT JOIN LATERAL (SELECT * FROM "
+    "@.lease_runs x WHERE x.job = k.job ORDER BY x.slot DESC LIMIT 1) r ON true "
+    "LEFT JOIN @.lease_registrations g ON g.job = k.job "
+    "WHERE j.fence <> 0 OR j.paused OR j.trigger IS NOT NULL OR r.slot IS NOT NULL OR g.job IS NOT NULL "
+    "ORDER BY k.job, g.instance",
     // list_runs (InspectStore): job, limit
     "SELECT " LEASE_PG_RECORD " FROM @.lease_runs WHERE job = $1::bytea ORDER BY slot DESC LIMIT $2::int8",
     // trigger (TriggerStore): now, job, channel. One statement, atomic
@@ -539,11 +666,29 @@ inline constexpr std::string_view stmt_sql[] = {
     // commits, and also for a trigger already pending (a listener then polls
     // and finds it: harmless).
     "INSERT INTO @.lease_jobs AS j (job, fence, trigger) VALUES ($2::bytea, 0, @.lease_now($1::int8)) "
-    "ON CONFLICT (job) DO UPDATE SET trigger = coalesce(j.trigger, @.lease_now($1::int8)) "
+    "ON CONFLICT (job) DO UPDATE SET trigger = coalesce(j.trigger, @.lease_now($1::int8)), placeholder = false "
     "RETURNING j.trigger, pg_notify($3::text, " LEASE_PG_PAYLOAD ")::text",
     // triggers (TriggerStore): jobs[]. The pending ones among them (the
     // store orders them as asked, each job once).
     "SELECT job, trigger FROM @.lease_jobs WHERE job = ANY($1::bytea[]) AND trigger IS NOT NULL",
+    // stop (StopStore): now, job, channel (lease_stop, in registry_v5).
+    "SELECT @.lease_stop($1::int8, $2::bytea, $3::text)",
+    // register_jobs (RegistryStore): now, jobs[], instances[], schedules[],
+    // zones[]. One clock reading for all; the same (job, instance) twice:
+    // the later one, as in sequential calls (ON CONFLICT may not touch a
+    // row twice). A concurrent purge of the job orders with it on the
+    // registration rows it locks (lease_purge).
+    "WITH n AS (SELECT @.lease_now($1::int8) AS now), "
+    "     b AS (SELECT * FROM unnest($2::bytea[], $3::bytea[], $4::bytea[], $5::bytea[]) WITH ORDINALITY "
+    "             AS b(job, instance, schedule, zone, i)), "
+    "     l AS (SELECT DISTINCT ON (job, instance) job, instance, schedule, zone FROM b ORDER BY job, instance, i DESC) "
+    "INSERT INTO @.lease_registrations AS g (job, instance, schedule, zone, last_seen) "
+    "SELECT l.job, l.instance, l.schedule, l.zone, n.now FROM l, n "
+    "ON CONFLICT (job, instance) DO UPDATE SET schedule = excluded.schedule, zone = excluded.zone, "
+    "last_seen = excluded.last_seen",
+    // purge (RegistryStore): now, job, unseen_for in ms (lease_purge, in registry_v5).
+    "SELECT o_outcome, o_instance, o_schedule, o_zone, o_last_seen, o_slot, o_attempt, o_token, o_fence, o_runner, "
+    "o_status, o_lease_end, o_released, o_handovers, o_manual FROM @.lease_purge($1::int8, $2::bytea, $3::int8)",
 };
 
 #undef LEASE_PG_RECORD
