@@ -57,7 +57,7 @@ struct coverage_counts {
   std::size_t histories = 0, with_takeover = 0, handlers = 0, store_calls = 0, timed_takeovers = 0;
   std::size_t removes = 0, readds = 0, runs_after_readd = 0, slots_accounted = 0, pauses = 0, runs_after_resume = 0;
   std::size_t triggers = 0, manual_started = 0, manual_takeovers = 0, triggers_refused = 0, trigger_polls = 0;
-  std::array<std::size_t, static_cast<std::size_t>(lease::event_kind::paused) + 1> kinds{};
+  std::array<std::size_t, static_cast<std::size_t>(lease::event_kind::stopped) + 1> kinds{};
   void print() const {
     std::cout << "  coverage: " << histories << " histories, " << with_takeover << " with a takeover, "
               << handlers << " handler runs, " << store_calls << " store calls, " << timed_takeovers

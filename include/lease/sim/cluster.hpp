@@ -230,6 +230,18 @@ class cluster {
   /// progress go on. Checked by violations(): no attempt is won while paused.
   void pause_job(const std::string& name) { world_->set_paused(name, true); }
   void resume_job(const std::string& name) { world_->set_paused(name, false); }
+  /// An operator stops job `name` in the store (StopStore, leasectl stop),
+  /// from outside every instance: a pause that hands over its runs in
+  /// progress; each runner learns it at its next heartbeat and asks its
+  /// handler to stop. Returns how many runs were handed over.
+  std::size_t stop_job(const std::string& name) { return world_->stop(name); }
+  /// An operator purges job `name` (RegistryStore, leasectl purge).
+  purge_result purge_job(const std::string& name, duration unseen_for) { return world_->purge(name, unseen_for); }
+  /// register_jobs calls instance `i` made so far.
+  [[nodiscard]] std::uint64_t register_calls(std::size_t i) const {
+    auto it = world_->register_calls.find(instances_.at(i)->name);
+    return it == world_->register_calls.end() ? 0 : it->second;
+  }
 
   /// An operator triggers job `name` from outside every instance (the
   /// store's trigger(), as leasectl): one manual run, now (TriggerStore).
