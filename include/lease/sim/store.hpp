@@ -75,6 +75,7 @@ struct world {
   std::uint64_t trigger_polls = 0;  ///< triggers() calls
   std::uint64_t finish_batches = 0;  ///< finish_many calls (each one round trip)
   std::map<std::string, std::uint64_t> register_calls;  ///< instance → register_jobs calls it made
+  std::vector<std::pair<time_point, std::string>> registered_at;  ///< (store time, instance) of each register_jobs
   /// Operators' stops: (store time, job, runs handed over), in order.
   struct stop_request {
     time_point at{};
@@ -316,6 +317,7 @@ class store {
     travel();
     w_->mem.register_jobs(regs);
     ++w_->register_calls[instance_];
+    w_->registered_at.emplace_back(w_->clock.now(), instance_);
     travel();
   }
   purge_result purge(std::string_view job, duration unseen_for) {
