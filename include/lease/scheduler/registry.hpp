@@ -51,10 +51,12 @@ void scheduler<S, C, E, P>::register_soon() {
 template <Store S, Clock C, Executor E, OverlapPolicy P>
 void scheduler<S, C, E, P>::on_registration(std::uint64_t once) {
   if constexpr (RegistryStore<S>) {
-    if (once == 0)
+    if (once == 0) {
       push_after(opts_.register_every, {{}, 0, detail::timer_kind::registration, 0, {}, 0});
-    else
-      register_armed_ = false;
+    } else if (!register_armed_) {
+      return;  // the periodic one came first (a loop held up): it registered the added jobs
+    }
+    register_armed_ = false;
     std::vector<job_registration> regs;
     for (const job& jb : jobs_)
       if (!jb.removed) regs.push_back({jb.name, opts_.instance, jb.schedule.registered(), jb.schedule.zone(), {}});
