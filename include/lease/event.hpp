@@ -36,6 +36,7 @@ enum class event_kind : std::uint8_t {
   early,        ///< not started yet: the slot is still in the store's future (this instance's clock runs ahead); claimed again at the store's time
   store_notice, ///< the store said something an operator should know (durability settings, a detected loss of state)
   paused,       ///< not started: the job is paused in the store (an operator's pause); it runs again from the first slot after a resume (a trigger is dropped)
+  stopped,      ///< an operator stopped the job (leasectl stop) while this instance ran it: the run was handed over, the handler asked to stop; it stays stopped until a resume
 };
 
 [[nodiscard]] constexpr std::string_view to_string(event_kind k) noexcept {
@@ -57,6 +58,7 @@ enum class event_kind : std::uint8_t {
     case event_kind::early: return "early";
     case event_kind::store_notice: return "store_notice";
     case event_kind::paused: return "paused";
+    case event_kind::stopped: return "stopped";
   }
   return "?";
 }
@@ -85,10 +87,10 @@ struct event {
 
   /// The instance that runs or ran the attempt concerned, as the store
   /// recorded it: this instance for its own attempts (won, takeover,
-  /// catch_up, success, failed, handed_over, abandoned, lost), the other
+  /// catch_up, success, failed, handed_over, abandoned, lost, stopped), the other
   /// runner for backup, interrupted and a skip of a run that already ended.
   std::string runner;
-  /// success, failed, handed_over, abandoned, lost: how long the handler ran,
+  /// success, failed, handed_over, abandoned, lost, stopped: how long the handler ran,
   /// on the instance's monotonic clock, from when it was handed to the
   /// executor until the loop saw it end — or until this event, if it had not
   /// ended (abandoned, lost while running). nullopt when no handler started.

@@ -14,7 +14,7 @@ namespace lease {
 struct job_info {
   std::string name;
   /// The schedule as registered: `cron "0 3 * * *" Europe/Paris`,
-  /// `every 60000 ms`, or a custom schedule's own text() (else "custom schedule").
+  /// `every 1m` (lease::every::text()), or a custom schedule's own text() (else "custom schedule").
   std::string schedule;
   job_settings settings;  ///< in force for its next claims
   /// The next slot this instance will claim (its wall clock; the claim is

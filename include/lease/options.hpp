@@ -28,6 +28,7 @@ namespace lease {
 ///   claim_jitter, catch_up_jitter,
 ///   stop_timeout                         ≤ 1 day       (delay_limit)
 ///   trigger_poll                         > 0 and ≤ 1 day
+///   register_every                       ≥ 1 s and ≤ 1 day
 ///
 /// They are far above any sensible setting (a yearly job can still catch up
 /// or be late by a year) and far below overflow: every sum the scheduler, the
@@ -55,6 +56,14 @@ struct options {
   /// its jobs: one store call per instance per interval, even when idle, and
   /// a trigger is picked up within it. A store that pushes is never polled.
   duration trigger_poll{1'000};
+  /// How often an instance registers its jobs with a RegistryStore (which
+  /// instances have which job, and when each was last seen: leasectl jobs):
+  /// one register_jobs call per instance per interval, even when idle, plus
+  /// one at start() and after each add() at run time. An operator's purge
+  /// --unseen-for must be well above it (several intervals: 10 min against
+  /// the default 60 s), or a job an instance still has could be purged
+  /// between two of its registrations.
+  duration register_every{60'000};
 
   /// Largest lease validated() accepts: 1 day.
   static constexpr duration lease_limit{86'400'000};
@@ -107,6 +116,12 @@ struct options {
            "): it is how often a store that cannot push is asked for pending triggers");
     in_range("trigger_poll", trigger_poll, delay_limit, "1 day",
              "an operator's trigger may wait that long before an instance picks it up");
+    if (register_every < duration{1'000})
+      fail("register_every must be at least 1 s (it is " + ms(register_every) +
+           "): it is how often every instance writes its registrations to the store, even when idle");
+    in_range("register_every", register_every, delay_limit, "1 day",
+             "a job's last_seen may be that old while an instance still has it, so purge --unseen-for would "
+             "have to wait longer still");
     return o;
   }
 };

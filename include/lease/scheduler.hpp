@@ -13,6 +13,7 @@
 //   scheduler/attempts.hpp   running an attempt: heartbeats, self-abort, finish
 //   scheduler/stopping.hpp   stop(): hand-over, abandon at the timeout
 //   scheduler/triggers.hpp   an operator's "trigger now": picked up, claimed as manual
+//   scheduler/registry.hpp   registering this instance's jobs; an operator's stop of a run
 //   scheduler/lease_guard.hpp     the watchdog that stops a handler on time
 //   scheduler/store_faults.hpp    store faults as episodes, not floods
 //
@@ -434,6 +435,14 @@ class scheduler {
   void manual_overlap(std::uint32_t j, const claim_request& req, const run_record& blocking);
   void release_manual(std::uint32_t j);
 
+  // registry.hpp
+  void start_registry();
+  void register_soon();
+  void on_registration(std::uint64_t once);
+  bool stopped_by_operator(const attempt& a);
+  template <class It>
+  void operator_stopped(It it);
+
   // stopping.hpp
   void begin_stop(duration timeout);
   void on_stop_deadline();
@@ -470,6 +479,7 @@ class scheduler {
   bool listening_ = false;  // a PushStore calls our listener (start() to stop())
   bool listening_triggers_ = false;  // a PushTriggerStore calls our listener (start() to stop())
   std::uint32_t trigger_tries_ = 0;  // trigger polls failed in a row (a PushTriggerStore retries them)
+  bool register_armed_ = false;  // a one-off registration (after an add) is due; more adds join it
 
   std::vector<job> jobs_;  // loop-owned after start(); a removed job stays, marked
   std::map<std::string, std::uint32_t, std::less<>> job_index_;  // loop-owned: name → index in jobs_
@@ -523,5 +533,6 @@ class scheduler {
 #include "lease/scheduler/catch_up.hpp"
 #include "lease/scheduler/claims.hpp"
 #include "lease/scheduler/loop.hpp"
+#include "lease/scheduler/registry.hpp"
 #include "lease/scheduler/stopping.hpp"
 #include "lease/scheduler/triggers.hpp"

@@ -266,3 +266,19 @@ TEST_CASE("trigger_poll must be positive and at most 1 day; each refusal names i
   o.trigger_poll += 1ms;
   REQUIRE_THROWS_WITH(o.validated(), Contains("trigger_poll must be at most 1 day"));
 }
+
+TEST_CASE("register_every must be at least 1 s and at most 1 day; each refusal names it") {
+  options o;
+  REQUIRE(o.validated().register_every == 60s);  // the default: one registration per instance per minute
+  o.register_every = 999ms;  // every instance would write to the store more than once a second, idle
+  REQUIRE_THROWS_WITH(o.validated(), Contains("register_every must be at least 1 s (it is 999 ms)"));
+  o.register_every = -1ms;
+  REQUIRE_THROWS_WITH(o.validated(), Contains("register_every must be at least 1 s (it is -1 ms)"));
+  o.register_every = 1s;
+  CHECK(o.validated().register_every == 1s);
+  o.register_every = options::delay_limit;
+  CHECK(o.validated().register_every == options::delay_limit);
+  o.register_every += 1ms;
+  REQUIRE_THROWS_WITH(o.validated(), Contains("register_every must be at most 1 day"));
+  REQUIRE_THROWS_WITH(o.validated(), Contains("purge --unseen-for"));
+}

@@ -206,7 +206,7 @@ TEST_CASE("lease's metrics can live in the program's own registry, beside its ow
 
 TEST_CASE("every event kind has a name for the kind label, so a new kind is counted without a list to update") {
   lease::prometheus_metrics metrics;
-  for (int k = 0; k <= static_cast<int>(event_kind::paused); ++k) {
+  for (int k = 0; k <= static_cast<int>(event_kind::stopped); ++k) {
     lease::event e;
     e.kind = static_cast<event_kind>(k);
     e.run.job = "j";
@@ -215,7 +215,7 @@ TEST_CASE("every event kind has a name for the kind label, so a new kind is coun
   }
   lease::prometheus_endpoint http(metrics, "127.0.0.1:0");
   const auto m = samples(http_get(http.port(), "/metrics"));
-  for (int k = 0; k <= static_cast<int>(event_kind::paused); ++k)
+  for (int k = 0; k <= static_cast<int>(event_kind::stopped); ++k)
     CHECK(value(m, series("lease_events_total",
                           "job=\"j\",kind=\"" + std::string(lease::to_string(static_cast<event_kind>(k))) + "\"")) == 1);
 }

@@ -163,7 +163,7 @@ TEST_CASE("jobs() shows each job's schedule as registered, its settings, next sl
   REQUIRE(before.size() == 2);
   const lease::job_info* r = find(before, "report");
   REQUIRE(r != nullptr);
-  CHECK(r->schedule == "every 60000 ms");
+  CHECK(r->schedule == "every 1m");
   // The 3-argument add: the instance's options and the compile-time OverlapPolicy.
   CHECK(r->settings == lease::job_settings{30s, 5s, 3, lease::overlap_mode::buffer_one, 0ms, 30s, 10});
   CHECK(r->next_slot == at(60s));
@@ -218,7 +218,7 @@ TEST_CASE("re-adding a job while running replaces its schedule, handler and sett
   CHECK(c.record(at(75s))->lease_end == at(87s));
   c.finish_handlers(a);
   CHECK(new_handler.load() == 1);
-  CHECK(find(a.s->jobs(), "report")->schedule == "every 15000 ms");
+  CHECK(find(a.s->jobs(), "report")->schedule == "every 15s");
   CHECK(a.s->jobs().size() == 1);
 }
 

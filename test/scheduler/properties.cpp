@@ -8,7 +8,11 @@
 // and operators' triggers ("trigger now", from outside every instance and
 // through an instance's API, of paused jobs too, in skip and buffer_one
 // modes, over a store that pushes them and one that is polled: no trigger
-// runs twice, each runs or an event says why); every history must satisfy the invariants of doc/invariants.md,
+// runs twice, each runs or an event says why), operators' stops of jobs
+// (a stopped run's handler is asked to stop; taken over only after a
+// resume), and registration (every up instance's jobs registered within
+// register_every + slack, at most one call per register_every when idle);
+// every history must satisfy the invariants of doc/invariants.md,
 // including I9 (no two handlers of one run execute at once) and "a healthy
 // runner is kept".
 //
@@ -56,8 +60,9 @@ T one_of(T first, Ts... rest) {
 struct coverage_counts {
   std::size_t histories = 0, with_takeover = 0, handlers = 0, store_calls = 0, timed_takeovers = 0;
   std::size_t removes = 0, readds = 0, runs_after_readd = 0, slots_accounted = 0, pauses = 0, runs_after_resume = 0;
+  std::size_t stops = 0, stopped_taken_over = 0, registration_calls = 0;
   std::size_t triggers = 0, manual_started = 0, manual_takeovers = 0, triggers_refused = 0, trigger_polls = 0;
-  std::array<std::size_t, static_cast<std::size_t>(lease::event_kind::paused) + 1> kinds{};
+  std::array<std::size_t, static_cast<std::size_t>(lease::event_kind::stopped) + 1> kinds{};
   void print() const {
     std::cout << "  coverage: " << histories << " histories, " << with_takeover << " with a takeover, "
               << handlers << " handler runs, " << store_calls << " store calls, " << timed_takeovers
@@ -66,7 +71,9 @@ struct coverage_counts {
               << " (instance, slot) pairs held to \"every slot says why\", " << pauses << " pauses ("
               << runs_after_resume << " handler starts after a resume), " << triggers << " triggers ("
               << manual_started << " manual runs started, " << manual_takeovers << " manual attempts taken over, "
-              << triggers_refused << " with a skip or paused event (not run, or waited in buffer_one); " << trigger_polls << " trigger polls); events:";
+              << triggers_refused << " with a skip or paused event (not run, or waited in buffer_one); " << trigger_polls << " trigger polls); " << stops << " operator stops that handed over a run ("
+              << stopped_taken_over << " stopped runs taken over after a resume); " << registration_calls
+              << " registrations; events:";
     for (std::size_t k = 0; k < kinds.size(); ++k)
       std::cout << ' ' << lease::to_string(static_cast<lease::event_kind>(k)) << '=' << kinds[k];
     std::cout << std::endl;
@@ -110,6 +117,7 @@ void random_history(coverage_counts& coverage, bool long_jobs) {
   o.claim_jitter = ms(one_of(0, 100, 300));
   o.catch_up_jitter = ms(one_of(0, 500));
   o.stop_timeout = 1s;
+  o.register_every = ms(one_of(1000, 5000, 60000));
   const int lease_ms = static_cast<int>(o.lease.count());
 
   Sim sim(seed, o);
@@ -140,7 +148,7 @@ void random_history(coverage_counts& coverage, bool long_jobs) {
   const int steps = pick(3, 12);
   for (int s = 0; s < steps; ++s) {
     const auto who = static_cast<std::size_t>(pick(0, n));
-    switch (pick(0, 24)) {
+    switch (pick(0, 26)) {
       case 0: case 1: case 2: sim.run_for(ms(pick(100, long_jobs ? 20000 : 8000))); break;
       case 3: sim.crash(who); break;
       case 4: sim.restart(who); break;
@@ -171,7 +179,12 @@ void random_history(coverage_counts& coverage, bool long_jobs) {
       // instance (leasectl), or through one instance's API.
       case 21: case 22: sim.trigger_job("job" + std::to_string(pick(0, jobs))); break;
       case 23: sim.trigger_on(who, "job" + std::to_string(pick(0, jobs))); break;
+      // An operator stops a job (leasectl stop): paused, its runs in progress
+      // handed over; their runners ask their handlers to stop. A resume
+      // (case 20) lets a backup take each over as its next attempt.
+      case 24: case 25: coverage.stops += sim.stop_job("job" + std::to_string(pick(0, jobs))) > 0 ? 1 : 0; break;
     }
+    sim.check_registrations_now();
     // Now and then a trigger right after another step (a run in progress, a
     // pause, a crash): the interesting answers are overlap and paused.
     if (pick(0, 4) == 0) sim.trigger_job("job" + std::to_string(pick(0, jobs)));
@@ -180,6 +193,7 @@ void random_history(coverage_counts& coverage, bool long_jobs) {
   // instance with the job runs unhindered is a violation.
   sim.trigger_job("job" + std::to_string(pick(0, jobs)));
   sim.run_for(3 * o.lease + 20s);
+  sim.check_registrations_now();
   if (!long_jobs) {
     // Every instance stops at the end, so that each slot due on it up to
     // then is held to "every slot says why", however late in the history.
@@ -221,6 +235,15 @@ void random_history(coverage_counts& coverage, bool long_jobs) {
       }
   }
   coverage.trigger_polls += sim.trigger_polls();
+  for (std::size_t i = 0; i < sim.size(); ++i) coverage.registration_calls += sim.register_calls(i);
+  for (const auto& op : h.ops)
+    if (op.op == lease::sim::store_op::kind::claim && op.outcome == lease::claim_outcome::won &&
+        op.reason == lease::claim_reason::takeover && op.after && op.after->handovers > 0)
+      for (const auto& [at, what] : h.faults)
+        if (what.rfind("stop job " + op.run.job, 0) == 0 && at <= op.at) {
+          ++coverage.stopped_taken_over;
+          break;
+        }
   const auto bad = sim.violations();
   coverage.timed_takeovers += sim.takeover_checks();
   coverage.slots_accounted += sim.slots_accounted();
@@ -232,6 +255,8 @@ TEST_CASE("random histories of 3 to 5 instances with faults and clock skew satis
   prop_1000("invariants hold", [&] { random_history(coverage, false); });
   coverage.print();
   CHECK(coverage.manual_started > 0);  // triggers were actually run
+  CHECK(coverage.stops > 0);  // operators stopped runs in progress
+  CHECK(coverage.kinds[static_cast<std::size_t>(lease::event_kind::stopped)] > 0);
 }
 
 TEST_CASE("random histories in buffer_one mode over a store that cannot push triggers satisfy every invariant") {
@@ -351,4 +376,37 @@ TEST_CASE("dead, frozen, stopped and cut-off runners are taken over within lease
   std::cout << "  coverage: " << histories << " histories, " << checked
             << " lease ends held to the takeover deadline (I6)" << std::endl;
   CHECK(checked >= 500);
+}
+
+TEST_CASE("the simulation's history shows an operator's stop: the handler asked to stop, no takeover while paused, a takeover after the resume") {
+  lease::options o;
+  o.lease = 3s;
+  o.catch_up = 0ms;  // start with no missed slot
+  o.register_every = 5s;
+  lease::sim::cluster<> sim(11, o);
+  sim.add_job("report", lease::every(60s), [](const lease::run_context&) {
+    return lease::sim::script{.runs_for = 30s, .honours_stop = 200ms, .on_stop = lease::sim::script::ending::throws};
+  });
+  for (int i = 0; i < 3; ++i) sim.add_instance("n" + std::to_string(i));
+  sim.start_all();
+  sim.run_for(60s + 500ms);
+  const auto& h = sim.recorded();
+  REQUIRE(h.handlers.size() == 1);
+  REQUIRE(sim.stop_job("report") == 1);
+  sim.run_for(10s);  // the runner hears it at its next heartbeat; backups are answered paused
+  INFO(sim.describe());
+  REQUIRE(h.handlers.size() == 1);
+  CHECK(h.handlers[0].observed_stop);
+  CHECK(h.handlers[0].ended == "threw");
+  std::size_t stopped = 0;
+  for (const auto& e : h.events) stopped += e.kind == lease::event_kind::stopped ? 1 : 0;
+  CHECK(stopped == 1);
+  sim.resume_job("report");
+  sim.run_for(2 * 500ms + 100ms);  // a backup's next check
+  REQUIRE(h.handlers.size() == 2);
+  CHECK(h.handlers[1].attempt == 2);
+  CHECK(h.handlers[1].run == h.handlers[0].run);
+  sim.check_registrations_now();
+  CHECK(sim.violations().empty());
+  for (std::size_t i = 0; i < sim.size(); ++i) CHECK(sim.register_calls(i) >= 14);  // at start, then every 5 s for 71 s
 }

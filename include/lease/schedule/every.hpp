@@ -40,8 +40,30 @@ class every {
   [[nodiscard]] duration interval() const noexcept { return interval_; }
   /// The slot every other slot is counted from.
   [[nodiscard]] time_point anchor() const noexcept { return anchor_; }
+  /// The schedule as text, as an operator reads it (leasectl jobs):
+  /// "every 30s", "every 5m", "every 1h", "every 1500ms" — the largest unit
+  /// that divides the interval — and, when the anchor is not the epoch,
+  /// " anchored 15m after 1970-01-01 00:00 UTC" (the anchor, in the same way).
+  [[nodiscard]] std::string text() const {
+    std::string out = "every " + amount(interval_);
+    if (anchor_ != time_point{}) {
+      const duration a = anchor_.time_since_epoch();
+      out += a < duration::zero() ? " anchored " + amount(-a) + " before 1970-01-01 00:00 UTC"
+                                  : " anchored " + amount(a) + " after 1970-01-01 00:00 UTC";
+    }
+    return out;
+  }
+  /// Intervals have no time zone: "" (lease::cron's zone() names its zone).
+  [[nodiscard]] std::string zone() const { return {}; }
 
  private:
+  static std::string amount(duration d) {
+    const long long ms = d.count();
+    if (ms % 3'600'000 == 0) return std::to_string(ms / 3'600'000) + "h";
+    if (ms % 60'000 == 0) return std::to_string(ms / 60'000) + "m";
+    if (ms % 1'000 == 0) return std::to_string(ms / 1'000) + "s";
+    return std::to_string(ms) + "ms";
+  }
   // Rounds toward minus infinity, so times before the anchor land on the grid too.
   static constexpr long long floor_div(long long a, long long b) {
     long long q = a / b;

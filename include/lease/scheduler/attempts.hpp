@@ -156,6 +156,8 @@ void scheduler<S, C, E, P>::on_heartbeat(duration interval) {
     if (it == attempts_.end() || !acked[i]) continue;
     if (*acked[i]) {
       it->second.lease->extend(sent + it->second.lease_len - it->second.margin);
+    } else if (stopped_by_operator(it->second)) {
+      operator_stopped(it);
     } else {
       lose(it, "heartbeat refused by the store: this attempt's token is no longer current (another "
                "instance took the run over, or it was replaced or interrupted, or the store lost it); the "

@@ -357,8 +357,10 @@ void scheduler<S, C, E, P>::on_claim(std::uint32_t j, const claim_request& req, 
       emit(event_kind::paused, req.run, 0, 0,
            what + "job " + req.run.job + " is paused in the store; " +
                (req.reason == claim_reason::takeover
-                    ? "the run " + detail::fmt(req.run.slot) + ", whose runner stopped renewing its lease, is not "
-                      "taken over until a resume"
+                    // The store's `paused` answer does not say which: both read the same.
+                    ? "the run " + detail::fmt(req.run.slot) + ", whose runner stopped renewing its lease or was "
+                      "stopped by an operator (leasectl stop), is not taken over until a resume (`leasectl "
+                      "resume " + req.run.job + "`)"
                     : "slot " + detail::fmt(req.run.slot) + " not started") +
                "; the job runs again from the first slot due after a resume",
            answer_facts());

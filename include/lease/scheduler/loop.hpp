@@ -37,6 +37,7 @@ void scheduler<S, C, E, P>::start() {
     listening_ = true;
   }
   start_triggers();
+  start_registry();
   if constexpr (!is_manual_clock<C>) {
     guard_.run(steady_);
     loop_ = std::jthread([this] { run_loop(); });
@@ -220,6 +221,7 @@ void scheduler<S, C, E, P>::fire(const detail::timer& t) {
     case timer_kind::finish_retry: on_finish_retry(t.id); break;
     case timer_kind::stop_deadline: on_stop_deadline(); break;
     case timer_kind::trigger_poll: if (claiming) on_trigger_poll(t.id); break;
+    case timer_kind::registration: if (claiming) on_registration(t.id); break;
   }
 }
 
@@ -251,6 +253,7 @@ void scheduler<S, C, E, P>::apply_add(std::string name, detail::any_schedule sch
   const time_point now = wall();
   const time_point from = std::min(asked, now);  // slots after the add() call are this instance's to claim
   if (fresh || was_removed) {
+    register_soon();  // a job new here is listed as this instance's at once, not at the next interval
     push_after(duration::zero(), {{}, 0, detail::timer_kind::recover, j, {}, jb.life});
     arm_slot(j, jb.schedule.next(from));
     return;
@@ -390,7 +393,7 @@ void scheduler<S, C, E, P>::emit(event_kind k, run_key run, std::uint32_t attemp
   // The kinds that are about this instance's own attempt name it as the runner.
   const bool own = k == event_kind::won || k == event_kind::takeover || k == event_kind::catch_up ||
                    k == event_kind::success || k == event_kind::failed || k == event_kind::handed_over ||
-                   k == event_kind::abandoned || k == event_kind::lost;
+                   k == event_kind::abandoned || k == event_kind::lost || k == event_kind::stopped;
   event ev;
   ev.kind = k;
   ev.run = std::move(run);

@@ -230,6 +230,28 @@ class cluster {
   /// progress go on. Checked by violations(): no attempt is won while paused.
   void pause_job(const std::string& name) { world_->set_paused(name, true); }
   void resume_job(const std::string& name) { world_->set_paused(name, false); }
+  /// An operator stops job `name` in the store (StopStore, leasectl stop),
+  /// from outside every instance: a pause that hands over its runs in
+  /// progress; each runner learns it at its next heartbeat and asks its
+  /// handler to stop. Returns how many runs were handed over.
+  std::size_t stop_job(const std::string& name) { return world_->stop(name); }
+  /// An operator purges job `name` (RegistryStore, leasectl purge).
+  purge_result purge_job(const std::string& name, duration unseen_for) { return world_->purge(name, unseen_for); }
+  /// Holds the cluster to "every up instance's jobs are registered, last
+  /// seen within register_every + slack" now (violations() checks it at the
+  /// end; a history whose instances all stop at the end calls this before).
+  void check_registrations_now() {
+    std::vector<std::string> out;
+    check_registrations(out);
+    for (auto& v : out) world_->violation(std::move(v));
+    ++registration_checks_;
+  }
+  [[nodiscard]] std::size_t registration_checks() const noexcept { return registration_checks_; }
+  /// register_jobs calls instance `i` made so far.
+  [[nodiscard]] std::uint64_t register_calls(std::size_t i) const {
+    auto it = world_->register_calls.find(instances_.at(i)->name);
+    return it == world_->register_calls.end() ? 0 : it->second;
+  }
 
   /// An operator triggers job `name` from outside every instance (the
   /// store's trigger(), as leasectl): one manual run, now (TriggerStore).
@@ -295,6 +317,8 @@ class cluster {
     check_takeover_time(out);
     check_no_win_while_paused(out);
     check_no_overlap(out);
+    check_registrations(out);
+    check_registration_cost(out);
     check_healthy_kept(out);
     check_slots_accounted(out);
     check_triggers(out);
@@ -374,6 +398,7 @@ class cluster {
     bool crashed = false;
     std::optional<time_point> frozen_until;
     bool throw_next = false;  // how the handler being run now ends
+    time_point held_until{};  // the end of its latest freeze or slow store call (its loop could not move)
   };
 
   void build(instance& in) {
@@ -455,6 +480,7 @@ class cluster {
     ++in->blocked;
     run_until(until);
     --in->blocked;
+    in->held_until = std::max(in->held_until, now());
   }
 
   /// Polls and completes everything due now, until nothing is.
@@ -466,6 +492,7 @@ class cluster {
         if (in.crashed) continue;
         if (in.frozen_until) {
           if (*in.frozen_until > now()) continue;
+          in.held_until = std::max(in.held_until, *in.frozen_until);
           in.frozen_until.reset();
         }
         if (in.blocked > 0) {
@@ -632,6 +659,7 @@ class cluster {
         for (std::size_t b = a + 1; b < list.size(); ++b) {
           const handler_run& x = *list[a];
           const handler_run& y = *list[b];
+          if (stopped_between(x, y)) continue;
           if (x.start < y.active_until && y.start < x.active_until)
             out.push_back("I9: " + to_text(run) + " attempt " + std::to_string(x.attempt) + " on " + x.instance +
                           " (executing " + std::to_string(x.start.time_since_epoch().count()) + "–" +
@@ -640,6 +668,89 @@ class cluster {
                           std::to_string(y.start.time_since_epoch().count()) + "–" +
                           std::to_string(y.active_until.time_since_epoch().count()) + ") executed at once");
         }
+  }
+
+  /// An operator stopped the job of handler `x`'s run after x started and
+  /// before y started (a later attempt, after a resume), and x was asked to
+  /// stop (it saw its stop token, or its instance went down): not a double
+  /// run but the stop's hand-over. (Its runner learns of the stop at its next
+  /// heartbeat: a resume within that heartbeat can let a backup start the
+  /// next attempt while x is still finishing; doc/protocol.md §20 says so.)
+  [[nodiscard]] bool stopped_between(const handler_run& x, const handler_run& y) const {
+    const handler_run& first = x.start <= y.start ? x : y;
+    const handler_run& second = x.start <= y.start ? y : x;
+    if (second.attempt <= first.attempt) return false;
+    const bool asked = first.observed_stop || first.ended == "crashed";
+    if (!asked) return false;
+    return std::any_of(world_->stops.begin(), world_->stops.end(), [&](const world::stop_request& s) {
+      return s.job == first.run.job && s.handed_over > 0 && s.at >= first.start && s.at <= second.start;
+    });
+  }
+
+  /// Registration (RegistryStore): every instance that is up (not crashed,
+  /// stopped or frozen) has each of its jobs registered with a last_seen no
+  /// older than register_every (on its monotonic clock, so up to 9 % more
+  /// of store time) plus one second of slack — unless something happened
+  /// to it meanwhile (a fault naming it: a start, a clock change, failing
+  /// calls), its loop was held within that bound (frozen, waiting in a slow
+  /// call), or the store lost its state.
+  void check_registrations(std::vector<std::string>& out) const {
+    const duration bound = opts_.register_every + opts_.register_every * 9 / 100 + std::chrono::seconds{1};
+    const time_point from = now() - bound;
+    bool lost = false;
+    for (const auto& [at, what] : world_->hist.faults)
+      if (at >= from && what == "store lost its state") lost = true;
+    if (lost) return;
+    const std::vector<stored_job> stored = world_->mem.list_jobs();
+    for (const auto& inp : instances_) {
+      const instance& in = *inp;
+      if (in.crashed || in.frozen_until || in.blocked > 0 || in.sched->stopped()) continue;
+      bool excused = in.held_until >= from;  // its loop was held (frozen, in a slow call) within the bound
+      for (const auto& [at, what] : world_->hist.faults)
+        if (at >= from && what.size() > in.name.size() &&
+            what.compare(what.size() - in.name.size() - 1, std::string::npos, " " + in.name) == 0)
+          excused = true;
+      if (excused) continue;
+      for (const job_info& j : in.sched->jobs()) {
+        const job_registration* reg = nullptr;
+        for (const stored_job& sj : stored)
+          if (sj.name == j.name)
+            for (const job_registration& r : sj.instances)
+              if (r.instance == in.name) reg = &r;
+        if (reg == nullptr)
+          out.push_back("registration: " + in.name + " has job " + j.name + " but the store has no registration of it");
+        else if (reg->last_seen < from)
+          out.push_back("registration: " + in.name + "'s job " + j.name + " was last seen at " +
+                        std::to_string(reg->last_seen.time_since_epoch().count()) + ", more than register_every + " +
+                        "slack before " + std::to_string(now().time_since_epoch().count()));
+      }
+    }
+  }
+
+  /// Registration's idle cost: two register_jobs calls of one instance less
+  /// than register_every apart (allowing a monotonic clock 8 % fast) only
+  /// around a start, restart or add of a job on it — each adds one call.
+  void check_registration_cost(std::vector<std::string>& out) const {
+    std::map<std::string, std::vector<time_point>> by;
+    for (const auto& [at, who] : world_->registered_at) by[who].push_back(at);
+    const duration min_gap = opts_.register_every * 92 / 100;
+    for (const auto& [who, times] : by)
+      for (std::size_t k = 1; k < times.size(); ++k) {
+        const time_point t1 = times[k - 1], t2 = times[k];
+        if (t2 - t1 >= min_gap) continue;
+        bool excused = false;
+        for (const auto& [at, what] : world_->hist.faults) {
+          if (at < t1 - opts_.register_every || at > t2) continue;
+          const bool names = what.size() > who.size() &&
+                             what.compare(what.size() - who.size() - 1, std::string::npos, " " + who) == 0;
+          if (names && (what.rfind("start", 0) == 0 || what.rfind("restart", 0) == 0 || what.rfind("add job", 0) == 0))
+            excused = true;
+        }
+        if (!excused)
+          out.push_back("registration cost: " + who + " registered at " + std::to_string(t1.time_since_epoch().count()) +
+                        " and again at " + std::to_string(t2.time_since_epoch().count()) +
+                        ", less than register_every apart, with no start or add between");
+      }
   }
 
   /// A runner with no fault (no crash, freeze, stop, restart, slow, delayed
@@ -906,6 +1017,7 @@ class cluster {
   std::vector<std::unique_ptr<instance>> instances_;
   mutable std::size_t takeover_checks_ = 0;
   mutable std::size_t triggers_checked_ = 0;
+  std::size_t registration_checks_ = 0;
   std::int64_t slowest_ppm_ = clock_type::ppm_one;  // the slowest monotonic clock any instance had
 };
 

@@ -22,6 +22,7 @@
 #include "lease/rules.hpp"
 #include "lease/sim/history.hpp"
 #include "lease/store/concept.hpp"
+#include "lease/store/inspect.hpp"
 #include "lease/store/memory.hpp"
 
 namespace lease::sim {
@@ -73,6 +74,15 @@ struct world {
   std::uint64_t claim_batches = 0;  ///< claim_many calls (each one round trip)
   std::uint64_t trigger_polls = 0;  ///< triggers() calls
   std::uint64_t finish_batches = 0;  ///< finish_many calls (each one round trip)
+  std::map<std::string, std::uint64_t> register_calls;  ///< instance → register_jobs calls it made
+  std::vector<std::pair<time_point, std::string>> registered_at;  ///< (store time, instance) of each register_jobs
+  /// Operators' stops: (store time, job, runs handed over), in order.
+  struct stop_request {
+    time_point at{};
+    std::string job;
+    std::size_t handed_over = 0;
+  };
+  std::vector<stop_request> stops;
   /// What every store call costs its caller (0: calls are instantaneous).
   /// With it, an instance can do only so many calls per second: overload.
   duration round_trip{};
@@ -96,6 +106,31 @@ struct world {
     hist.faults.push_back({clock.now(), std::string(on ? "pause" : "resume") + " job " + job + " in the store"});
     hist.pauses.push_back({clock.now(), hist.ops.size(), job, on});
     return changed;
+  }
+
+  /// An operator stops `job` in the store (StopStore): a pause (recorded as
+  /// one) that hands over the job's runs in progress, each announced as a
+  /// release is; returns how many.
+  std::size_t stop(const std::string& job) {
+    const std::size_t n = mem.stop(job);
+    hist.faults.push_back({clock.now(), "stop job " + job + " in the store (" + std::to_string(n) + " runs handed over)"});
+    hist.pauses.push_back({clock.now(), hist.ops.size(), job, true});
+    stops.push_back({clock.now(), job, n});
+    last = mem.snapshot();
+    if (n > 0) announce(job);
+    return n;
+  }
+
+  /// An operator purges `job` (RegistryStore): recorded; a purge forgets the
+  /// job's pause too.
+  purge_result purge(const std::string& job, duration unseen_for) {
+    purge_result r = mem.purge(job, unseen_for);
+    hist.faults.push_back({clock.now(), "purge job " + job + " from the store: " + std::string(to_string(r.outcome))});
+    if (r.outcome == purge_outcome::purged) {
+      hist.pauses.push_back({clock.now(), hist.ops.size(), job, false});
+      last = mem.snapshot();
+    }
+    return r;
   }
 
   /// An operator's "trigger now" of `job` (TriggerStore), from instance `by`
@@ -125,7 +160,8 @@ struct world {
 
 /// An instance's handle on the world's store. Models lease::Store,
 /// lease::BatchHeartbeatStore, lease::BatchClaimStore, lease::PushStore,
-/// lease::PauseStore, lease::TriggerStore and lease::PushTriggerStore (see
+/// lease::PauseStore, lease::StopStore, lease::RegistryStore,
+/// lease::TriggerStore and lease::PushTriggerStore (see
 /// polled_store below for a store that cannot push triggers).
 /// Not thread-safe (the simulation is one thread).
 class store {
@@ -266,6 +302,33 @@ class store {
     depart();
     return ok;
   }
+  /// StopStore: through the world (recorded, announced), with this instance's faults.
+  std::size_t stop(std::string_view job) {
+    arrive();
+    const std::size_t n = w_->stop(std::string(job));
+    depart();
+    return n;
+  }
+  /// RegistryStore: counted per instance (the idle cost the property
+  /// checks). It costs a round trip, but injected faults (fail_store,
+  /// delay_store: "the next N calls") pass it by: they target the protocol's
+  /// calls, and a registration failing costs only a later last_seen.
+  void register_jobs(std::span<const job_registration> regs) {
+    travel();
+    w_->mem.register_jobs(regs);
+    ++w_->register_calls[instance_];
+    w_->registered_at.emplace_back(w_->clock.now(), instance_);
+    travel();
+  }
+  purge_result purge(std::string_view job, duration unseen_for) {
+    arrive();
+    purge_result r = w_->purge(std::string(job), unseen_for);
+    depart();
+    return r;
+  }
+  /// InspectStore: an operator's reads; no instance makes them.
+  std::vector<stored_job> list_jobs() { return w_->mem.list_jobs(); }
+  std::vector<run_record> list_runs(std::string_view job, std::size_t limit) { return w_->mem.list_runs(job, limit); }
 
  private:
   /// One claim against the store, recorded and checked (I3, I4, I5).
@@ -420,6 +483,8 @@ static_assert(PushStore<store>);
 static_assert(BatchClaimStore<store>);
 static_assert(BatchFinishStore<store>);
 static_assert(PauseStore<store>);
+static_assert(StopStore<store>);
+static_assert(RegistryStore<store> && RegistryStore<polled_store>);
 static_assert(PushTriggerStore<store>);
 static_assert(TriggerStore<polled_store> && !PushTriggerStore<polled_store>);
 

@@ -18,16 +18,24 @@ class any_schedule {
   // whether it is copyable, which asks this constructor again (clang recurses).
   template <class S>
     requires(!std::is_same_v<S, any_schedule> && Schedule<S>)
-  explicit any_schedule(S s) : text_(text_of(s)), impl_(std::make_shared<model<S>>(std::move(s))) {}
+  explicit any_schedule(S s)
+      : text_(text_of(s)), registered_(registered_text(s)), zone_(zone_of(s)), impl_(std::make_shared<model<S>>(std::move(s))) {}
 
   [[nodiscard]] time_point next(time_point t) const { return impl_->next(t); }
   [[nodiscard]] time_point latest(time_point t) const { return impl_->latest(t); }
   /// The schedule as registered, for scheduler::jobs().
   [[nodiscard]] const std::string& text() const noexcept { return text_; }
+  /// The schedule as a RegistryStore records it (job_registration::schedule):
+  /// a cron's expression as written, an every's text() ("every 30s"), a
+  /// user's schedule's text() if it has one, else "custom schedule".
+  [[nodiscard]] const std::string& registered() const noexcept { return registered_; }
+  /// Its time zone (job_registration::zone): a cron's zone name, a
+  /// schedule's zone() if it has one, else "".
+  [[nodiscard]] const std::string& zone() const noexcept { return zone_; }
 
  private:
-  /// cron: its expression and zone; every: its interval; any other schedule
-  /// its own text(), if it has one.
+  /// cron: its expression and zone; every (and any other schedule): its
+  /// own text(), if it has one.
   template <class S>
   static std::string text_of(const S& s) {
     if constexpr (requires {
@@ -45,6 +53,29 @@ class any_schedule {
       return "custom schedule";
   }
 
+  template <class S>
+  static std::string registered_text(const S& s) {
+    if constexpr (requires {
+                    { s.expression() } -> std::convertible_to<std::string>;
+                  })
+      return std::string(s.expression());
+    else if constexpr (requires {
+                         { s.text() } -> std::convertible_to<std::string>;
+                       })
+      return std::string(s.text());
+    else
+      return "custom schedule";
+  }
+  template <class S>
+  static std::string zone_of(const S& s) {
+    if constexpr (requires {
+                    { s.zone() } -> std::convertible_to<std::string>;
+                  })
+      return std::string(s.zone());
+    else
+      return {};
+  }
+
   struct base {
     virtual ~base() = default;
     [[nodiscard]] virtual time_point next(time_point t) const = 0;
@@ -58,6 +89,8 @@ class any_schedule {
     S s;
   };
   std::string text_;
+  std::string registered_;
+  std::string zone_;
   std::shared_ptr<const base> impl_;
 };
 

@@ -23,6 +23,7 @@ enum class timer_kind : std::uint8_t {
   recover,        ///< start()'s catch-up for the job
   stop_deadline,  ///< abandon handlers still running
   trigger_poll,   ///< ask a TriggerStore for pending triggers (id 0: the periodic poll; 1: a retry)
+  registration,   ///< register the jobs with a RegistryStore (id 0: the periodic one; 1: after an add)
 };
 
 template <class TimePoint>
