@@ -344,15 +344,17 @@ inline std::vector<run_key> triggers(const run_table& t, std::span<const std::st
 }
 
 /// Pauses `job` and hands over every running, unreleased run of it, as its
-/// runner's release() would (doc/store-rules.md, "Pause and resume": stop).
-/// Returns how many runs it handed over. While the job is paused no takeover
-/// wins them; after a resume a takeover wins each as its next attempt.
+/// runner's release() would but keeping its lease end (doc/store-rules.md,
+/// "Stop"). Returns how many runs it handed over. The runner's next
+/// heartbeat is refused and it stops its handler; until the lease ends the
+/// run is live, so no attempt starts while that handler may still run. Then,
+/// while the job is paused, no takeover wins it; after a resume a takeover
+/// wins it as its next attempt.
 inline std::size_t stop(run_table& t, std::string_view job, time_point now) {
   (void)pause(t, job, now);
   std::size_t stopped = 0;
   for (auto& [slot, r] : t.jobs.find(job)->second.runs) {
     if (r.status != run_status::running || r.released) continue;
-    r.lease_end = now;
     r.released = true;
     ++r.handovers;
     ++stopped;

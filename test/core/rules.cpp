@@ -651,8 +651,13 @@ TEST_CASE("stop pauses the job and hands over its runs in progress; they stay st
   const auto rec = c.store.get({"report", t0});
   CHECK(rec->released);
   CHECK(rec->handovers == 1);
-  CHECK(rec->lease_end == t0);
+  CHECK(rec->lease_end == t0 + 30s);  // kept: the handler runs until the runner hears of it
   CHECK_FALSE(c.store.heartbeat({"report", t0}, won.record.token, 30s));  // the runner learns it here
+  // Until the lease ends no attempt starts, not even after an immediate resume.
+  REQUIRE(c.store.resume("report"));
+  CHECK(c.claim(t0, "api-2", lease::claim_reason::takeover).outcome == claim_outcome::running);
+  REQUIRE(c.store.pause("report"));
+  c.clock.advance(30s);
   CHECK(c.claim(t0, "api-2", lease::claim_reason::takeover).outcome == claim_outcome::paused);  // stays stopped
   CHECK(c.store.stop("report") == 0);  // nothing left to hand over
   REQUIRE(c.store.resume("report"));

@@ -178,14 +178,15 @@ concept PauseStore = Store<S> && requires(S& s, std::string_view job) {
 ///
 ///   s.stop(job)   pauses `job` (as pause()) and, in the same atomic step,
 ///                 hands over every running, unreleased run of it as its
-///                 runner's release() would (lease ends now, a handover is
-///                 counted). Returns how many runs it handed over. Each runner
-///                 learns it at its next heartbeat (refused: the run is
-///                 released) and stops its handler; no backup takes a run
-///                 over while the job is paused, so the runs stay stopped
-///                 until a resume, after which a takeover wins each as its
-///                 next attempt (a handover does not count against
-///                 max_attempts).
+///                 runner's release() would (released, a handover counted)
+///                 but keeps its lease end. Returns how many runs it handed
+///                 over. Each runner learns it at its next heartbeat (refused:
+///                 the run is released) and stops its handler; until the
+///                 lease ends the run is live and no attempt starts beside
+///                 that handler. No backup takes a run over while the job is
+///                 paused, so the runs stay stopped until a resume, after
+///                 which a takeover wins each as its next attempt (a handover
+///                 does not count against max_attempts).
 template <class S>
 concept StopStore = PauseStore<S> && requires(S& s, std::string_view job) {
   { s.stop(job) } -> std::same_as<std::size_t>;

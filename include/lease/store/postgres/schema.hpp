@@ -390,20 +390,20 @@ ALTER TABLE @.lease_store ADD COLUMN purged_at int8;
 
 -- rules::stop: the pause (the job row created if none, its lock taken as a
 -- claim takes it, so claims of the job wait, and then see the pause), then
--- the job's running runs locked, the clock read, and each unreleased one
--- handed over as release() does; the job announced on p_channel when a run
--- was handed over (backups re-check it and find it paused). The count.
+-- the job's running runs locked, and each unreleased one handed over as
+-- release() does but with its lease end kept (its handler runs until the
+-- runner's next heartbeat is refused: no attempt may start before the lease
+-- ends); the job announced on p_channel when a run was handed over (backups
+-- re-check it). The count. (p_now is unused: stop reads no clock.)
 CREATE FUNCTION @.lease_stop(p_now int8, p_job bytea, p_channel text) RETURNS int8
 LANGUAGE plpgsql VOLATILE AS $f$
 DECLARE
-  v_now int8;
   v_n int8;
 BEGIN
   INSERT INTO @.lease_jobs AS j (job, fence, paused) VALUES (p_job, 0, true)
     ON CONFLICT (job) DO UPDATE SET paused = true, placeholder = false;
   PERFORM 1 FROM @.lease_runs r WHERE r.job = p_job AND r.status = 0 ORDER BY r.slot FOR UPDATE;
-  v_now := @.lease_now(p_now);
-  UPDATE @.lease_runs r SET lease_end = v_now, released = true, handovers = r.handovers + 1
+  UPDATE @.lease_runs r SET released = true, handovers = r.handovers + 1
     WHERE r.job = p_job AND r.status = 0 AND NOT r.released;
   GET DIAGNOSTICS v_n = ROW_COUNT;
   IF v_n > 0 THEN
