@@ -429,6 +429,48 @@ TEST_CASE("a manual run interrupts only older running runs, not a newer run of t
   CHECK(s.get({"report", slot})->status == run_status::interrupted);  // older and expired
 }
 
+TEST_CASE("a manual claim ends the trigger when a run is at its slot or a live run drops it, and leaves it pending "
+          "when early or waiting in buffer_one mode") {
+  lease::testing::temp_dir dir;
+  lease::fake_clock clock{t0};
+  auto s = on_fake_clock(dir.file("jobs.db"), clock);
+  const std::vector<std::string> jobs{"report"};
+  // A scheduled run of the trigger's very millisecond is its answer.
+  const lease::time_point slot = s.trigger("report");
+  const auto scheduled = s.claim(request("report", slot, "tok-s"));
+  REQUIRE(scheduled.outcome == claim_outcome::won);
+  CHECK(s.triggers(jobs).size() == 1);  // a scheduled claim does not answer it
+  const auto answered = s.claim(manual({"report", slot}, "tok-m"));
+  CHECK(answered.outcome == claim_outcome::running);
+  CHECK(answered.record == scheduled.record);
+  CHECK_FALSE(answered.record.manual);
+  CHECK(s.triggers(jobs).empty());
+  // While that run is live: buffer_one keeps the trigger pending, skip drops it.
+  clock.advance(1s);
+  const lease::time_point next = s.trigger("report");
+  auto waiting = manual({"report", next}, "tok-w");
+  waiting.overlap = lease::overlap_mode::buffer_one;
+  CHECK(s.claim(waiting).outcome == claim_outcome::overlap);
+  CHECK(s.triggers(jobs) == std::vector<lease::run_key>{{"report", next}});
+  const auto dropped = s.claim(manual({"report", next}, "tok-d"));
+  CHECK(dropped.outcome == claim_outcome::overlap);
+  CHECK(dropped.record == scheduled.record);
+  CHECK(s.triggers(jobs).empty());
+  CHECK_FALSE(s.get({"report", next}).has_value());
+  // A trigger's slot ahead of the store's clock (the host clock stepped back
+  // after the trigger): early, and the trigger stays pending.
+  REQUIRE(s.finish({"report", slot}, "tok-s", run_status::success));
+  const lease::time_point third = s.trigger("report");
+  clock.set(third - 2s);  // the store's clock stepped back
+  CHECK(s.claim(manual({"report", third}, "tok-e")).outcome == claim_outcome::early);
+  CHECK(s.triggers(jobs) == std::vector<lease::run_key>{{"report", third}});
+  clock.set(third);
+  const auto won = s.claim(manual({"report", third}, "tok-e2"));
+  CHECK(won.outcome == claim_outcome::won);
+  CHECK(won.record.manual);
+  CHECK(s.triggers(jobs).empty());
+}
+
 // ---- differential: the same random operations to sqlite_store and memory_store ----
 
 TEST_CASE("sqlite_store answers every random operation exactly as the pure rules do") {
