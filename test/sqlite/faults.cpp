@@ -97,11 +97,11 @@ TEST_CASE("a file with an unknown lease schema version is refused, saying which 
   lease::testing::temp_dir dir;
   const std::string path = dir.file("jobs.db");
   { lease::sqlite_store s{path}; }
-  raw_exec(path, "UPDATE lease_schema SET version = 4");
+  raw_exec(path, "UPDATE lease_schema SET version = 5");
   const auto e = error_of([&] { lease::sqlite_store s{path}; });
   CHECK(e.code() == lease::errc::corrupt);
   CHECK(e.code() == lease::sqlite_errc::unknown_schema_version);
-  CHECK_THAT(e.what(), Contains(path) && Contains("version 4") && Contains("version 3"));
+  CHECK_THAT(e.what(), Contains(path) && Contains("version 5") && Contains("version 4"));
 }
 
 TEST_CASE("a lease schema with a table missing or changed is refused as corrupt") {
@@ -115,10 +115,18 @@ TEST_CASE("a lease schema with a table missing or changed is refused as corrupt"
     CHECK_THAT(e.what(), Contains("lease_runs"));
   }
   SECTION("a column missing") {
-    raw_exec(path, "DROP TABLE lease_jobs; CREATE TABLE lease_jobs (job BLOB PRIMARY KEY)");
+    // (The pending-trigger index kept, so that only the column is missing.)
+    raw_exec(path, "DROP TABLE lease_jobs; CREATE TABLE lease_jobs (job BLOB PRIMARY KEY, trigger_slot INTEGER); "
+                   "CREATE INDEX lease_jobs_triggered ON lease_jobs (trigger_slot) WHERE trigger_slot IS NOT NULL");
     const auto e = error_of([&] { lease::sqlite_store s{path}; });
     CHECK(e.code() == lease::errc::corrupt);
     CHECK_THAT(e.what(), Contains(path) && Contains("fence"));
+  }
+  SECTION("the index of pending triggers missing") {
+    raw_exec(path, "DROP INDEX lease_jobs_triggered");
+    const auto e = error_of([&] { lease::sqlite_store s{path}; });
+    CHECK(e.code() == lease::errc::corrupt);
+    CHECK_THAT(e.what(), Contains(path) && Contains("lease_jobs_triggered"));
   }
 }
 

@@ -236,29 +236,64 @@ TEST_CASE("a store on the host clock quarantines claims for one lease after it c
   CHECK(s.claim(r).outcome == claim_outcome::won);
 }
 
-TEST_CASE("a version 1 store file is upgraded to version 3 and has lost nothing") {
+namespace {
+
+std::int64_t schema_version(lease::sqlite_store& s) {
+  sqlite3_stmt* v = nullptr;
+  REQUIRE(sqlite3_prepare_v2(s.native_handle(), "SELECT version FROM lease_schema", -1, &v, nullptr) == SQLITE_OK);
+  REQUIRE(sqlite3_step(v) == SQLITE_ROW);
+  const std::int64_t version = sqlite3_column_int64(v, 0);
+  sqlite3_finalize(v);
+  return version;
+}
+
+/// After an upgrade: an operator's trigger is stored and listed, a manual
+/// claim of it wins a run marked manual (in get, list_runs, list_jobs) and
+/// answers it; `job` must not be paused.
+void trigger_works(lease::sqlite_store& s, lease::fake_clock& clock, const std::string& job) {
+  const lease::time_point slot = s.trigger(job);
+  CHECK(slot == clock.now());
+  CHECK(s.trigger(job) == slot);  // pending: the same request
+  const std::vector<std::string> jobs{job};
+  CHECK(s.triggers(jobs) == std::vector<lease::run_key>{{job, slot}});
+  auto r = request(job, slot, "tok-manual");
+  r.reason = lease::claim_reason::manual;
+  r.overlap = lease::overlap_mode::allow;
+  const auto won = s.claim(r);
+  REQUIRE(won.outcome == claim_outcome::won);
+  CHECK(won.record.manual);
+  CHECK(s.get({job, slot})->manual);
+  CHECK(s.list_runs(job, 1).at(0).manual);
+  CHECK(s.triggers(jobs).empty());
+  for (const auto& j : s.list_jobs())
+    if (j.name == job) CHECK_FALSE(j.trigger.has_value());
+}
+
+}  // namespace
+
+TEST_CASE("a version 1 store file is upgraded to version 4 and has lost nothing") {
   lease::testing::temp_dir dir;
   const std::string path = dir.file("jobs.db");
   lease::fake_clock clock{t0};
   {
     auto s = on(path, clock);
     REQUIRE(s.claim(request("report", t0, "tok-a")).outcome == claim_outcome::won);
-    REQUIRE(sqlite3_exec(s.native_handle(), "DROP TABLE lease_meta; ALTER TABLE lease_jobs DROP COLUMN paused; "
-                         "UPDATE lease_schema SET version = 1", nullptr,
+    REQUIRE(sqlite3_exec(s.native_handle(), "DROP TABLE lease_meta; DROP INDEX lease_jobs_triggered; "
+                         "ALTER TABLE lease_jobs DROP COLUMN trigger_slot; ALTER TABLE lease_runs DROP COLUMN manual; "
+                         "ALTER TABLE lease_jobs DROP COLUMN paused; UPDATE lease_schema SET version = 1", nullptr,
                          nullptr, nullptr) == SQLITE_OK);
   }
   auto s = on(path, clock, true);
   CHECK_FALSE(s.lost_at().has_value());
   CHECK(s.take_notices().empty());
   CHECK(s.get({"report", t0})->token == "tok-a");
+  CHECK_FALSE(s.get({"report", t0})->manual);
   CHECK(s.claim(request("report", t0, "tok-b")).outcome == claim_outcome::running);
+  CHECK(schema_version(s) == 4);
   CHECK_FALSE(s.paused("report"));
-  CHECK(s.pause("report"));  // through version 2 to 3: the pause column exists
-  sqlite3_stmt* v = nullptr;
-  REQUIRE(sqlite3_prepare_v2(s.native_handle(), "SELECT version FROM lease_schema", -1, &v, nullptr) == SQLITE_OK);
-  REQUIRE(sqlite3_step(v) == SQLITE_ROW);
-  CHECK(sqlite3_column_int64(v, 0) == 3);
-  sqlite3_finalize(v);
+  clock.advance(1s);
+  trigger_works(s, clock, "report");  // through versions 2 and 3 to 4: the trigger and manual columns exist
+  CHECK(s.pause("report"));           // and the pause column
 }
 
 namespace {
@@ -291,7 +326,7 @@ TEST_CASE("a version 2 store file opened read-only is refused with a sentence, n
   }
 }
 
-TEST_CASE("a version 2 store file is upgraded to version 3: runs and fences kept, no job paused, pauses then stored") {
+TEST_CASE("a version 2 store file is upgraded to version 4: runs and fences kept, no job paused, pauses then stored") {
   lease::testing::temp_dir dir;
   const std::string path = dir.file("jobs.db");
   // A version 2 file with a run in progress and a job's fence.
@@ -324,8 +359,142 @@ TEST_CASE("a version 2 store file is upgraded to version 3: runs and fences kept
     const auto won = other.claim(request("report", t0 + 60s, "tok-e"));
     REQUIRE(won.outcome == claim_outcome::won);
     CHECK(won.record.fence == 9000000000001);  // the fence kept by the upgrade goes on
+    CHECK_FALSE(won.record.manual);
   }
   CHECK_FALSE(s.paused("report"));
+  CHECK(schema_version(s) == 4);
+  trigger_works(s, clock, "report");  // through version 3 to 4
+}
+
+namespace {
+
+/// The version 3 schema exactly as the previous release created it.
+constexpr const char* v3_schema = R"sql(
+CREATE TABLE lease_schema (version INTEGER NOT NULL);
+INSERT INTO lease_schema (version) VALUES (3);
+CREATE TABLE lease_meta (
+  name  TEXT    NOT NULL PRIMARY KEY,
+  value INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE lease_jobs (
+  job    BLOB    NOT NULL PRIMARY KEY,
+  fence  INTEGER NOT NULL,
+  paused INTEGER NOT NULL DEFAULT 0
+) WITHOUT ROWID;
+CREATE TABLE lease_runs (
+  job       BLOB    NOT NULL,
+  slot      INTEGER NOT NULL,
+  attempt   INTEGER NOT NULL,
+  token     BLOB    NOT NULL,
+  fence     INTEGER NOT NULL,
+  runner    BLOB    NOT NULL,
+  status    INTEGER NOT NULL,
+  lease_end INTEGER NOT NULL,
+  released  INTEGER NOT NULL,
+  handovers INTEGER NOT NULL,
+  PRIMARY KEY (job, slot)
+) WITHOUT ROWID;
+CREATE INDEX lease_runs_running ON lease_runs (job, slot) WHERE status = 0;
+)sql";
+
+/// A version 3 file as the previous release left it: a run in progress of
+/// "report" (fence 9000000000000), and "batch" paused with an ended run.
+std::string v3_file_with_data(lease::time_point lease_end) {
+  const std::string slot = std::to_string(t0.time_since_epoch().count());
+  return std::string(v3_schema) + "INSERT INTO lease_meta VALUES ('created_at', 1);" +
+         "INSERT INTO lease_jobs VALUES (CAST('report' AS BLOB), 9000000000000, 0);" +
+         "INSERT INTO lease_jobs VALUES (CAST('batch' AS BLOB), 7, 1);" +
+         "INSERT INTO lease_runs VALUES (CAST('report' AS BLOB), " + slot +
+         ", 1, CAST('tok-a' AS BLOB), 9000000000000, CAST('runner-tok-a' AS BLOB), 0, " +
+         std::to_string(lease_end.time_since_epoch().count()) + ", 0, 0);" +
+         "INSERT INTO lease_runs VALUES (CAST('batch' AS BLOB), " + slot +
+         ", 1, CAST('tok-b' AS BLOB), 7, CAST('runner-tok-b' AS BLOB), 1, " + slot + ", 0, 0);";
+}
+
+}  // namespace
+
+TEST_CASE("a version 3 store file opened read-only is refused with a sentence, not a missing column") {
+  lease::testing::temp_dir dir;
+  const std::string path = dir.file("jobs.db");
+  raw_exec(path, v3_file_with_data(t0 + 30s));
+  try {
+    lease::sqlite_store s{"file:" + path + "?mode=ro"};
+    FAIL("a version 3 file opened read-only was served");
+  } catch (const lease::store_error& e) {
+    CHECK(e.code() == lease::errc::unavailable);
+    CHECK_THAT(e.what(), Contains(path) && Contains("version 3") && Contains("release's 4") &&
+                             Contains("open it once read-write"));
+  }
+  // The file is still usable: opened read-write, it is upgraded.
+  lease::fake_clock clock{t0 + 1s};
+  auto s = on(path, clock);
+  CHECK(schema_version(s) == 4);
+}
+
+TEST_CASE("a version 3 store file is upgraded to version 4: runs, fences and pauses kept, no trigger pending, "
+          "triggers then stored") {
+  lease::testing::temp_dir dir;
+  const std::string path = dir.file("jobs.db");
+  raw_exec(path, v3_file_with_data(t0 + 30s));
+  lease::fake_clock clock{t0 + 1s};
+  auto s = on(path, clock, true);  // an existing file: no creation quarantine either
+  CHECK(s.take_notices().empty());
+  CHECK_FALSE(s.lost_at().has_value());
+  CHECK(schema_version(s) == 4);
+  const auto kept = s.get({"report", t0});
+  REQUIRE(kept);
+  CHECK(kept->token == "tok-a");
+  CHECK(kept->fence == 9000000000000);
+  CHECK(kept->status == lease::run_status::running);
+  CHECK_FALSE(kept->manual);
+  CHECK(s.claim(request("report", t0, "tok-x")).outcome == claim_outcome::running);
+  CHECK(s.paused("batch"));
+  CHECK_FALSE(s.paused("report"));
+  const std::vector<std::string> jobs{"report", "batch"};
+  CHECK(s.triggers(jobs).empty());
+  const auto listed = s.list_jobs();
+  REQUIRE(listed.size() == 2);
+  CHECK(listed[0].name == "batch");
+  CHECK(listed[0].paused);
+  CHECK_FALSE(listed[0].trigger.has_value());
+  REQUIRE(listed[0].last_run.has_value());
+  CHECK(listed[0].last_run->status == lease::run_status::success);
+  CHECK_FALSE(listed[0].last_run->manual);
+  CHECK(listed[1].name == "report");
+  CHECK(listed[1].fence == 9000000000000);
+  CHECK_FALSE(listed[1].trigger.has_value());
+
+  // The paused job's trigger is stored, listed and answered `paused` (it
+  // does not wait for the resume).
+  clock.advance(1s);
+  const lease::time_point slot = s.trigger("batch");
+  CHECK(slot == clock.now());
+  for (const auto& j : s.list_jobs())
+    if (j.name == "batch") CHECK(j.trigger == slot);
+  auto m = request("batch", slot, "tok-m");
+  m.reason = lease::claim_reason::manual;
+  CHECK(s.claim(m).outcome == claim_outcome::paused);
+  CHECK(s.triggers(jobs).empty());
+  CHECK(s.resume("batch"));
+  CHECK(s.claim(m).outcome == claim_outcome::none);  // answered: not run after the resume
+
+  // A manual run of "report" beside its running scheduled run (allow), with
+  // the fence the upgrade kept going on.
+  auto r = request("report", s.trigger("report"), "tok-r");
+  r.reason = lease::claim_reason::manual;
+  r.overlap = lease::overlap_mode::allow;
+  const auto won = s.claim(r);
+  REQUIRE(won.outcome == claim_outcome::won);
+  CHECK(won.record.manual);
+  CHECK(won.record.fence == 9000000000001);
+  CHECK(s.get({"report", t0})->status == lease::run_status::running);  // live: left alone
+  {
+    auto other = on(path, clock);  // the file, not the object, holds it
+    const auto runs = other.list_runs("report", 10);
+    REQUIRE(runs.size() == 2);
+    CHECK(runs[0].manual);
+    CHECK_FALSE(runs[1].manual);
+  }
 }
 
 TEST_CASE("a path with control characters and invalid UTF-8 is escaped in error messages") {

@@ -4,9 +4,12 @@
 // pure rules) and requires the same answer to every one.
 #include <catch2/catch.hpp>
 
+#include <barrier>
 #include <chrono>
+#include <map>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "lease/clock/fake.hpp"
@@ -45,6 +48,7 @@ lease::claim_request request(std::string job, lease::time_point slot, std::strin
 
 static_assert(lease::Store<lease::sqlite_store>);
 static_assert(lease::BatchHeartbeatStore<lease::sqlite_store>);
+static_assert(lease::TriggerStore<lease::sqlite_store>);
 static_assert(!std::is_copy_constructible_v<lease::sqlite_store>);
 
 TEST_CASE("a claim on a new file wins attempt 1 with fence 1 and a lease on the store clock") {
@@ -275,6 +279,196 @@ TEST_CASE("a second store on the same file sees the first one's runs and a moved
   a = std::move(b);
   CHECK(a.get({"report", t0})->token == "tok-a");
   CHECK_THROWS_AS(b.get({"report", t0}), lease::store_error);  // NOLINT: moved-from use is reported
+}
+
+// ---- trigger now (doc/store-rules.md, "Trigger now") ----
+
+namespace {
+
+lease::claim_request manual(const lease::run_key& k, std::string token) {
+  auto r = request(k.job, k.slot, std::move(token), lease::claim_reason::manual);
+  r.deadline = k.slot;  // never late: a manual claim ignores it
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("two instances on one file both claim an operator's trigger and exactly one wins it") {
+  lease::testing::temp_dir dir;
+  lease::fake_clock clock{t0};
+  const std::string path = dir.file("jobs.db");
+  auto a = on_fake_clock(path, clock);
+  auto b = on_fake_clock(path, clock);
+  auto tool = on_fake_clock(path, clock);  // the operator's
+  const std::vector<std::string> jobs{"report"};
+  const lease::time_point slot = tool.trigger("report");
+  CHECK(slot == t0);
+  clock.advance(3s);
+  CHECK(tool.trigger("report") == slot);  // asked again while pending: the same request
+  // Both instances learn of it by polling, and both claim it.
+  const std::vector<lease::run_key> pending{{"report", slot}};
+  REQUIRE(a.triggers(jobs) == pending);
+  REQUIRE(b.triggers(jobs) == pending);
+  const auto first = b.claim(manual(pending[0], "tok-b"));
+  const auto second = a.claim(manual(pending[0], "tok-a"));
+  REQUIRE(first.outcome == claim_outcome::won);
+  CHECK(first.record.manual);
+  CHECK(first.record.runner == "runner-tok-b");
+  CHECK(second.outcome == claim_outcome::running);
+  CHECK(second.record == first.record);
+  CHECK(a.triggers(jobs).empty());
+  CHECK(b.triggers(jobs).empty());
+  REQUIRE(b.finish({"report", slot}, "tok-b", run_status::success));
+  CHECK(a.claim(manual(pending[0], "tok-a2")).outcome == claim_outcome::finished);
+  // A manual claim without a pending trigger makes up nothing.
+  CHECK(a.claim(manual({"report", clock.now()}, "tok-c")).outcome == claim_outcome::none);
+  CHECK_FALSE(a.get({"report", clock.now()}).has_value());
+}
+
+TEST_CASE("instances racing on threads for the same triggers get exactly one winner each") {
+  lease::testing::temp_dir dir;
+  const std::string path = dir.file("jobs.db");
+  lease::sqlite_options o;
+  o.quarantine_new_file = false;  // a fresh test file is not a lost one
+  lease::sqlite_store tool{path, o};
+  constexpr int n = 200;
+  std::vector<std::string> jobs;
+  for (int k = 0; k < n; ++k) jobs.push_back("job-" + std::to_string(k));
+  for (const auto& j : jobs) (void)tool.trigger(j);  // the host clock: slots now
+  std::barrier polled(2);
+  struct answers {
+    std::vector<lease::run_key> wins;
+    std::map<claim_outcome, int> others;
+    std::string error;
+  };
+  auto instance = [&](const std::string& name, answers& out) {
+    try {
+      lease::sqlite_store s{path, o};
+      const auto pending = s.triggers(jobs);
+      polled.arrive_and_wait();  // both have polled: every claim below races the other instance's
+      for (const auto& k : pending) {
+        const auto res = s.claim(manual(k, name + "-" + k.job));
+        if (res.outcome == claim_outcome::won) out.wins.push_back(k);
+        else ++out.others[res.outcome];
+      }
+    } catch (const std::exception& e) {
+      out.error = e.what();
+    }
+  };
+  answers x, y;
+  std::thread tx([&] { instance("x", x); });
+  std::thread ty([&] { instance("y", y); });
+  tx.join();
+  ty.join();
+  REQUIRE(x.error.empty());
+  REQUIRE(y.error.empty());
+  CHECK(x.wins.size() + y.wins.size() == n);
+  std::map<std::string, int> won;
+  for (const auto* a : {&x, &y})
+    for (const auto& k : a->wins) ++won[k.job];
+  CHECK(won.size() == n);  // every job once: no trigger lost, none run twice
+  for (const auto& [job, count] : won) CHECK(count == 1);
+  // Every losing claim found the winner's run (or, polled after it was answered, nothing).
+  for (const auto* a : {&x, &y})
+    for (const auto& [outcome, count] : a->others)
+      CHECK((outcome == claim_outcome::running || outcome == claim_outcome::none));
+  CHECK(tool.triggers(jobs).empty());
+  for (const auto& j : jobs) CHECK(tool.list_runs(j, 5).size() == 1);
+}
+
+TEST_CASE("claim_many answers manual claims as claim does, in order") {
+  lease::testing::temp_dir dir;
+  lease::fake_clock clock{t0};
+  auto s = on_fake_clock(dir.file("jobs.db"), clock);
+  const lease::time_point slot = s.trigger("report");
+  clock.advance(1h);  // long after: a manual claim is never late
+  const std::vector<lease::claim_request> batch{manual({"report", slot}, "tok-a"), manual({"report", slot}, "tok-b"),
+                                                manual({"other", slot}, "tok-c"),
+                                                request("other", clock.now(), "tok-d")};
+  const auto got = s.claim_many(batch);
+  REQUIRE(got.size() == 4);
+  CHECK(got[0].outcome == claim_outcome::won);
+  CHECK(got[0].record.manual);
+  CHECK(got[0].record.token == "tok-a");
+  CHECK(got[1].outcome == claim_outcome::running);
+  CHECK(got[1].record == got[0].record);
+  CHECK(got[2].outcome == claim_outcome::none);  // no trigger of "other"
+  CHECK(got[3].outcome == claim_outcome::won);
+  CHECK_FALSE(got[3].record.manual);
+  const std::vector<std::string> jobs{"report", "other"};
+  CHECK(s.triggers(jobs).empty());
+}
+
+TEST_CASE("a manual run interrupts only older running runs, not a newer run of the schedule") {
+  lease::testing::temp_dir dir;
+  lease::fake_clock clock{t0};
+  auto s = on_fake_clock(dir.file("jobs.db"), clock);
+  auto allow = [](lease::claim_request r) {
+    r.overlap = lease::overlap_mode::allow;
+    return r;
+  };
+  REQUIRE(s.claim(allow(request("report", t0, "old"))).outcome == claim_outcome::won);
+  clock.advance(10s);
+  const lease::time_point slot = s.trigger("report");
+  // The schedule's next slot, 500 ms ahead (within the early tolerance), wins first.
+  REQUIRE(s.claim(allow(request("report", slot + 500ms, "newer"))).outcome == claim_outcome::won);
+  auto m = manual({"report", slot}, "tok-m");
+  m.overlap = lease::overlap_mode::replace;
+  const auto won = s.claim(m);
+  REQUIRE(won.outcome == claim_outcome::won);  // not superseded by the newer run
+  CHECK(won.record.manual);
+  CHECK(s.get({"report", t0})->status == run_status::interrupted);           // older: replaced
+  CHECK(s.get({"report", slot + 500ms})->status == run_status::running);     // newer: left alone
+  // And an expired newer run is not interrupted by a manual win either.
+  clock.advance(31s);  // every lease above has run out
+  const lease::time_point again = s.trigger("report");
+  REQUIRE(s.claim(allow(request("report", again + 500ms, "newest"))).outcome == claim_outcome::won);
+  clock.advance(31s);  // "newest" expired, still running
+  REQUIRE(s.claim(manual({"report", again}, "tok-m2")).outcome == claim_outcome::won);
+  CHECK(s.get({"report", again + 500ms})->status == run_status::running);
+  CHECK(s.get({"report", slot})->status == run_status::interrupted);  // older and expired
+}
+
+TEST_CASE("a manual claim ends the trigger when a run is at its slot or a live run drops it, and leaves it pending "
+          "when early or waiting in buffer_one mode") {
+  lease::testing::temp_dir dir;
+  lease::fake_clock clock{t0};
+  auto s = on_fake_clock(dir.file("jobs.db"), clock);
+  const std::vector<std::string> jobs{"report"};
+  // A scheduled run of the trigger's very millisecond is its answer.
+  const lease::time_point slot = s.trigger("report");
+  const auto scheduled = s.claim(request("report", slot, "tok-s"));
+  REQUIRE(scheduled.outcome == claim_outcome::won);
+  CHECK(s.triggers(jobs).size() == 1);  // a scheduled claim does not answer it
+  const auto answered = s.claim(manual({"report", slot}, "tok-m"));
+  CHECK(answered.outcome == claim_outcome::running);
+  CHECK(answered.record == scheduled.record);
+  CHECK_FALSE(answered.record.manual);
+  CHECK(s.triggers(jobs).empty());
+  // While that run is live: buffer_one keeps the trigger pending, skip drops it.
+  clock.advance(1s);
+  const lease::time_point next = s.trigger("report");
+  auto waiting = manual({"report", next}, "tok-w");
+  waiting.overlap = lease::overlap_mode::buffer_one;
+  CHECK(s.claim(waiting).outcome == claim_outcome::overlap);
+  CHECK(s.triggers(jobs) == std::vector<lease::run_key>{{"report", next}});
+  const auto dropped = s.claim(manual({"report", next}, "tok-d"));
+  CHECK(dropped.outcome == claim_outcome::overlap);
+  CHECK(dropped.record == scheduled.record);
+  CHECK(s.triggers(jobs).empty());
+  CHECK_FALSE(s.get({"report", next}).has_value());
+  // A trigger's slot ahead of the store's clock (the host clock stepped back
+  // after the trigger): early, and the trigger stays pending.
+  REQUIRE(s.finish({"report", slot}, "tok-s", run_status::success));
+  const lease::time_point third = s.trigger("report");
+  clock.set(third - 2s);  // the store's clock stepped back
+  CHECK(s.claim(manual({"report", third}, "tok-e")).outcome == claim_outcome::early);
+  CHECK(s.triggers(jobs) == std::vector<lease::run_key>{{"report", third}});
+  clock.set(third);
+  const auto won = s.claim(manual({"report", third}, "tok-e2"));
+  CHECK(won.outcome == claim_outcome::won);
+  CHECK(won.record.manual);
+  CHECK(s.triggers(jobs).empty());
 }
 
 // ---- differential: the same random operations to sqlite_store and memory_store ----

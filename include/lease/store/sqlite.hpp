@@ -19,6 +19,14 @@
 //     lease_jobs (an upsert for pause: a job that never ran gets a row with
 //     fence 0, which the next won attempt's fence exceeds as ever); a claim
 //     reads the flag inside its transaction just before it would win.
+//   * trigger (TriggerStore) is one BEGIN IMMEDIATE transaction: read the
+//     job's pending trigger (lease_jobs.trigger_slot), else store one at the
+//     clock read under the lock. triggers is one SELECT of every pending
+//     trigger in the file (a partial index: a poll reads the few pending
+//     rows, not every job), filtered by the asked names in C++, so no
+//     statement is built from the names. A manual claim reads and clears the
+//     trigger inside its own transaction (rules::claim's answer_trigger).
+//     SQLite cannot push: instances poll triggers() (not a PushTriggerStore).
 // Loading the job's rows into a rules::run_table and calling the pure rules
 // was the alternative; it costs a read of the job's whole retained history
 // (up to history_size + the late-claim window of runs) per claim. The hand
@@ -211,9 +219,17 @@ class sqlite_store {
     res.store_now = at;
     res.record.job = req.run.job;
     res.record.slot = req.run.slot;
+    // A manual claim answers the job's pending trigger for this very slot
+    // when it wins, finds the run's state, overlaps in skip mode or finds the
+    // job paused; after early, quarantined or an overlap in buffer_one mode
+    // the trigger stays pending (rules::claim, doc/store-rules.md "Trigger now").
+    const bool manual = req.reason == claim_reason::manual;
 
     auto [found, newer] = find_run(req.run);
     if (found) {
+      // The run already has state (a scheduled slot of that very ms, or the
+      // trigger's own run): that run is the trigger's answer.
+      if (manual) answer_trigger(req.run);
       run_record& r = *found;
       if (r.status != run_status::running) {
         res.outcome = claim_outcome::finished;
@@ -249,27 +265,38 @@ class sqlite_store {
     // No state for this run.
     if (req.reason == claim_reason::takeover) {
       res.outcome = claim_outcome::none;
-    } else if (at > req.deadline + late_tolerance) {
-      res.outcome = claim_outcome::late;
+    } else if (manual && read_trigger(req.run.job) != req.run.slot) {
+      // A manual run exists only as the answer to a pending trigger: none
+      // is made up, and a trigger already answered is not run twice.
+      res.outcome = claim_outcome::none;
+    } else if (!manual && at > req.deadline + late_tolerance) {
+      res.outcome = claim_outcome::late;  // (never manual: an operator's request waits however long it takes)
     } else if (req.run.slot > at + early_tolerance) {
       res.outcome = claim_outcome::early;
-    } else if (newer) {
+    } else if (!manual && newer) {
+      // (A manual run may be older than a run the schedule started meanwhile.)
       res.outcome = claim_outcome::superseded;
     } else if (auto blocking = scan_running(req, at); blocking.live) {
       res.outcome = claim_outcome::overlap;
       res.record = std::move(*blocking.live);
+      if (manual && req.overlap == overlap_mode::skip) answer_trigger(req.run);  // dropped, as a skipped slot
     } else if (const auto until = quarantine_end(at, req.lease)) {
       res.outcome = claim_outcome::quarantined;
       res.record.lease_end = *until;
-    } else if (forgotten_slot(req.run.slot)) {
+    } else if (!manual && forgotten_slot(req.run.slot)) {
+      // (A pending trigger was asked after the loss, which forgot every earlier one.)
       res.outcome = claim_outcome::quarantined;
       res.record.lease_end = time_point::max();
     } else if (job_paused(req.run.job)) {
+      if (manual) answer_trigger(req.run);  // a paused job's trigger does not wait for the resume
       res.outcome = claim_outcome::paused;
     } else {
+      if (manual) answer_trigger(req.run);
       // Older running runs end here: expired ones because a newer run started
       // first, live ones too in replace mode (allow leaves them running).
-      if (blocking.to_interrupt) interrupt_older(req.run.job, at, req.overlap == overlap_mode::replace);
+      // Only older ones: a manual run may be older than runs of the schedule.
+      if (blocking.to_interrupt)
+        interrupt_older(req.run.job, req.run.slot, at, req.overlap == overlap_mode::replace);
       run_record& r = res.record;
       r.attempt = 1;
       r.token = req.token;
@@ -279,6 +306,7 @@ class sqlite_store {
       r.lease_end = at + req.lease;
       r.released = false;
       r.handovers = 0;
+      r.manual = manual;
       insert_run(r);
       prune(req.run.job, at - req.retain - late_tolerance, req.history_size);
       res.outcome = claim_outcome::won;
@@ -367,8 +395,61 @@ class sqlite_store {
     return job_paused(job);
   }
 
-  /// InspectStore: every job the file holds a fence, a pause or a run for,
-  /// ordered by name (bytes), with its newest run. One SELECT (one snapshot).
+  /// TriggerStore (doc/store-rules.md, "Trigger now"): asks for one manual
+  /// run of `job` at slot = store-now, unless one is pending already; returns
+  /// the pending request's slot. One BEGIN IMMEDIATE transaction: the clock
+  /// is read under the write lock, as for a claim. A job that never ran gets
+  /// a row with fence 0 (as a pause does).
+  time_point trigger(std::string_view job) {
+    check_file();
+    transaction tx(*this, "trigger");
+    time_point slot;
+    if (const auto pending = read_trigger(job)) {
+      slot = *pending;
+    } else {
+      slot = now();
+      sqlite3_stmt* s = stmt(q::set_trigger);
+      detail::stmt_use use(s);
+      detail::bind_bytes(s, 1, job);
+      detail::bind_int(s, 2, ms(slot));
+      detail::step(s, "cannot store the trigger");
+    }
+    tx.commit();
+    return slot;
+  }
+
+  /// TriggerStore: the pending triggers among `jobs`, in the order asked,
+  /// each job once: what an instance polls. One SELECT of every pending
+  /// trigger in the file (partial index lease_jobs_triggered: usually a few
+  /// rows or none, however many jobs there are), matched with `jobs` here.
+  std::vector<run_key> triggers(std::span<const std::string> jobs) {
+    check_file();
+    std::vector<std::pair<std::string, time_point>> pending;
+    {
+      sqlite3_stmt* s = stmt(q::pending_triggers);
+      detail::stmt_use use(s);
+      while (detail::step(s, "cannot read the pending triggers"))
+        pending.emplace_back(detail::column_bytes(s, 0), time_point{duration{detail::column_int(s, 1)}});
+    }
+    std::vector<run_key> out;
+    if (pending.empty()) return out;
+    std::sort(pending.begin(), pending.end());
+    std::vector<bool> listed(pending.size(), false);
+    for (const std::string& name : jobs) {
+      auto it = std::lower_bound(pending.begin(), pending.end(), name,
+                                 [](const auto& p, const std::string& n) { return p.first < n; });
+      if (it == pending.end() || it->first != name) continue;
+      const auto i = static_cast<std::size_t>(it - pending.begin());
+      if (listed[i]) continue;  // asked twice: listed once
+      listed[i] = true;
+      out.push_back({name, it->second});
+    }
+    return out;
+  }
+
+  /// InspectStore: every job the file holds a fence, a pause, a pending
+  /// trigger or a run for, ordered by name (bytes), with its newest run. One
+  /// SELECT (one snapshot).
   std::vector<stored_job> list_jobs() {
     check_file();
     sqlite3_stmt* s = stmt(q::list_jobs);
@@ -377,14 +458,15 @@ class sqlite_store {
     while (detail::step(s, "cannot list the jobs")) {
       stored_job j;
       j.name = detail::column_bytes(s, 0);
-      const std::int64_t fence = detail::column_int(s, 10);
+      const std::int64_t fence = detail::column_int(s, 11);
       if (fence < 0)
         detail::throw_sqlite(sqlite_errc::bad_value, path_,
                              "lease_jobs holds a negative fence: the file was changed by something else; an "
                              "operator must repair or remove the row");
       j.fence = static_cast<std::uint64_t>(fence);
-      j.paused = detail::column_int(s, 11) != 0;
-      if (detail::column_int(s, 12) != 0) j.last_run = read_record(s);
+      j.paused = detail::column_int(s, 12) != 0;
+      j.trigger = column_time(s, 13);
+      if (detail::column_int(s, 14) != 0) j.last_run = read_record(s);
       out.push_back(std::move(j));
     }
     return out;
@@ -435,10 +517,11 @@ class sqlite_store {
   enum class q : std::uint8_t {
     begin, commit, rollback, get, find, running, interrupt_older, set_status, read_fence, write_fence,
     insert_run, take_over, prune, heartbeat, finish, release, unfinished, read_lost_at, write_lost_at,
-    read_paused, pause, resume, list_jobs, list_runs, count_
+    read_paused, pause, resume, list_jobs, list_runs, read_trigger, set_trigger, answer_trigger,
+    pending_triggers, count_
   };
 
-#define LEASE_SQLITE_COLUMNS "job, slot, attempt, token, fence, runner, status, lease_end, released, handovers"
+#define LEASE_SQLITE_COLUMNS "job, slot, attempt, token, fence, runner, status, lease_end, released, handovers, manual"
   // The host clock in SQL, read by SQLite inside the statement (under the
   // write lock). julianday is exact to ~40 µs, so rounding gives the exact ms.
   // (unixepoch('subsec') would be simpler but needs SQLite 3.42.)
@@ -455,13 +538,15 @@ class sqlite_store {
       "SELECT " LEASE_SQLITE_COLUMNS " FROM lease_runs WHERE job = ?1 AND slot >= ?2 ORDER BY slot LIMIT 2",
       "SELECT " LEASE_SQLITE_COLUMNS " FROM lease_runs INDEXED BY lease_runs_running "
       "WHERE job = ?1 AND status = 0 ORDER BY slot DESC",
+      // Only runs older than the new one (?4): a manual run may be older
+      // than running runs of the schedule, which it leaves alone.
       "UPDATE lease_runs INDEXED BY lease_runs_running SET status = 3 "
-      "WHERE job = ?1 AND status = 0 AND (lease_end <= ?2 OR ?3)",
+      "WHERE job = ?1 AND status = 0 AND slot < ?4 AND (lease_end <= ?2 OR ?3)",
       "UPDATE lease_runs SET status = ?3 WHERE job = ?1 AND slot = ?2",
       "SELECT fence FROM lease_jobs WHERE job = ?1",
       // An upsert, not INSERT OR REPLACE: that would reset the job's pause.
       "INSERT INTO lease_jobs (job, fence) VALUES (?1, ?2) ON CONFLICT (job) DO UPDATE SET fence = excluded.fence",
-      "INSERT INTO lease_runs (" LEASE_SQLITE_COLUMNS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0, ?7, 0, ?8)",
+      "INSERT INTO lease_runs (" LEASE_SQLITE_COLUMNS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0, ?7, 0, ?8, ?9)",
       "UPDATE lease_runs SET attempt = ?3, token = ?4, fence = ?5, runner = ?6, status = 0, "
       "lease_end = ?7, released = 0 WHERE job = ?1 AND slot = ?2",
       // Ended runs beyond the newest ?3 ended ones whose late-claim window
@@ -484,14 +569,23 @@ class sqlite_store {
       "INSERT INTO lease_jobs (job, fence, paused) VALUES (?1, 0, 1) "
       "ON CONFLICT (job) DO UPDATE SET paused = 1 WHERE paused = 0",
       "UPDATE lease_jobs SET paused = 0 WHERE job = ?1 AND paused <> 0",
-      // Every job with a fence, a pause or a run, and its newest run (a
-      // primary-key seek per job), ordered by name as bytes (BLOB: memcmp).
-      // A run is only inserted with its job's fence, so lease_jobs has them all.
+      // Every job with a fence, a pause, a pending trigger or a run, and its
+      // newest run (a primary-key seek per job), ordered by name as bytes
+      // (BLOB: memcmp). A run is only inserted with its job's fence, so
+      // lease_jobs has them all.
       "SELECT j.job, r.slot, r.attempt, r.token, r.fence, r.runner, r.status, r.lease_end, r.released, r.handovers, "
-      "j.fence, j.paused, r.job IS NOT NULL FROM lease_jobs j LEFT JOIN lease_runs r ON r.job = j.job AND "
-      "r.slot = (SELECT max(slot) FROM lease_runs WHERE job = j.job) "
-      "WHERE j.fence <> 0 OR j.paused <> 0 OR r.job IS NOT NULL ORDER BY j.job",
+      "r.manual, j.fence, j.paused, j.trigger_slot, r.job IS NOT NULL FROM lease_jobs j LEFT JOIN lease_runs r "
+      "ON r.job = j.job AND r.slot = (SELECT max(slot) FROM lease_runs WHERE job = j.job) "
+      "WHERE j.fence <> 0 OR j.paused <> 0 OR j.trigger_slot IS NOT NULL OR r.job IS NOT NULL ORDER BY j.job",
       "SELECT " LEASE_SQLITE_COLUMNS " FROM lease_runs WHERE job = ?1 ORDER BY slot DESC LIMIT ?2",
+      "SELECT trigger_slot FROM lease_jobs WHERE job = ?1",
+      // Only when none is pending (trigger() read it in the same transaction);
+      // an upsert, not INSERT OR REPLACE, which would reset fence and pause.
+      "INSERT INTO lease_jobs (job, fence, trigger_slot) VALUES (?1, 0, ?2) "
+      "ON CONFLICT (job) DO UPDATE SET trigger_slot = excluded.trigger_slot",
+      // A manual claim answers the pending trigger of its very slot only.
+      "UPDATE lease_jobs SET trigger_slot = NULL WHERE job = ?1 AND trigger_slot = ?2",
+      "SELECT job, trigger_slot FROM lease_jobs INDEXED BY lease_jobs_triggered WHERE trigger_slot IS NOT NULL",
   };
 #undef LEASE_SQLITE_NOW
 #undef LEASE_SQLITE_COLUMNS
@@ -619,6 +713,9 @@ class sqlite_store {
     if (released != 0 && released != 1) bad("a released flag that is neither 0 nor 1");
     r.released = released == 1;
     r.handovers = u32(9, "a handover count out of range");
+    const std::int64_t manual = detail::column_int(s, 10);
+    if (manual != 0 && manual != 1) bad("a manual flag that is neither 0 nor 1");
+    r.manual = manual == 1;
     return r;
   }
 
@@ -653,7 +750,7 @@ class sqlite_store {
 
   struct running_runs {
     std::optional<run_record> live;  ///< the newest live run, if it blocks (skip, buffer_one)
-    bool to_interrupt = false;       ///< some running run ends when the new run starts
+    bool to_interrupt = false;       ///< some older running run ends when the new run starts
   };
   /// The job's running runs, newest first (usually none or one).
   running_runs scan_running(const claim_request& req, time_point at) {
@@ -669,17 +766,22 @@ class sqlite_store {
         out.live = read_record(s);
         return out;
       }
-      if (!live || replace) out.to_interrupt = true;
+      // Only older runs end (a manual run may be older than running runs).
+      const bool older = detail::column_int(s, 1) < ms(req.run.slot);
+      if (older && (!live || replace)) out.to_interrupt = true;
     }
     return out;
   }
 
-  void interrupt_older(std::string_view job, time_point now, bool live_too) {
+  /// Marks the job's running runs older than `slot` interrupted: expired
+  /// ones, and live ones too if `live_too` (replace mode).
+  void interrupt_older(std::string_view job, time_point slot, time_point now, bool live_too) {
     sqlite3_stmt* s = stmt(q::interrupt_older);
     detail::stmt_use use(s);
     detail::bind_bytes(s, 1, job);
     detail::bind_int(s, 2, ms(now));
     detail::bind_int(s, 3, live_too ? 1 : 0);
+    detail::bind_int(s, 4, ms(slot));
     detail::step(s, "cannot interrupt older runs");
   }
 
@@ -722,6 +824,31 @@ class sqlite_store {
     return detail::step(s, "cannot read whether the job is paused") && detail::column_int(s, 0) != 0;
   }
 
+  /// The job's pending trigger (its slot), if it has one.
+  std::optional<time_point> read_trigger(std::string_view job) {
+    sqlite3_stmt* s = stmt(q::read_trigger);
+    detail::stmt_use use(s);
+    detail::bind_bytes(s, 1, job);
+    if (!detail::step(s, "cannot read the job's pending trigger")) return std::nullopt;
+    return column_time(s, 0);
+  }
+
+  /// A manual claim answered the pending trigger of `run`'s slot (if that
+  /// is the one pending): it is pending no more.
+  void answer_trigger(const run_key& run) {
+    sqlite3_stmt* s = stmt(q::answer_trigger);
+    detail::stmt_use use(s);
+    detail::bind_bytes(s, 1, run.job);
+    detail::bind_int(s, 2, ms(run.slot));
+    detail::step(s, "cannot mark the trigger answered");
+  }
+
+  /// A nullable ms column (NULL: none).
+  static std::optional<time_point> column_time(sqlite3_stmt* s, int i) {
+    if (sqlite3_column_type(s, i) == SQLITE_NULL) return std::nullopt;
+    return time_point{duration{detail::column_int(s, i)}};
+  }
+
   /// pause() or resume(): one statement (its own write transaction).
   bool pause_write(q which, std::string_view job, const char* what) {
     check_file();
@@ -743,6 +870,7 @@ class sqlite_store {
     detail::bind_bytes(s, 6, r.runner);
     detail::bind_int(s, 7, ms(r.lease_end));
     detail::bind_int(s, 8, r.handovers);
+    detail::bind_int(s, 9, r.manual ? 1 : 0);
     detail::step(s, "cannot record a new run");
   }
 
@@ -950,5 +1078,7 @@ static_assert(BatchFinishStore<sqlite_store>);
 static_assert(NoticeStore<sqlite_store>);
 static_assert(PauseStore<sqlite_store>);
 static_assert(InspectStore<sqlite_store>);
+static_assert(TriggerStore<sqlite_store>);
+static_assert(!PushTriggerStore<sqlite_store>);  // SQLite cannot push: instances poll triggers()
 
 }  // namespace lease

@@ -1,12 +1,13 @@
 // lease/store/sqlite/schema.hpp — the lease tables in a SQLite file (schema
-// version 3), and opening a file: create the schema in an empty database,
-// upgrade version 1 (add lease_meta) and version 2 (add lease_jobs.paused),
-// accept our own, refuse everything else with a clear error.
+// version 4), and opening a file: create the schema in an empty database,
+// upgrade version 1 (add lease_meta), version 2 (add lease_jobs.paused) and
+// version 3 (add lease_jobs.trigger_slot and lease_runs.manual), accept our
+// own, refuse everything else with a clear error.
 //
 // Internal (lease::detail); the layout is documented here for operators who
 // look at a jobs.db with the sqlite3 shell.
 //
-//   lease_schema(version)          one row: the schema version (3)
+//   lease_schema(version)          one row: the schema version (4)
 //   lease_meta(name, value)        facts about the file itself, ms on the
 //                                  store's clock: 'created_at' (when lease
 //                                  created the schema), 'lost_at' (when the
@@ -16,18 +17,28 @@
 //                                  'lost_detected' (1 once a loss was detected,
 //                                  not only a new file quarantined: then a new
 //                                  run of a slot ≤ lost_at + 1 s never starts)
-//   lease_jobs(job, fence, paused) per-job fence counter: +1 on every won
+//   lease_jobs(job, fence, paused, trigger_slot)
+//                                  per-job fence counter: +1 on every won
 //                                  attempt; never pruned, so fences stay
 //                                  unique even after old runs are deleted;
 //                                  paused: 1 while an operator paused the job
-//                                  (no claim of it wins: rules::pause)
+//                                  (no claim of it wins: rules::pause);
+//                                  trigger_slot: an operator's pending
+//                                  trigger, the slot (ms) of the manual run it
+//                                  asks for, NULL when none is pending
+//                                  (rules::trigger)
+//   lease_jobs_triggered           partial index of the pending triggers, so
+//                                  an instance's poll reads those few rows,
+//                                  not every job
 //   lease_runs(job, slot, attempt, token, fence, runner, status, lease_end,
-//              released, handovers)
+//              released, handovers, manual)
 //                                  one row per run with state; key (job, slot)
 //                                  job/token/runner: BLOB (any bytes)
 //                                  slot/lease_end: ms since the Unix epoch
 //                                  status: 0 running, 1 success, 2 failed,
 //                                          3 interrupted
+//                                  manual: 1 if an operator's trigger made
+//                                          the run (claim_reason::manual)
 //   lease_runs_running             partial index of running runs, so the
 //                                  overlap and interrupt checks of a claim
 //                                  touch the few running runs, not the history
@@ -50,20 +61,22 @@
 namespace lease::detail {
 
 /// The schema version this library reads and writes.
-inline constexpr std::int64_t sqlite_schema_version = 3;
+inline constexpr std::int64_t sqlite_schema_version = 4;
 
 inline constexpr const char* sqlite_schema_ddl = R"sql(
 CREATE TABLE lease_schema (version INTEGER NOT NULL);
-INSERT INTO lease_schema (version) VALUES (3);
+INSERT INTO lease_schema (version) VALUES (4);
 CREATE TABLE lease_meta (
   name  TEXT    NOT NULL PRIMARY KEY,
   value INTEGER NOT NULL
 ) WITHOUT ROWID;
 CREATE TABLE lease_jobs (
-  job    BLOB    NOT NULL PRIMARY KEY,
-  fence  INTEGER NOT NULL,
-  paused INTEGER NOT NULL DEFAULT 0
+  job          BLOB    NOT NULL PRIMARY KEY,
+  fence        INTEGER NOT NULL,
+  paused       INTEGER NOT NULL DEFAULT 0,
+  trigger_slot INTEGER
 ) WITHOUT ROWID;
+CREATE INDEX lease_jobs_triggered ON lease_jobs (trigger_slot) WHERE trigger_slot IS NOT NULL;
 CREATE TABLE lease_runs (
   job       BLOB    NOT NULL,
   slot      INTEGER NOT NULL,
@@ -75,6 +88,7 @@ CREATE TABLE lease_runs (
   lease_end INTEGER NOT NULL,
   released  INTEGER NOT NULL,
   handovers INTEGER NOT NULL,
+  manual    INTEGER NOT NULL DEFAULT 0,
   PRIMARY KEY (job, slot)
 ) WITHOUT ROWID;
 CREATE INDEX lease_runs_running ON lease_runs (job, slot) WHERE status = 0;
@@ -98,6 +112,16 @@ ALTER TABLE lease_jobs ADD COLUMN paused INTEGER NOT NULL DEFAULT 0;
 UPDATE lease_schema SET version = 3;
 )sql";
 
+/// Version 3 → 4: an operator's trigger. No job of a version-3 file has a
+/// pending trigger (NULL) and none of its runs was manual (the default):
+/// nothing is rewritten, existing rows read the defaults.
+inline constexpr const char* sqlite_upgrade_3_to_4 = R"sql(
+ALTER TABLE lease_jobs ADD COLUMN trigger_slot INTEGER;
+CREATE INDEX lease_jobs_triggered ON lease_jobs (trigger_slot) WHERE trigger_slot IS NOT NULL;
+ALTER TABLE lease_runs ADD COLUMN manual INTEGER NOT NULL DEFAULT 0;
+UPDATE lease_schema SET version = 4;
+)sql";
+
 /// Names of the schema objects the user put in the file (SQLite's own
 /// sqlite_* objects excluded).
 [[nodiscard]] inline std::vector<std::string> sqlite_object_names(sqlite3* db) {
@@ -108,7 +132,7 @@ UPDATE lease_schema SET version = 3;
   return names;
 }
 
-/// Checks that the file holds lease schema version 1, 2 or 3 with its tables.
+/// Checks that the file holds lease schema version 1, 2, 3 or 4 with its tables.
 /// Returns the version, or 0 if the database is empty (nothing to check:
 /// create it).
 [[nodiscard]] inline std::int64_t sqlite_check_schema(sqlite3* db, std::string_view path) {
@@ -142,15 +166,15 @@ UPDATE lease_schema SET version = 3;
                  "has " + std::to_string(versions.size()) +
                      " rows in lease_schema (lease writes exactly one): the file was changed by "
                      "something else; give the store another path");
-  if (versions[0] != 1 && versions[0] != 2 && versions[0] != sqlite_schema_version)
+  if (versions[0] < 1 || versions[0] > sqlite_schema_version)
     throw_sqlite(sqlite_errc::unknown_schema_version, path,
                  "has lease schema version " + std::to_string(versions[0]) +
                      "; this library reads and writes only version " +
                      std::to_string(sqlite_schema_version) +
-                     " (and upgrades versions 1 and 2): open it with the lease release that wrote it, or give "
+                     " (and upgrades versions 1 to 3): open it with the lease release that wrote it, or give "
                      "the store another path");
-  for (std::string_view t : {"lease_jobs", "lease_runs", "lease_runs_running", "lease_meta"})
-    if (!has(t) && (t != "lease_meta" || versions[0] >= 2))
+  for (std::string_view t : {"lease_jobs", "lease_runs", "lease_runs_running", "lease_meta", "lease_jobs_triggered"})
+    if (!has(t) && (t != "lease_meta" || versions[0] >= 2) && (t != "lease_jobs_triggered" || versions[0] >= 4))
       throw_sqlite(sqlite_errc::unknown_schema_version, path,
                    "says lease schema version " + std::to_string(versions[0]) + " but has no " + std::string(t) +
                        ": the file was changed by something else; give the store another path");
@@ -182,7 +206,7 @@ struct sqlite_opened {
 /// Opens `path` (created if missing; a `file:` URI is accepted, e.g.
 /// `file:jobs.db?mode=ro` for a read-only inspector), sets the busy timeout,
 /// WAL and the sync level, and makes sure the file holds the lease schema
-/// (upgrading version 1). If it creates the schema, it records `created_at`
+/// (upgrading versions 1 to 3). If it creates the schema, it records `created_at`
 /// and, if `lost_at` is set, that lost_at, in the same transaction: no
 /// moment exists at which the new file is visible without them.
 [[nodiscard]] inline sqlite_opened sqlite_open(const std::string& path, std::int64_t busy_timeout_ms, bool durable,
@@ -223,7 +247,7 @@ struct sqlite_opened {
       throw_sqlite(db.get(), SQLITE_READONLY, path,
                    "has no lease schema yet and is opened read-only, so it cannot be created");
     // An older version, read-only: its tables lack what this release's
-    // statements name (lease_meta, the pause column), and it cannot be
+    // statements name (lease_meta, the pause, trigger and manual columns), and it cannot be
     // upgraded here. Say so, rather than fail on "no such column".
     if (read_only)
       throw_sqlite(db.get(), SQLITE_READONLY, path,
@@ -253,6 +277,8 @@ struct sqlite_opened {
           exec(db.get(), sqlite_upgrade_1_to_2, path, "cannot upgrade the lease schema from version 1 to 2");
         if (now_version <= 2)
           exec(db.get(), sqlite_upgrade_2_to_3, path, "cannot upgrade the lease schema from version 2 to 3");
+        if (now_version <= 3)
+          exec(db.get(), sqlite_upgrade_3_to_4, path, "cannot upgrade the lease schema from version 3 to 4");
       }
       exec(db.get(), "COMMIT", path, "cannot commit the lease schema");
     } catch (...) {
