@@ -399,7 +399,7 @@ TEST_CASE("claim_many answers manual claims as claim does, in order") {
   CHECK(s.triggers(jobs).empty());
 }
 
-TEST_CASE("a manual run interrupts only older running runs, not a newer run of the schedule") {
+TEST_CASE("a manual run interrupts older live runs in replace mode but not a newer live run; expired ones of any slot") {
   lease::testing::temp_dir dir;
   lease::fake_clock clock{t0};
   auto s = on_fake_clock(dir.file("jobs.db"), clock);
@@ -419,13 +419,14 @@ TEST_CASE("a manual run interrupts only older running runs, not a newer run of t
   CHECK(won.record.manual);
   CHECK(s.get({"report", t0})->status == run_status::interrupted);           // older: replaced
   CHECK(s.get({"report", slot + 500ms})->status == run_status::running);     // newer: left alone
-  // And an expired newer run is not interrupted by a manual win either.
+  // An expired newer run is interrupted by a manual win: else its takeover
+  // could win beside the manual run (two live leases in skip mode).
   clock.advance(31s);  // every lease above has run out
   const lease::time_point again = s.trigger("report");
   REQUIRE(s.claim(allow(request("report", again + 500ms, "newest"))).outcome == claim_outcome::won);
   clock.advance(31s);  // "newest" expired, still running
   REQUIRE(s.claim(manual({"report", again}, "tok-m2")).outcome == claim_outcome::won);
-  CHECK(s.get({"report", again + 500ms})->status == run_status::running);
+  CHECK(s.get({"report", again + 500ms})->status == run_status::interrupted);
   CHECK(s.get({"report", slot})->status == run_status::interrupted);  // older and expired
 }
 

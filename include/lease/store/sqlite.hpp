@@ -292,9 +292,9 @@ class sqlite_store {
       res.outcome = claim_outcome::paused;
     } else {
       if (manual) answer_trigger(req.run);
-      // Older running runs end here: expired ones because a newer run started
-      // first, live ones too in replace mode (allow leaves them running).
-      // Only older ones: a manual run may be older than runs of the schedule.
+      // Running runs end here: expired ones because a newer run started
+      // first (or, for a manual run, so no takeover wins beside it), older
+      // live ones too in replace mode (allow leaves them running).
       if (blocking.to_interrupt)
         interrupt_older(req.run.job, req.run.slot, at, req.overlap == overlap_mode::replace);
       run_record& r = res.record;
@@ -538,10 +538,12 @@ class sqlite_store {
       "SELECT " LEASE_SQLITE_COLUMNS " FROM lease_runs WHERE job = ?1 AND slot >= ?2 ORDER BY slot LIMIT 2",
       "SELECT " LEASE_SQLITE_COLUMNS " FROM lease_runs INDEXED BY lease_runs_running "
       "WHERE job = ?1 AND status = 0 ORDER BY slot DESC",
-      // Only runs older than the new one (?4): a manual run may be older
-      // than running runs of the schedule, which it leaves alone.
+      // Expired running runs, and in replace mode (?3) live ones older than
+      // the new one (?4): a manual run may be older than running runs of the
+      // schedule; it ends expired ones (their takeover could win beside it)
+      // but leaves newer live ones alone.
       "UPDATE lease_runs INDEXED BY lease_runs_running SET status = 3 "
-      "WHERE job = ?1 AND status = 0 AND slot < ?4 AND (lease_end <= ?2 OR ?3)",
+      "WHERE job = ?1 AND status = 0 AND (lease_end <= ?2 OR (?3 AND slot < ?4))",
       "UPDATE lease_runs SET status = ?3 WHERE job = ?1 AND slot = ?2",
       "SELECT fence FROM lease_jobs WHERE job = ?1",
       // An upsert, not INSERT OR REPLACE: that would reset the job's pause.
@@ -550,9 +552,11 @@ class sqlite_store {
       "UPDATE lease_runs SET attempt = ?3, token = ?4, fence = ?5, runner = ?6, status = 0, "
       "lease_end = ?7, released = 0 WHERE job = ?1 AND slot = ?2",
       // Ended runs beyond the newest ?3 ended ones whose late-claim window
-      // has passed (slot < now - retain - tolerance) — rules::prune.
+      // has passed (slot < now - retain - tolerance), except the run at the
+      // job's pending trigger slot, which answers the trigger — rules::prune.
       "DELETE FROM lease_runs WHERE job = ?1 AND status <> 0 AND slot < ?2 AND slot NOT IN "
-      "(SELECT slot FROM lease_runs WHERE job = ?1 AND status <> 0 ORDER BY slot DESC LIMIT ?3)",
+      "(SELECT slot FROM lease_runs WHERE job = ?1 AND status <> 0 ORDER BY slot DESC LIMIT ?3) "
+      "AND slot IS NOT (SELECT trigger_slot FROM lease_jobs WHERE job = ?1)",
       "UPDATE lease_runs SET lease_end = " LEASE_SQLITE_NOW " + ?4 "
       "WHERE job = ?1 AND slot = ?2 AND token = ?5 AND status = 0 AND released = 0",
       "UPDATE lease_runs SET status = ?3 "
@@ -766,9 +770,10 @@ class sqlite_store {
         out.live = read_record(s);
         return out;
       }
-      // Only older runs end (a manual run may be older than running runs).
+      // Expired runs end, and live ones in replace mode if older (a manual
+      // run may be older than running runs of the schedule).
       const bool older = detail::column_int(s, 1) < ms(req.run.slot);
-      if (older && (!live || replace)) out.to_interrupt = true;
+      if (!live || (replace && older)) out.to_interrupt = true;
     }
     return out;
   }
