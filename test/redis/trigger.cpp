@@ -139,6 +139,16 @@ TEST_CASE("a manual claim without a pending trigger is none and a scheduled run 
   REQUIRE(running.size() == 2);
   CHECK(running[0].manual);  // oldest first
   CHECK_FALSE(running[1].manual);
+  // An overlap names the newest live run, not the one won last.
+  claim_request next = sched;
+  next.run.slot += 1s;
+  next.deadline = next.run.slot;
+  next.token = "next";
+  next.overlap = lease::overlap_mode::skip;
+  clock.advance(1s);
+  const auto overlap = s.claim(next);
+  REQUIRE(overlap.outcome == claim_outcome::overlap);
+  CHECK(overlap.record.slot == sched.run.slot);
   const auto jobs = s.list_jobs();
   REQUIRE(jobs.size() == 1);
   CHECK_FALSE(jobs[0].trigger);
