@@ -242,3 +242,30 @@ TEST_CASE("a redis trigger listener whose server stops answering notices by a pi
   CHECK(wait_for([&] { return heard.count("") >= 2; }, 10s));
   CHECK(watcher.trigger_listener_connects() >= 2);
 }
+
+TEST_CASE("a redis run record written before the manual flag existed reads as not manual and keeps working") {
+  lease::testing::redis_server srv;
+  lease::fake_clock clock{time_point{lease::duration{1'700'000'000'000}}};
+  const std::string prefix = lease::testing::fresh_prefix("old");
+  auto s = store_at(srv.url(), prefix, clock);
+  // An 8-field record, as an earlier version wrote it: {attempt, token,
+  // fence, runner, status, lease_end, released, handovers}.
+  const std::string slot = std::to_string(clock.now().time_since_epoch().count());
+  const std::string end = std::to_string((clock.now() + 30s).time_since_epoch().count());
+  auto w = srv.command({"EVAL",
+                        "redis.call('HSET', KEYS[1], ARGV[1], cmsgpack.pack({1, 'old', 5, 'r', 0, tonumber(ARGV[2]), 0, 0}))",
+                        "1", lease::detail::redis::keys_for(prefix, "j").runs, slot, end});
+  REQUIRE(w->type != REDIS_REPLY_ERROR);
+  const lease::run_key run{"j", clock.now()};
+  auto rec = s.get(run);
+  REQUIRE(rec);
+  CHECK(rec->token == "old");
+  CHECK_FALSE(rec->manual);
+  CHECK(s.heartbeat(run, "old", 10s));
+  CHECK(s.finish(run, "old", lease::run_status::success));
+  rec = s.get(run);
+  REQUIRE(rec);
+  CHECK(rec->status == lease::run_status::success);
+  CHECK_FALSE(rec->manual);
+  CHECK(s.list_runs("j", 5).size() == 1);
+}
