@@ -19,9 +19,9 @@ namespace lease {
 
 /// The kinds of event (doc/protocol.md says when each happens).
 enum class event_kind : std::uint8_t {
-  won,          ///< this instance won a scheduled claim and starts the handler
+  won,          ///< this instance won a scheduled claim, or a manual one (an operator's trigger: the message says "manual run"), and starts the handler
   backup,       ///< another instance runs it; this one watches the lease
-  skip,         ///< not started: an earlier run of the job holds a live lease (overlap), or it already ended
+  skip,         ///< not started: an earlier run of the job holds a live lease (overlap; a trigger: dropped in skip mode, waits in buffer_one), or it already ended
   late,         ///< not started: the claim reached the store after deadline + 10 s, or could not be sent in time
   superseded,   ///< not started: a newer run of the job already has state
   takeover,     ///< this instance won the next attempt of a run whose runner stopped renewing
@@ -35,7 +35,7 @@ enum class event_kind : std::uint8_t {
   store_error,  ///< a store call failed; the message says what the scheduler does about it
   early,        ///< not started yet: the slot is still in the store's future (this instance's clock runs ahead); claimed again at the store's time
   store_notice, ///< the store said something an operator should know (durability settings, a detected loss of state)
-  paused,       ///< not started: the job is paused in the store (an operator's pause); it runs again from the first slot after a resume
+  paused,       ///< not started: the job is paused in the store (an operator's pause); it runs again from the first slot after a resume (a trigger is dropped)
 };
 
 [[nodiscard]] constexpr std::string_view to_string(event_kind k) noexcept {

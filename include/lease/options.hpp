@@ -27,6 +27,7 @@ namespace lease {
 ///   catch_up, max_late                   ≤ 366 days    (window_limit)
 ///   claim_jitter, catch_up_jitter,
 ///   stop_timeout                         ≤ 1 day       (delay_limit)
+///   trigger_poll                         > 0 and ≤ 1 day
 ///
 /// They are far above any sensible setting (a yearly job can still catch up
 /// or be late by a year) and far below overflow: every sum the scheduler, the
@@ -49,6 +50,11 @@ struct options {
   duration stop_timeout{10'000};         ///< how long stop() waits for handlers
   std::string instance{};                ///< this instance's id; empty means hostname:pid
   std::uint64_t seed = 0;                ///< random seed for jitter and tokens; 0 means random
+  /// How often an instance asks a TriggerStore that cannot push
+  /// (not a PushTriggerStore, e.g. SQLite) for operators' pending triggers of
+  /// its jobs: one store call per instance per interval, even when idle, and
+  /// a trigger is picked up within it. A store that pushes is never polled.
+  duration trigger_poll{1'000};
 
   /// Largest lease validated() accepts: 1 day.
   static constexpr duration lease_limit{86'400'000};
@@ -96,6 +102,11 @@ struct options {
     in_range("catch_up_jitter", catch_up_jitter, delay_limit, "1 day",
              "it delays every catch-up claim by up to that much");
     in_range("stop_timeout", stop_timeout, delay_limit, "1 day", "stop() may block that long");
+    if (trigger_poll <= duration::zero())
+      fail("trigger_poll must be positive (it is " + ms(trigger_poll) +
+           "): it is how often a store that cannot push is asked for pending triggers");
+    in_range("trigger_poll", trigger_poll, delay_limit, "1 day",
+             "an operator's trigger may wait that long before an instance picks it up");
     return o;
   }
 };

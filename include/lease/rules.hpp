@@ -34,6 +34,8 @@ struct job_state {
   /// it): the slot of the manual run it asks for, the store's clock when it
   /// was asked.
   std::optional<time_point> trigger;
+  /// Which instances registered the job, by instance id (register_jobs()).
+  std::map<std::string, job_registration, std::less<>> registrations;
   friend bool operator==(const job_state&, const job_state&) = default;
 };
 
@@ -75,6 +77,7 @@ inline std::uint64_t next_fence(std::uint64_t last, time_point now) {
 /// Deletes ended runs beyond the newest `history_size`, but never one that a
 /// new claim could still ask for (store-now ≤ slot + retain + tolerance):
 /// a late claim must find the state, not win a run that already happened.
+/// Nor the run at the job's pending trigger slot, which answers the trigger.
 inline void prune(job_state& js, std::uint32_t history_size, duration retain, time_point now) {
   std::uint32_t ended_kept = 0;
   for (auto it = js.runs.end(); it != js.runs.begin();) {
@@ -86,6 +89,10 @@ inline void prune(job_state& js, std::uint32_t history_size, duration retain, ti
       continue;
     }
     if (now <= r.slot + retain + late_tolerance) continue;
+    // The run at a pending trigger's slot answers that trigger (a manual
+    // claim of it finds the run): deleting it would let the trigger start a
+    // second run of the same slot.
+    if (js.trigger == r.slot) continue;
     it = js.runs.erase(it);
   }
 }
@@ -335,6 +342,69 @@ inline std::vector<run_key> triggers(const run_table& t, std::span<const std::st
   return out;
 }
 
+/// Pauses `job` and hands over every running, unreleased run of it, as its
+/// runner's release() would (doc/store-rules.md, "Pause and resume": stop).
+/// Returns how many runs it handed over. While the job is paused no takeover
+/// wins them; after a resume a takeover wins each as its next attempt.
+inline std::size_t stop(run_table& t, std::string_view job, time_point now) {
+  (void)pause(t, job, now);
+  std::size_t stopped = 0;
+  for (auto& [slot, r] : t.jobs.find(job)->second.runs) {
+    if (r.status != run_status::running || r.released) continue;
+    r.lease_end = now;
+    r.released = true;
+    ++r.handovers;
+    ++stopped;
+  }
+  return stopped;
+}
+
+/// Upserts each registration (doc/store-rules.md, "Registration and purge"):
+/// its schedule and zone as given, last_seen = now. A job that never ran can
+/// be registered (its state is created).
+inline void register_jobs(run_table& t, std::span<const job_registration> regs, time_point now) {
+  for (const auto& reg : regs) {
+    auto j = t.jobs.find(reg.job);
+    if (j == t.jobs.end()) j = t.jobs.emplace(reg.job, job_state{}).first;
+    job_registration& r = j->second.registrations[reg.instance];
+    r = reg;
+    r.last_seen = now;
+  }
+}
+
+/// Deletes every trace of `job` unless an instance registered it within
+/// `unseen_for` (answer `registered`, with the newest registration), a run
+/// of it is live (answer `running`, with the newest live run), or store-now
+/// in ms is not yet past its fence (answer `too_soon`).
+inline purge_result purge(run_table& t, std::string_view job, duration unseen_for, time_point now) {
+  purge_result res;
+  auto j = t.jobs.find(job);
+  if (j == t.jobs.end()) return res;  // not_found
+  const job_state& js = j->second;
+  for (const auto& [id, reg] : js.registrations)
+    if (now - reg.last_seen < unseen_for && (!res.instance || reg.last_seen > res.instance->last_seen)) res.instance = reg;
+  if (res.instance) {
+    res.outcome = purge_outcome::registered;
+    return res;
+  }
+  for (auto it = js.runs.rbegin(); it != js.runs.rend(); ++it) {
+    if (it->second.live(now)) {
+      res.outcome = purge_outcome::running;
+      res.run = it->second;
+      return res;
+    }
+  }
+  // Its fence goes with it: the next won attempt's fence is store-now in ms,
+  // which must be above the last one.
+  if (const auto ms = now.time_since_epoch().count(); ms <= 0 || static_cast<std::uint64_t>(ms) <= js.fence) {
+    res.outcome = purge_outcome::too_soon;
+    return res;
+  }
+  t.jobs.erase(j);
+  res.outcome = purge_outcome::purged;
+  return res;
+}
+
 /// Whether `job` is paused.
 inline bool paused(const run_table& t, std::string_view job) {
   auto j = t.jobs.find(job);
@@ -361,18 +431,19 @@ inline std::optional<run_record> get(const run_table& t, const run_key& k) {
 }
 
 /// Every job the table holds state for — a fence (an attempt was won), a
-/// pause, a pending trigger, or a run — ordered by name (bytewise), each with its newest run.
+/// pause, a pending trigger, a run, or a registration — ordered by name (bytewise), each with its newest run.
 /// A job whose only state was a pause that was lifted before it ever ran
 /// holds nothing an operator could act on, and is not listed.
 inline std::vector<stored_job> list_jobs(const run_table& t) {
   std::vector<stored_job> out;
   for (const auto& [name, js] : t.jobs) {
-    if (js.fence == 0 && !js.paused && !js.trigger && js.runs.empty()) continue;
+    if (js.fence == 0 && !js.paused && !js.trigger && js.runs.empty() && js.registrations.empty()) continue;
     stored_job j;
     j.name = name;
     j.fence = js.fence;
     j.paused = js.paused;
     j.trigger = js.trigger;
+    for (const auto& [id, reg] : js.registrations) j.instances.push_back(reg);
     if (!js.runs.empty()) j.last_run = js.runs.rbegin()->second;
     out.push_back(std::move(j));
   }

@@ -34,8 +34,14 @@ struct run_context {
   std::stop_token stop;
   /// The attempt's lease as this instance sees it (set by the scheduler).
   std::shared_ptr<const detail::attempt_lease> lease_state{};
+  /// A manual run: an operator's trigger asked for it ("trigger now"), not
+  /// the schedule. Also true for a later attempt of it (a takeover, whose
+  /// `reason` is takeover); `slot` is then the trigger's time.
+  bool manual = false;
 
   [[nodiscard]] run_key run() const { return {job, slot}; }
+  /// Whether this attempt is of a manual run (see `manual`).
+  [[nodiscard]] bool is_manual() const noexcept { return manual; }
   /// True while this attempt's lease is certainly still held: less than
   /// lease − margin of monotonic time has passed since the send of its last
   /// acknowledged heartbeat (or of its claim), and the store has not refused

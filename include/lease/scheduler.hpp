@@ -12,6 +12,7 @@
 //   scheduler/catch_up.hpp   start(): what was missed or left running
 //   scheduler/attempts.hpp   running an attempt: heartbeats, self-abort, finish
 //   scheduler/stopping.hpp   stop(): hand-over, abandon at the timeout
+//   scheduler/triggers.hpp   an operator's "trigger now": picked up, claimed as manual
 //   scheduler/lease_guard.hpp     the watchdog that stops a handler on time
 //   scheduler/store_faults.hpp    store faults as episodes, not floods
 //
@@ -191,6 +192,25 @@ class scheduler {
     return true;
   }
 
+  /// An operator's "trigger now" (doc/protocol.md "Trigger now"): asks the
+  /// store for one manual run of job `name` now, outside its schedule, and
+  /// returns that run's slot (the store's clock at the request; while a
+  /// trigger of the job is pending, the pending one's: a second call asks
+  /// nothing more). The run is claimed like a slot, with reason `manual`, by
+  /// every instance that has the job, this one at once: exactly one of them
+  /// runs it, subject to the job's overlap mode, and a pause drops it. Its
+  /// handler sees run_context::manual; its history entry run_record::manual.
+  /// Needs a store that models TriggerStore (a compile-time error
+  /// otherwise); an operator's tool without an instance calls the store's
+  /// trigger(job) itself. Throws std::invalid_argument if this instance has
+  /// no job `name`, std::logic_error once stop() was called, and the store's
+  /// store_error if the request failed (then nothing may have been asked:
+  /// calling again is safe, a pending trigger is not doubled). Real mode: the
+  /// loop thread asks the store (the caller waits, at most its current step
+  /// and one round trip); deterministic mode: the caller does, and the next
+  /// poll() claims it. Thread-safety: as add().
+  time_point trigger(std::string_view name);
+
   /// This instance's own view of its jobs, in the order added: schedule as
   /// registered, settings in force, next slot, attempts running and runs
   /// watched here now. No store call. Real mode: the loop thread answers
@@ -272,6 +292,10 @@ class scheduler {
     /// Bumped by a remove only: a recover timer of an earlier life is stale.
     /// (Not by an upsert, which must not cancel the start's catch-up.)
     std::uint64_t life = 0;
+    /// buffer_one: a manual run (its trigger's slot) refused as an overlap,
+    /// and the run it waits for; claimed again when that run ends.
+    std::optional<std::pair<time_point, run_key>> manual_buffered;
+    std::optional<time_point> manual_told;  // the trigger whose wait was said (once, not at every re-claim)
   };
   /// A scheduled or catch-up claim, kept (same token) until answered or too late.
   struct pending_claim {
@@ -399,6 +423,17 @@ class scheduler {
   void after_attempt(std::uint32_t j);
   void release_buffer(std::uint32_t j);
 
+  // triggers.hpp
+  time_point apply_trigger(const std::string& name);
+  void start_triggers();
+  void on_trigger_poll(std::uint64_t retry);
+  bool poll_triggers(const std::vector<std::string>& only);
+  void take_trigger(std::uint32_t j, const run_key& run);
+  void follow_manual_runs(const std::string& name);
+  bool defer_manual(const pending_claim& pc) const;
+  void manual_overlap(std::uint32_t j, const claim_request& req, const run_record& blocking);
+  void release_manual(std::uint32_t j);
+
   // stopping.hpp
   void begin_stop(duration timeout);
   void on_stop_deadline();
@@ -433,6 +468,8 @@ class scheduler {
   std::mt19937_64 rng_;
   std::shared_ptr<detail::inbox> inbox_;
   bool listening_ = false;  // a PushStore calls our listener (start() to stop())
+  bool listening_triggers_ = false;  // a PushTriggerStore calls our listener (start() to stop())
+  std::uint32_t trigger_tries_ = 0;  // trigger polls failed in a row (a PushTriggerStore retries them)
 
   std::vector<job> jobs_;  // loop-owned after start(); a removed job stays, marked
   std::map<std::string, std::uint32_t, std::less<>> job_index_;  // loop-owned: name → index in jobs_
@@ -487,3 +524,4 @@ class scheduler {
 #include "lease/scheduler/claims.hpp"
 #include "lease/scheduler/loop.hpp"
 #include "lease/scheduler/stopping.hpp"
+#include "lease/scheduler/triggers.hpp"

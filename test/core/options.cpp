@@ -253,3 +253,16 @@ TEST_CASE("Options either are rejected naming a broken option, or no time comput
     check(heartbeat_alone);
   });
 }
+
+TEST_CASE("trigger_poll must be positive and at most 1 day; each refusal names it") {
+  options o;
+  REQUIRE(o.validated().trigger_poll == 1s);  // the default: one poll per instance per second (SQLite)
+  o.trigger_poll = 0ms;  // would poll in a busy loop
+  REQUIRE_THROWS_WITH(o.validated(), Contains("trigger_poll must be positive (it is 0 ms)"));
+  o.trigger_poll = -1ms;
+  REQUIRE_THROWS_WITH(o.validated(), Contains("trigger_poll must be positive"));
+  o.trigger_poll = options::delay_limit;
+  REQUIRE_NOTHROW(o.validated());
+  o.trigger_poll += 1ms;
+  REQUIRE_THROWS_WITH(o.validated(), Contains("trigger_poll must be at most 1 day"));
+}

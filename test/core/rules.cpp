@@ -639,3 +639,78 @@ TEST_CASE("list_jobs shows a pending trigger and list_runs marks a manual run") 
   REQUIRE(runs.size() == 1);
   CHECK(runs[0].manual);
 }
+
+// Stop (a pause that hands over the runs in progress), registration and purge.
+
+TEST_CASE("stop pauses the job and hands over its runs in progress; they stay stopped until a resume") {
+  cluster c;
+  const auto won = c.claim(t0, "api-1");
+  REQUIRE(won.outcome == claim_outcome::won);
+  CHECK(c.store.stop("report") == 1);
+  CHECK(c.store.paused("report"));
+  const auto rec = c.store.get({"report", t0});
+  CHECK(rec->released);
+  CHECK(rec->handovers == 1);
+  CHECK(rec->lease_end == t0);
+  CHECK_FALSE(c.store.heartbeat({"report", t0}, won.record.token, 30s));  // the runner learns it here
+  CHECK(c.claim(t0, "api-2", lease::claim_reason::takeover).outcome == claim_outcome::paused);  // stays stopped
+  CHECK(c.store.stop("report") == 0);  // nothing left to hand over
+  REQUIRE(c.store.resume("report"));
+  const auto take = c.claim(t0, "api-2", lease::claim_reason::takeover);
+  CHECK(take.outcome == claim_outcome::won);
+  CHECK(take.record.attempt == 2);  // the handover is not charged against max_attempts
+}
+
+TEST_CASE("registrations list which instances have a job, its schedule and zone, and when each was last seen") {
+  cluster c;
+  const lease::job_registration a{"report", "api-1", "0 6 * * *", "Europe/Paris", {}};
+  const lease::job_registration b{"report", "api-2", "0 6 * * *", "Europe/Paris", {}};
+  c.store.register_jobs(std::vector{a, b});
+  c.clock.advance(60s);
+  c.store.register_jobs(std::vector{a});
+  const auto jobs = c.store.list_jobs();
+  REQUIRE(jobs.size() == 1);  // a job that never ran is listed by its registrations
+  REQUIRE(jobs[0].instances.size() == 2);
+  CHECK(jobs[0].instances[0].instance == "api-1");
+  CHECK(jobs[0].instances[0].last_seen == t0 + 60s);
+  CHECK(jobs[0].instances[1].instance == "api-2");
+  CHECK(jobs[0].instances[1].last_seen == t0);
+  CHECK(jobs[0].instances[1].schedule == "0 6 * * *");
+  CHECK(jobs[0].instances[1].zone == "Europe/Paris");
+}
+
+TEST_CASE("purge deletes a job no instance registered for a while, and refuses while one did or a run is live") {
+  cluster c;
+  CHECK(c.store.purge("report", 1h).outcome == lease::purge_outcome::not_found);
+  const auto won = c.claim(t0, "api-1");
+  c.store.register_jobs(std::vector{lease::job_registration{"report", "api-1", "every 1h", "", {}}});
+  c.clock.advance(10s);
+  auto r = c.store.purge("report", 1h);
+  CHECK(r.outcome == lease::purge_outcome::registered);
+  REQUIRE(r.instance);
+  CHECK(r.instance->instance == "api-1");
+  r = c.store.purge("report", 5s);  // api-1 unseen for 10 s, but its run still holds a lease
+  CHECK(r.outcome == lease::purge_outcome::running);
+  CHECK(r.run == c.store.get({"report", t0}));
+  REQUIRE(c.store.finish({"report", t0}, won.record.token, run_status::success));
+  REQUIRE(c.store.pause("report"));
+  (void)c.store.trigger("report");
+  CHECK(c.store.purge("report", 5s).outcome == lease::purge_outcome::purged);
+  CHECK(c.store.list_jobs().empty());  // runs, pause, trigger and registrations gone
+  CHECK_FALSE(c.store.paused("report"));
+  CHECK_FALSE(c.store.get({"report", t0}));
+  // A later attempt of the job still gets a fence above every earlier one.
+  c.clock.advance(1ms);
+  const auto again = c.claim(t0 + 10s, "api-2");
+  REQUIRE(again.outcome == claim_outcome::won);
+  CHECK(again.record.fence > won.record.fence);
+}
+
+TEST_CASE("purge waits until the store's clock is past the job's last fence, so fences never repeat") {
+  cluster c;
+  const auto won = c.claim(t0, "api-1");
+  REQUIRE(c.store.finish({"report", t0}, won.record.token, run_status::success));
+  CHECK(c.store.purge("report", 0s).outcome == lease::purge_outcome::too_soon);  // same millisecond
+  c.clock.advance(1ms);
+  CHECK(c.store.purge("report", 0s).outcome == lease::purge_outcome::purged);
+}

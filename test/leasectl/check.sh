@@ -51,20 +51,22 @@ lc --store "$URL" pause report
 expect "pause again" 0 'job report was already paused: no claim of it wins on any instance until `leasectl resume report`'
 
 lc --store "$URL" jobs
-expect "jobs" 0 "NAME     PAUSED  FENCE          LAST SLOT                 LAST STATUS  RUNNER  ATTEMPT
-cleanup  no      <ms>  <time>  failed       api-3   1
-report   yes     <ms>  <time>  running      api-2   2"
+# (Registered in one call: which of api-1 and api-2 was seen last may differ by a millisecond.)
+out=$(sed -E 's/api-[12] [0-9] s ago/<seen>/' <<<"$out")
+expect "jobs" 0 "NAME     SCHEDULE                PAUSED  TRIGGERED  LAST SLOT                 LAST STATUS  RUNNER  ATTEMPT  INSTANCES
+cleanup  every 60s               no      -          <time>  failed       api-3   1        1, api-3 0 s ago
+report   0 6 * * * Europe/Paris  yes     -          <time>  running      api-2   2        2, <seen>"
 
 lc --store "$URL" jobs --json
 expect "jobs --json" 0 '[
- {"name":"cleanup","paused":false,"fence":<ms>,"last_run":{"job":"cleanup","slot":"<time>","slot_ms":<ms>,"status":"failed","attempt":1,"handovers":0,"runner":"api-3","fence":<ms>,"lease_end":"<time>","lease_end_ms":<ms>,"released":false}},
- {"name":"report","paused":true,"fence":<ms>,"last_run":{"job":"report","slot":"<time>","slot_ms":<ms>,"status":"running","attempt":2,"handovers":1,"runner":"api-2","fence":<ms>,"lease_end":"<time>","lease_end_ms":<ms>,"released":false}}
+ {"name":"cleanup","paused":false,"trigger":null,"fence":<ms>,"last_run":{"job":"cleanup","slot":"<time>","slot_ms":<ms>,"manual":false,"status":"failed","attempt":1,"handovers":0,"runner":"api-3","fence":<ms>,"lease_end":"<time>","lease_end_ms":<ms>,"released":false},"instances":[{"instance":"api-3","schedule":"every 60s","zone":"","last_seen":"<time>","last_seen_ms":<ms>}]},
+ {"name":"report","paused":true,"trigger":null,"fence":<ms>,"last_run":{"job":"report","slot":"<time>","slot_ms":<ms>,"manual":false,"status":"running","attempt":2,"handovers":1,"runner":"api-2","fence":<ms>,"lease_end":"<time>","lease_end_ms":<ms>,"released":false},"instances":[{"instance":"api-1","schedule":"0 6 * * *","zone":"Europe/Paris","last_seen":"<time>","last_seen_ms":<ms>},{"instance":"api-2","schedule":"0 6 * * *","zone":"Europe/Paris","last_seen":"<time>","last_seen_ms":<ms>}]}
 ]'
 
 lc --store "$URL" runs report
-expect "runs report" 0 "SLOT                      STATUS   ATTEMPT  HANDOVERS  RUNNER  FENCE          LEASE END                 RELEASED
-<time>  running  2        1          api-2   <ms>  <time>  no
-<time>  success  1        0          api-1   <ms>  <time>  no"
+expect "runs report" 0 "SLOT                      BY        STATUS   ATTEMPT  HANDOVERS  RUNNER  FENCE          LEASE END                 RELEASED
+<time>  schedule  running  2        1          api-2   <ms>  <time>  no
+<time>  schedule  success  1        0          api-1   <ms>  <time>  no"
 # Newest first: the running run's slot is the later one.
 slots=$("$L" --store "$URL" runs report --json | grep -oE '"slot_ms":[0-9]+' | cut -d: -f2 | tr '\n' ' ')
 read -r s1 s2 <<<"$slots"
@@ -72,8 +74,16 @@ read -r s1 s2 <<<"$slots"
 
 lc --store "$URL" runs report --limit 1 --json
 expect "runs report --limit 1 --json" 0 '[
- {"job":"report","slot":"<time>","slot_ms":<ms>,"status":"running","attempt":2,"handovers":1,"runner":"api-2","fence":<ms>,"lease_end":"<time>","lease_end_ms":<ms>,"released":false}
+ {"job":"report","slot":"<time>","slot_ms":<ms>,"manual":false,"status":"running","attempt":2,"handovers":1,"runner":"api-2","fence":<ms>,"lease_end":"<time>","lease_end_ms":<ms>,"released":false}
 ]'
+
+lc --store "$URL" watch --count 2 --interval 50
+expect "watch" 0 "<time>  job report is paused: no claim of it wins
+<time>  job cleanup slot <time>: failed (attempt 1 by api-3, fence <ms>)
+<time>  job report slot <time>: running (attempt 2 by api-2, fence <ms>)"
+lc --store "$URL" watch report --count 1
+expect "watch report" 0 "<time>  job report slot <time>: success (attempt 1 by api-1, fence <ms>)
+<time>  job report slot <time>: running (attempt 2 by api-2, fence <ms>)"
 
 lc --store "$URL" resume report
 expect "resume" 0 "job report resumed: its next slot is claimed as usual"
@@ -81,13 +91,42 @@ expect "resume" 0 "job report resumed: its next slot is claimed as usual"
 lc --store "$URL" resume report --json
 expect "resume again --json" 0 '{"job":"report","paused":false,"changed":false}'
 lc --store "$URL" jobs
-[[ $rc == 0 && $out == *"report   no "* ]] || fail "jobs after resume: report not shown as running: $out"
+[[ $rc == 0 && $out == *"Europe/Paris  no "* ]] || fail "jobs after resume: report not shown as resumed: $out"
+
+# Trigger: one request (a second one is the same), claimed by exactly one
+# instance as a manual run, which its history shows.
+lc --store "$URL" trigger cleanup
+expect "trigger" 0 'job cleanup triggered: one instance that has it runs it once, as a manual run of slot <time> (`leasectl runs cleanup` shows it)'
+lc --store "$URL" trigger cleanup --json
+expect "trigger again --json" 0 '{"job":"cleanup","trigger":"<time>","trigger_ms":<ms>,"changed":false,"paused":false,"ever_ran":true}'
+lc --store "$URL" jobs
+[[ $rc == 0 && $out == *"every 60s               no      <time>  "* ]] || fail "jobs after trigger: cleanup's pending trigger not shown: $out"
+[[ $("$SEED" "$URL" claim-trigger cleanup) == won ]] || fail "an instance's claim of cleanup's trigger did not win"
+[[ $("$SEED" "$URL" claim-trigger cleanup) == none ]] || fail "a second instance found cleanup's trigger still pending"
+lc --store "$URL" runs cleanup --limit 1
+expect "runs of a manual run" 0 "SLOT                      BY      STATUS   ATTEMPT  HANDOVERS  RUNNER  FENCE          LEASE END                 RELEASED
+<time>  manual  running  1        0          api-9   <ms>  <time>  no"
+
+# Stop: report paused and its two live runs (the seeded takeover, and the
+# slot api-9 won after the resume) handed over; then purged, which needs no
+# live run and no registration within --unseen-for; cleanup's is too recent.
+lc --store "$URL" stop report
+expect "stop" 0 'job report stopped: paused, and 2 runs in progress handed over (each runner stops its handler at its next heartbeat); no instance takes them over or starts a slot until `leasectl resume report`'
+[[ $("$SEED" "$URL" claim report) == paused ]] || fail "an instance's claim of report was not refused after stop"
+lc --store "$URL" purge cleanup --unseen-for 1h
+expect_err "purge of a job registered recently" 5 "not purged: instance api-3 registered job cleanup 0 s ago \(schedule every 60s\), within --unseen-for 3600 s"
+lc --store "$URL" purge report --unseen-for 0
+expect "purge" 0 "job report purged: its runs, fence, pause, trigger and registrations are gone"
+lc --store "$URL" runs report
+expect_err "runs of a purged job" 4 "has no state for job 'report'"
+lc --store "$URL" purge report --unseen-for 0
+expect_err "purge of a purged job" 4 "nothing to purge"
 
 lc --store "$URL" runs nosuch
 expect_err "runs of a missing job" 4 "has no state for job 'nosuch'"
 if [[ $URL == *://* ]]; then  # another key prefix or schema: other instances' jobs, none here
   lc --store "$URL" --namespace other jobs
-  expect "jobs in another namespace" 0 "NAME  PAUSED  FENCE  LAST SLOT  LAST STATUS  RUNNER  ATTEMPT"
+  expect "jobs in another namespace" 0 "NAME  SCHEDULE  PAUSED  TRIGGERED  LAST SLOT  LAST STATUS  RUNNER  ATTEMPT  INSTANCES"
 fi
 
 # Errors: a bad URL, usage errors, a missing file.
@@ -104,6 +143,10 @@ expect_err "--limit 0" 2 "limit"
 lc --store "$tmp/no-such.db" jobs
 expect_err "a missing SQLite file" 1 "no SQLite file at"
 [[ ! -e $tmp/no-such.db ]] || fail "leasectl created $tmp/no-such.db"
+: >"$tmp/empty.db"
+lc --store "$tmp/empty.db" jobs
+expect_err "an empty SQLite file" 1 "is empty: no instance has used it as a store"
+[[ ! -s $tmp/empty.db ]] || fail "leasectl wrote into the empty file $tmp/empty.db"
 
 # A password in the URL is never printed: an unreachable server (exit 1),
 # and this store's own URL with a password added (Redis: AUTH fails on a

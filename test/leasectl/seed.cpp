@@ -6,23 +6,35 @@
 // `leasectl_seed URL claim JOB`: an instance's claim of JOB's slot now;
 // prints its outcome ("won", "paused", …): what a pause does to instances.
 // (Overlap allowed: report's seeded run is still live.)
+//
+// `leasectl_seed URL claim-trigger JOB`: an instance's manual claim of JOB's
+// pending trigger; prints its outcome ("won"; "none" once it was answered).
 #include <cstdio>
 #include <exception>
 #include <string>
+#include <type_traits>
 
 #include "leasectl/store_url.hpp"
 #include "seed.hpp"
 
 int main(int argc, char** argv) {
-  if (argc != 2 && !(argc == 4 && std::string(argv[2]) == "claim")) {
-    std::fprintf(stderr, "usage: leasectl_seed URL [claim JOB]\n");
+  const std::string verb = argc == 4 ? argv[2] : "";
+  if (argc != 2 && !(argc == 4 && (verb == "claim" || verb == "claim-trigger"))) {
+    std::fprintf(stderr, "usage: leasectl_seed URL [claim JOB | claim-trigger JOB]\n");
     return 1;
   }
   const auto act = [&](auto& s) {
-    if (argc == 4)
+    if (verb == "claim") {
       std::printf("%s\n", leasectl_test::claim_now(s, argv[3]).c_str());
-    else
+    } else if (verb == "claim-trigger") {
+      if constexpr (lease::TriggerStore<std::remove_cvref_t<decltype(s)>> &&
+                    lease::InspectStore<std::remove_cvref_t<decltype(s)>>)
+        std::printf("%s\n", leasectl_test::claim_trigger(s, argv[3]).c_str());
+      else
+        std::printf("not a TriggerStore\n");
+    } else {
       leasectl_test::seed(s);
+    }
   };
   try {
     const auto spec = leasectl::parse_store_url(argv[1]);

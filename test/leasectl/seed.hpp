@@ -7,6 +7,9 @@
 //                            attempt 2 by api-2 (a takeover), running
 //   cleanup  slot now−60 s:  attempt 1 by api-3, failed
 //
+// and, on a RegistryStore, registrations: report by api-1 and api-2
+// ("0 6 * * *", Europe/Paris), cleanup by api-3 ("every 60s", no zone).
+//
 // now is the store's clock floored to the second. Throws runtime_error when
 // a claim, finish or release does not answer as the rules say.
 #pragma once
@@ -16,6 +19,7 @@
 #include <string>
 
 #include <lease/run.hpp>
+#include <lease/store/inspect.hpp>
 
 namespace leasectl_test {
 
@@ -46,6 +50,12 @@ void seed(S& s) {
   claim("report", b, "api-2", "t3", lease::claim_reason::takeover);
   claim("cleanup", b, "api-3", "t4", lease::claim_reason::scheduled);
   if (!s.finish({"cleanup", b}, "t4", lease::run_status::failed)) fail("finish of cleanup failed");
+  if constexpr (lease::RegistryStore<S>) {
+    const lease::job_registration regs[] = {{"report", "api-1", "0 6 * * *", "Europe/Paris", {}},
+                                            {"report", "api-2", "0 6 * * *", "Europe/Paris", {}},
+                                            {"cleanup", "api-3", "every 60s", "", {}}};
+    s.register_jobs(regs);
+  }
 }
 
 /// An instance's claim of `job`'s slot now (overlap allowed: report's seeded
@@ -59,6 +69,36 @@ std::string claim_now(S& s, const std::string& job) {
   r.overlap = lease::overlap_mode::allow;  // report's running run does not stand in the way
   r.deadline = r.run.slot + std::chrono::seconds(60);
   return std::string(lease::to_string(s.claim(r).outcome));
+}
+
+/// An instance's claim of `job`'s pending trigger (claim_reason::manual), or
+/// of the slot it had when there is none; its outcome. Remembers the slot in
+/// the run key it claims, so a second call claims the same trigger.
+template <class S>
+std::string claim_trigger(S& s, const std::string& job) {
+  lease::claim_request r;
+  const std::string asked[] = {job};
+  const auto pending = s.triggers(asked);
+  // No pending trigger: claim the newest run's slot (the trigger's run, if
+  // one won): answered none, running or finished, never a second run.
+  if (!pending.empty()) {
+    r.run = pending.front();
+  } else {
+    const auto runs = s.list_runs(job, 1);
+    if (runs.empty()) return "no trigger";
+    r.run = runs.front().key();
+    if (!runs.front().manual) return "none";
+  }
+  r.runner = "api-9";
+  r.token = "t-manual";
+  r.reason = lease::claim_reason::manual;
+  r.lease = lease::duration{600'000};
+  r.overlap = lease::overlap_mode::allow;
+  const auto res = s.claim(r);
+  // A second instance's claim of the trigger's run finds it running: that
+  // trigger is not pending any more, which is what the caller asks.
+  if (pending.empty() && res.outcome == lease::claim_outcome::running) return "none";
+  return std::string(lease::to_string(res.outcome));
 }
 
 }  // namespace leasectl_test

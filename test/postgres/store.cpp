@@ -657,7 +657,7 @@ TEST_CASE("a schema with a version this library does not know is a clear error")
     FAIL("a newer schema was used");
   } catch (const lease::store_error& e) {
     CHECK(e.code() == lease::errc::corrupt);
-    CHECK(std::string(e.what()).find("has lease schema version '99', this library knows version 4") !=
+    CHECK(std::string(e.what()).find("has lease schema version '99', this library knows version 5") !=
           std::string::npos);
   }
 }
@@ -792,7 +792,7 @@ $f$;
 
 }  // namespace
 
-TEST_CASE("a version 1 schema with live runs is migrated to version 4 at the first connect, and its runs carry on") {
+TEST_CASE("a version 1 schema with live runs is migrated to version 5 at the first connect, and its runs carry on") {
   const std::string schema = lease::testing::fresh_schema("v1");
   // The layout and the claim function as version 1 of this library made them, and a run won through it.
   srv().sql(lease::detail::postgres::in_schema(lease::detail::postgres::create_v1, schema) +
@@ -805,7 +805,7 @@ TEST_CASE("a version 1 schema with live runs is migrated to version 4 at the fir
   lease::fake_clock clock{at(1'700'000'000'000)};  // the time of that claim
   lease::postgres_store store{options(srv().conninfo(), schema, clock)};
   const auto rec = store.get({"old", at(1'700'000'000'000)});  // connects: migrates
-  CHECK(srv().sql("SELECT max(version)::text FROM " + q + ".lease_schema_version") == "4");
+  CHECK(srv().sql("SELECT max(version)::text FROM " + q + ".lease_schema_version") == "5");
   CHECK(srv().sql("SELECT count(*)::text FROM " + q + ".lease_schema_version") == "1");
   // Version 2's claim function, version 3's indexes (the primary key only: finishes are HOT updates).
   CHECK(srv().sql("SELECT (prosrc LIKE '%never claimed%')::text FROM pg_proc WHERE proname = 'lease_claim' AND "
@@ -832,7 +832,7 @@ TEST_CASE("a version 1 schema with live runs is migrated to version 4 at the fir
   CHECK(store.claim(request("new", clock.now(), "n2")).outcome == claim_outcome::paused);
 }
 
-TEST_CASE("a version 3 schema with live runs is migrated to version 4: no job paused, runs and fences kept, pauses then held") {
+TEST_CASE("a version 3 schema with live runs is migrated to version 5: no job paused, runs and fences kept, pauses then held") {
   const std::string schema = lease::testing::fresh_schema("v3");
   // Version 3 exactly as the previous release left it: its migrations, in order.
   srv().sql(lease::detail::postgres::in_schema(lease::detail::postgres::create_v1, schema) +
@@ -847,7 +847,7 @@ TEST_CASE("a version 3 schema with live runs is migrated to version 4: no job pa
   lease::fake_clock clock{at(1'700'000'000'000)};
   lease::postgres_store store{options(srv().conninfo(), schema, clock)};
   const auto rec = store.get({"old", at(1'700'000'000'000)});  // connects: migrates
-  CHECK(srv().sql("SELECT max(version)::text FROM " + q + ".lease_schema_version") == "4");
+  CHECK(srv().sql("SELECT max(version)::text FROM " + q + ".lease_schema_version") == "5");
   CHECK(srv().sql("SELECT count(*)::text FROM " + q + ".lease_schema_version") == "1");
   CHECK(srv().sql("SELECT string_agg(paused::text, ',') FROM " + q + ".lease_jobs") == "false");
   CHECK(srv().sql("SELECT (prosrc LIKE '%v_paused%')::text FROM pg_proc WHERE proname = 'lease_claim' AND "

@@ -4,7 +4,11 @@
 // failing store calls and lost replies, wall-clock steps, a store that loses
 // its state), jobs paused and resumed in the store (no attempt is won while
 // paused), and jobs removed and added again while instances run (I5
-// then also says a removed-then-readded job never starts a slot twice); every history must satisfy the invariants of doc/invariants.md,
+// then also says a removed-then-readded job never starts a slot twice),
+// and operators' triggers ("trigger now", from outside every instance and
+// through an instance's API, of paused jobs too, in skip and buffer_one
+// modes, over a store that pushes them and one that is polled: no trigger
+// runs twice, each runs or an event says why); every history must satisfy the invariants of doc/invariants.md,
 // including I9 (no two handlers of one run execute at once) and "a healthy
 // runner is kept".
 //
@@ -52,6 +56,7 @@ T one_of(T first, Ts... rest) {
 struct coverage_counts {
   std::size_t histories = 0, with_takeover = 0, handlers = 0, store_calls = 0, timed_takeovers = 0;
   std::size_t removes = 0, readds = 0, runs_after_readd = 0, slots_accounted = 0, pauses = 0, runs_after_resume = 0;
+  std::size_t triggers = 0, manual_started = 0, manual_takeovers = 0, triggers_refused = 0, trigger_polls = 0;
   std::array<std::size_t, static_cast<std::size_t>(lease::event_kind::paused) + 1> kinds{};
   void print() const {
     std::cout << "  coverage: " << histories << " histories, " << with_takeover << " with a takeover, "
@@ -59,7 +64,9 @@ struct coverage_counts {
               << " lease ends held to the takeover deadline (I6), " << removes << " jobs removed and " << readds
               << " added again while running (" << runs_after_readd << " handler starts after one), " << slots_accounted
               << " (instance, slot) pairs held to \"every slot says why\", " << pauses << " pauses ("
-              << runs_after_resume << " handler starts after a resume); events:";
+              << runs_after_resume << " handler starts after a resume), " << triggers << " triggers ("
+              << manual_started << " manual runs started, " << manual_takeovers << " manual attempts taken over, "
+              << triggers_refused << " with a skip or paused event (not run, or waited in buffer_one); " << trigger_polls << " trigger polls); events:";
     for (std::size_t k = 0; k < kinds.size(); ++k)
       std::cout << ' ' << lease::to_string(static_cast<lease::event_kind>(k)) << '=' << kinds[k];
     std::cout << std::endl;
@@ -91,6 +98,7 @@ void prop_1000(const std::string& description, Testable&& testable, int cases = 
 /// One random history: options, jobs, scripts, instances with skew, faults.
 /// `long_jobs` picks intervals far longer than a lease, so that runs are not
 /// overtaken by their next slot and the takeover deadline (I6) applies.
+template <class Sim = lease::sim::cluster<>>
 void random_history(coverage_counts& coverage, bool long_jobs) {
   const auto seed = *rc::gen::arbitrary<std::uint64_t>();
   lease::options o;
@@ -104,7 +112,7 @@ void random_history(coverage_counts& coverage, bool long_jobs) {
   o.stop_timeout = 1s;
   const int lease_ms = static_cast<int>(o.lease.count());
 
-  lease::sim::cluster<> sim(seed, o);
+  Sim sim(seed, o);
   sim.announce_releases(pick(0, 3) != 0);  // a PushStore, mostly; sometimes a store that cannot push
   const int jobs = pick(1, 3);
   for (int j = 0; j < jobs; ++j) {
@@ -132,7 +140,7 @@ void random_history(coverage_counts& coverage, bool long_jobs) {
   const int steps = pick(3, 12);
   for (int s = 0; s < steps; ++s) {
     const auto who = static_cast<std::size_t>(pick(0, n));
-    switch (pick(0, 21)) {
+    switch (pick(0, 24)) {
       case 0: case 1: case 2: sim.run_for(ms(pick(100, long_jobs ? 20000 : 8000))); break;
       case 3: sim.crash(who); break;
       case 4: sim.restart(who); break;
@@ -159,9 +167,19 @@ void random_history(coverage_counts& coverage, bool long_jobs) {
       // resumes it: no attempt is won while it is paused.
       case 18: case 19: sim.pause_job("job" + std::to_string(pick(0, jobs))); break;
       case 20: sim.resume_job("job" + std::to_string(pick(0, jobs))); break;
+      // An operator triggers a run now: with the store from outside every
+      // instance (leasectl), or through one instance's API.
+      case 21: case 22: sim.trigger_job("job" + std::to_string(pick(0, jobs))); break;
+      case 23: sim.trigger_on(who, "job" + std::to_string(pick(0, jobs))); break;
     }
+    // Now and then a trigger right after another step (a run in progress, a
+    // pause, a crash): the interesting answers are overlap and paused.
+    if (pick(0, 4) == 0) sim.trigger_job("job" + std::to_string(pick(0, jobs)));
   }
-  sim.run_for(3 * o.lease);
+  // A last trigger, with time for it: a trigger left pending while an
+  // instance with the job runs unhindered is a violation.
+  sim.trigger_job("job" + std::to_string(pick(0, jobs)));
+  sim.run_for(3 * o.lease + 20s);
   if (!long_jobs) {
     // Every instance stops at the end, so that each slot due on it up to
     // then is held to "every slot says why", however late in the history.
@@ -191,6 +209,18 @@ void random_history(coverage_counts& coverage, bool long_jobs) {
     if (!p.paused && !p.job.empty() && !first_resume) first_resume = p.at;
   }
   for (const auto& r : h.handlers) coverage.runs_after_resume += first_resume && r.start > *first_resume ? 1 : 0;
+  coverage.triggers += h.triggers.size();
+  for (const auto& t : h.triggers) {
+    const lease::run_key key{t.job, t.slot};
+    for (const auto& r : h.handlers)
+      if (r.run == key) ++(r.attempt == 1 ? coverage.manual_started : coverage.manual_takeovers);
+    for (const auto& e : h.events)
+      if (e.run == key && (e.kind == lease::event_kind::skip || e.kind == lease::event_kind::paused)) {
+        ++coverage.triggers_refused;
+        break;
+      }
+  }
+  coverage.trigger_polls += sim.trigger_polls();
   const auto bad = sim.violations();
   coverage.timed_takeovers += sim.takeover_checks();
   coverage.slots_accounted += sim.slots_accounted();
@@ -201,6 +231,15 @@ TEST_CASE("random histories of 3 to 5 instances with faults and clock skew satis
   coverage_counts coverage;
   prop_1000("invariants hold", [&] { random_history(coverage, false); });
   coverage.print();
+  CHECK(coverage.manual_started > 0);  // triggers were actually run
+}
+
+TEST_CASE("random histories in buffer_one mode over a store that cannot push triggers satisfy every invariant") {
+  coverage_counts coverage;
+  prop_1000("invariants hold (buffer_one, triggers polled)",
+            [&] { random_history<lease::sim::cluster<lease::buffer_one_t, lease::sim::polled_store>>(coverage, false); });
+  coverage.print();
+  CHECK(coverage.manual_started > 0);
 }
 
 TEST_CASE("random histories of long-interval jobs take over every dead or released run in time") {

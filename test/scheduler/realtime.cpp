@@ -190,3 +190,35 @@ TEST_CASE("stop returns at its timeout when a real handler ignores its stop toke
   CHECK(rec.of(event_kind::abandoned).size() == 1);
   release = true;  // let the pool's thread end so the scheduler can be destroyed
 }
+
+TEST_CASE("trigger() from the controlling thread, in real mode: the loop thread asks the store, one instance runs it once, soon") {
+  lease::memory_store<lease::system_clock> store;
+  recorder rec;
+  std::mutex m;
+  std::vector<lease::run_context> manual_runs;
+  auto a = lease::make_scheduler(lease::store = store, lease::executor = lease::thread_pool{1},
+                                 lease::settings = fast("A"));
+  auto b = lease::make_scheduler(lease::store = store, lease::executor = lease::thread_pool{1},
+                                 lease::settings = fast("B"));
+  for (auto* s : {&a, &b}) {
+    s->add("daily", lease::every(std::chrono::hours{24}), [&](lease::run_context& c) {
+      std::scoped_lock l(m);
+      if (c.manual) manual_runs.push_back(c);
+    });
+    s->on_event(std::ref(rec));
+  }
+  a.start();
+  b.start();
+  const lease::time_point asked = lease::system_clock{}.now();
+  const lease::time_point slot = a.trigger("daily");  // answered by A's loop thread
+  CHECK(slot >= asked);
+  CHECK_THROWS_AS(b.trigger("nightly"), std::invalid_argument);
+  REQUIRE(rec.wait_for(event_kind::success, 2000ms));  // by push: no poll interval to wait out
+  a.stop();
+  b.stop();
+  std::scoped_lock l(m);
+  REQUIRE(manual_runs.size() == 1);
+  CHECK(manual_runs[0].slot == slot);
+  CHECK(store.get({"daily", slot})->manual);
+  CHECK_THROWS_AS(a.trigger("daily"), std::logic_error);
+}

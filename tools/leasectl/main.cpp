@@ -4,12 +4,19 @@
 //   leasectl --store URL runs JOB [--limit N]       a job's runs, newest slot first
 //   leasectl --store URL pause JOB                  no claim of JOB wins, on any instance
 //   leasectl --store URL resume JOB                 lifts the pause
+//   leasectl --store URL trigger JOB                one manual run of JOB now, by one instance
+//   leasectl --store URL watch [JOB]                one line per change, as it happens
+//   leasectl --store URL stop JOB                   pause JOB and hand over its runs in progress
+//   leasectl --store URL purge JOB                  delete every trace of a job no instance has
 //
 // It drives every store through the same generic code: what a store cannot
-// do (a capability it lacks: PauseStore, InspectStore) is an error with its
+// do (a capability it lacks: PauseStore, InspectStore, TriggerStore) is an error with its
 // own exit code, never a silent nothing. Exit codes are in `kFooter`.
+#include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <exception>
+#include <map>
 #include <string>
 #include <system_error>
 
@@ -33,14 +40,13 @@ constexpr const char* kFooter =
     "  1  the store failed: unreachable, timed out, or its data is not lease's (message on stderr)\n"
     "  2  usage error: bad arguments, an unknown URL form, credentials or a job name the store refuses\n"
     "  3  this store cannot do that (it lacks the capability, e.g. listing jobs; or this build lacks the store)\n"
-    "  4  runs JOB: the store has no state for JOB (no run, no fence, no pause)\n"
-    "\n"
-    "Not yet: trigger, stop, purge and watch (they need store support lease does not have yet).\n";
+    "  4  runs JOB, purge JOB: the store has no state for JOB (no run, fence, pause, trigger or registration)\n"
+    "  5  purge JOB refused: an instance registered JOB within --unseen-for, or a run of it holds a lease\n";
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"leasectl: look into a lease store and pause or resume its jobs"};
+  CLI::App app{"leasectl: look into a lease store, pause, resume and trigger its jobs"};
   app.footer(kFooter);
   app.require_subcommand(1, 1);
   app.fallthrough();  // --json and --store after the command too
@@ -63,6 +69,32 @@ int main(int argc, char** argv) {
   pause->add_option("JOB", c.job, "the job's name")->required();
   auto* resume = app.add_subcommand("resume", "lift a pause: the job's next slot is claimed as usual");
   resume->add_option("JOB", c.job, "the job's name")->required();
+  auto* trigger = app.add_subcommand(
+      "trigger", "one run of JOB now, outside its schedule, by exactly one instance that has it (subject to its overlap mode)");
+  trigger->add_option("JOB", c.job, "the job's name")->required();
+  auto* stop = app.add_subcommand(
+      "stop", "pause JOB and hand over its runs in progress: their handlers stop; nothing runs until resume");
+  stop->add_option("JOB", c.job, "the job's name")->required();
+  auto* purge = app.add_subcommand(
+      "purge", "delete every trace of JOB (runs, fence, pause, trigger, registrations) if no instance has it");
+  purge->add_option("JOB", c.job, "the job's name")->required();
+  std::int64_t unseen_s = 86'400;
+  purge->add_option("--unseen-for", unseen_s,
+                    "refuse if an instance registered JOB within this long (s, or with a unit: 90m, 24h, 7d)")
+      ->capture_default_str()
+      ->transform(CLI::AsNumberWithUnit(std::map<std::string, std::int64_t>{{"s", 1}, {"m", 60}, {"h", 3600}, {"d", 86400}}))
+      ->check(CLI::Range(std::int64_t{0}, std::int64_t{10} * 365 * 86400));
+  auto* watch = app.add_subcommand(
+      "watch", "one line per change (a run starts, is taken over, ends; a pause, a trigger), until Ctrl-C");
+  watch->add_option("JOB", c.job, "watch only this job's runs (cheaper on a large store)");
+  std::int64_t interval_ms = 1000;
+  watch->add_option("--interval", interval_ms, "ms between two reads of the store")
+      ->capture_default_str()
+      ->check(CLI::Range(std::int64_t{50}, std::int64_t{3'600'000}));
+  watch->add_option("--count", c.count, "stop after this many reads (0: never)")->capture_default_str();
+  watch->add_option("--limit", c.limit, "with JOB: its newest runs to watch")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000000));
 
   try {
     app.parse(argc, argv);
@@ -70,7 +102,16 @@ int main(int argc, char** argv) {
     const int code = app.exit(e);  // prints help, or the error and a hint
     return code == 0 ? ok : usage;
   }
-  c.what = jobs->parsed() ? verb::jobs : runs->parsed() ? verb::runs : pause->parsed() ? verb::pause : verb::resume;
+  c.what = jobs->parsed()     ? verb::jobs
+           : runs->parsed()   ? verb::runs
+           : pause->parsed()  ? verb::pause
+           : resume->parsed() ? verb::resume
+           : watch->parsed()  ? verb::watch
+           : stop->parsed()   ? verb::stop
+           : purge->parsed()  ? verb::purge
+                              : verb::trigger;
+  c.interval = std::chrono::milliseconds(interval_ms);
+  c.unseen_for = std::chrono::seconds(unseen_s);
 
   leasectl::store_spec spec;
   try {
@@ -80,7 +121,13 @@ int main(int argc, char** argv) {
     return usage;
   }
   try {
-    const result r = leasectl::with_store(spec, settings, [&](auto& s) { return run(s, c, spec); });
+    const result r = leasectl::with_store(spec, settings, [&](auto& s) {
+      if (c.what != verb::watch) return run(s, c, spec);
+      return leasectl::watch(s, c, spec, [](const std::string& line) {
+        std::fwrite(line.data(), 1, line.size(), stdout);
+        std::fflush(stdout);  // as it happens, also into a pipe
+      });
+    });
     std::fwrite(r.out.data(), 1, r.out.size(), stdout);
     std::fwrite(r.err.data(), 1, r.err.size(), stderr);
     return r.code;

@@ -8,6 +8,8 @@
 // instance holds it (doc/protocol.md §1).
 #pragma once
 
+#include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -54,24 +56,52 @@ namespace leasectl {
   return std::string(lease::to_string(r.status));
 }
 
+/// "3 s", "2 min", "5 h", "4 d": how long ago, for a person.
+[[nodiscard]] inline std::string ago(lease::duration d) {
+  using namespace std::chrono;
+  const auto s = duration_cast<seconds>(d).count();
+  if (s < 120) return std::to_string(s < 0 ? 0 : s) + " s";
+  if (s < 2 * 3600) return std::to_string(s / 60) + " min";
+  if (s < 2 * 86400) return std::to_string(s / 3600) + " h";
+  return std::to_string(s / 86400) + " d";
+}
+
+/// The newest registration of a job (RegistryStore), if any.
+[[nodiscard]] inline const lease::job_registration* newest(const lease::stored_job& j) {
+  const lease::job_registration* n = nullptr;
+  for (const auto& r : j.instances)
+    if (n == nullptr || r.last_seen > n->last_seen) n = &r;
+  return n;
+}
+
+/// SCHEDULE: as the instance that registered the job last has it ("0 6 * *
+/// * Europe/Paris"); INSTANCES: how many registered it, and the newest
+/// one's last registration ("2, api-1 3 s ago"). FENCE is in --json.
 [[nodiscard]] inline std::string jobs_table(const std::vector<lease::stored_job>& jobs, lease::time_point now) {
   std::vector<std::vector<std::string>> rows;
   for (const auto& j : jobs) {
     const auto& r = j.last_run;
-    rows.push_back({cell(j.name), j.paused ? "yes" : "no", std::to_string(j.fence),
+    const lease::job_registration* reg = newest(j);
+    rows.push_back({cell(j.name),
+                    reg ? cell(reg->schedule + (reg->zone.empty() ? "" : " " + reg->zone)) : "-",
+                    j.paused ? "yes" : "no", j.trigger ? lease::detail::fmt(*j.trigger) : "-",
                     r ? lease::detail::fmt(r->slot) : "-", r ? status_word(*r, now) : "-",
-                    r && !r->runner.empty() ? cell(r->runner) : "-", r ? std::to_string(r->attempt) : "-"});
+                    r && !r->runner.empty() ? cell(r->runner) : "-", r ? std::to_string(r->attempt) : "-",
+                    reg ? std::to_string(j.instances.size()) + ", " + cell(reg->instance) + " " + ago(now - reg->last_seen) +
+                              " ago"
+                        : "-"});
   }
-  return table({"NAME", "PAUSED", "FENCE", "LAST SLOT", "LAST STATUS", "RUNNER", "ATTEMPT"}, rows);
+  return table({"NAME", "SCHEDULE", "PAUSED", "TRIGGERED", "LAST SLOT", "LAST STATUS", "RUNNER", "ATTEMPT", "INSTANCES"},
+               rows);
 }
 
 [[nodiscard]] inline std::string runs_table(const std::vector<lease::run_record>& runs, lease::time_point now) {
   std::vector<std::vector<std::string>> rows;
   for (const auto& r : runs)
-    rows.push_back({lease::detail::fmt(r.slot), status_word(r, now), std::to_string(r.attempt),
+    rows.push_back({lease::detail::fmt(r.slot), r.manual ? "manual" : "schedule", status_word(r, now), std::to_string(r.attempt),
                     std::to_string(r.handovers), r.runner.empty() ? "-" : cell(r.runner), std::to_string(r.fence),
                     lease::detail::fmt(r.lease_end), r.released ? "yes" : "no"});
-  return table({"SLOT", "STATUS", "ATTEMPT", "HANDOVERS", "RUNNER", "FENCE", "LEASE END", "RELEASED"}, rows);
+  return table({"SLOT", "BY", "STATUS", "ATTEMPT", "HANDOVERS", "RUNNER", "FENCE", "LEASE END", "RELEASED"}, rows);
 }
 
 namespace detail {
@@ -124,12 +154,14 @@ class json_object {
 
 }  // namespace detail
 
-/// One run: job, slot, status ("expired" as in the table), attempt, handovers,
-/// runner, fence, lease_end, released.
+/// One run: job, slot, manual (an operator's trigger, not the schedule),
+/// status ("expired" as in the table), attempt, handovers, runner, fence,
+/// lease_end, released.
 [[nodiscard]] inline std::string run_json(const lease::run_record& r, lease::time_point now) {
   return detail::json_object{}
       .text("job", r.job)
       .time("slot", r.slot)
+      .boolean("manual", r.manual)
       .text("status", status_word(r, now))
       .number("attempt", r.attempt)
       .number("handovers", r.handovers)
@@ -142,13 +174,30 @@ class json_object {
 
 [[nodiscard]] inline std::string jobs_json(const std::vector<lease::stored_job>& jobs, lease::time_point now) {
   std::vector<std::string> items;
-  for (const auto& j : jobs)
-    items.push_back(detail::json_object{}
-                        .text("name", j.name)
-                        .boolean("paused", j.paused)
-                        .number("fence", j.fence)
+  for (const auto& j : jobs) {
+    detail::json_object o;
+    o.text("name", j.name).boolean("paused", j.paused);
+    // A pending trigger: the slot of the manual run it asks for.
+    if (j.trigger)
+      o.time("trigger", *j.trigger);
+    else
+      o.raw("trigger", "null");
+    std::vector<std::string> regs;
+    for (const auto& r : j.instances)
+      regs.push_back(detail::json_object{}
+                         .text("instance", r.instance)
+                         .text("schedule", r.schedule)
+                         .text("zone", r.zone)
+                         .time("last_seen", r.last_seen)
+                         .str());
+    std::string instances = "[";
+    for (std::size_t i = 0; i < regs.size(); ++i) instances += (i ? "," : "") + regs[i];
+    instances += "]";
+    items.push_back(o.number("fence", j.fence)
                         .raw("last_run", j.last_run ? run_json(*j.last_run, now) : "null")
+                        .raw("instances", instances)
                         .str());
+  }
   return detail::array(items);
 }
 

@@ -197,6 +197,12 @@ decltype(auto) with_store(const store_spec& spec, [[maybe_unused]] const store_s
       if (!std::filesystem::is_regular_file(spec.target, ec))
         throw std::runtime_error("no SQLite file at '" + spec.target +
                                  "' (leasectl opens a store its instances use; it never creates one)");
+      // An empty file (touched, or a failed copy) is not a store either:
+      // opening it would write a new, empty store into it.
+      if (std::filesystem::file_size(spec.target, ec) == 0 && !ec)
+        throw std::runtime_error("the SQLite file at '" + spec.target +
+                                 "' is empty: no instance has used it as a store (check the path; leasectl never "
+                                 "creates a store)");
       lease::sqlite_store s{spec.target};
       return f(s);
     }

@@ -59,12 +59,15 @@ void scheduler<S, C, E, P>::begin_attempt(std::uint32_t j, const claim_request& 
                                                                  : event_kind::won;
   emit(kind, a.run, a.number, a.fence,
        std::string(to_string(req.reason)) + " claim won: attempt " + std::to_string(a.number) + " of " +
-           std::to_string(req.max_attempts) + ", fence " + std::to_string(a.fence) + "; starting the handler",
+           std::to_string(req.max_attempts) + ", fence " + std::to_string(a.fence) + "; starting the handler" +
+           (rec.manual ? " of a manual run of job " + a.run.job + " (an operator's trigger of " +
+                             detail::fmt(a.run.slot) + ", not a slot of its schedule)"
+                       : std::string{}),
        {.takeover_latency = takeover_latency, .claim_round_trip = round_trip_});
   if (auto [tick, fresh] = hb_ticks_.try_emplace(a.hb, steady() + a.hb); fresh)  // else it joins that tick
     push({tick->second, 0, detail::timer_kind::heartbeat, 0, {}, static_cast<std::uint64_t>(a.hb.count())});
 
-  run_context ctx{a.run.job, a.run.slot, a.number, a.reason, a.token, a.fence, a.lease->token(), a.lease};
+  run_context ctx{a.run.job, a.run.slot, a.number, a.reason, a.token, a.fence, a.lease->token(), a.lease, rec.manual};
   try {
     a.started = steady();  // before: an inline executor runs the handler within dispatch
     dispatch(j, id, std::move(ctx));
@@ -377,6 +380,7 @@ void scheduler<S, C, E, P>::after_attempt(std::uint32_t j) {
 /// if its deadline has not passed (the store still decides).
 template <Store S, Clock C, Executor E, OverlapPolicy P>
 void scheduler<S, C, E, P>::release_buffer(std::uint32_t j) {
+  release_manual(j);
   job& jb = jobs_[j];
   if (!jb.buffered || phase_ != phase::running) return;
   const time_point slot = *jb.buffered;

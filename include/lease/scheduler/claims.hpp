@@ -57,7 +57,9 @@ void scheduler<S, C, E, P>::on_slot(std::uint32_t j, time_point slot, std::uint6
 
 template <Store S, Clock C, Executor E, OverlapPolicy P>
 void scheduler<S, C, E, P>::new_claim(std::uint32_t j, time_point slot, claim_reason reason, duration delay) {
-  drop_older_claims(j, slot);
+  // A manual run is outside the schedule: it neither drops nor is dropped by
+  // the claims of slots (triggers.hpp).
+  if (reason != claim_reason::manual) drop_older_claims(j, slot);
   const std::uint64_t id = next_id_++;
   pending_claim& pc = pending_[id];
   pc.job = j;
@@ -75,7 +77,7 @@ void scheduler<S, C, E, P>::new_claim(std::uint32_t j, time_point slot, claim_re
 template <Store S, Clock C, Executor E, OverlapPolicy P>
 void scheduler<S, C, E, P>::drop_older_claims(std::uint32_t j, time_point slot) {
   for (auto it = pending_.begin(); it != pending_.end();) {
-    if (it->second.job == j && it->second.req.run.slot < slot) {
+    if (it->second.job == j && it->second.req.run.slot < slot && it->second.req.reason != claim_reason::manual) {
       emit(event_kind::late, it->second.req.run, 0, 0,
            std::string(to_string(it->second.req.reason)) + " claim dropped: it was still pending (" +
                it->second.state() + ") when a newer slot, " + detail::fmt(slot) + ", became due; only the latest slot of a job is claimed");
@@ -112,7 +114,12 @@ void scheduler<S, C, E, P>::send_pending(std::uint64_t id) {
   if (it == pending_.end()) return;
   pending_claim& pc = it->second;
   const job& jb = jobs_[pc.job];
-  if (jb.next_slot > pc.req.run.slot && jb.next_slot <= wall()) {
+  if (pc.req.reason == claim_reason::manual) {
+    if (defer_manual(pc)) {  // a slot before the trigger is being claimed here: it goes first
+      push_after(duration{10}, {{}, 0, detail::timer_kind::claim, pc.job, pc.req.run.slot, id});
+      return;
+    }
+  } else if (jb.next_slot > pc.req.run.slot && jb.next_slot <= wall()) {
     // A newer slot is due (its timer has not fired yet: jitter): it goes first.
     drop_older_claims(pc.job, jb.next_slot);
     return;
@@ -189,7 +196,9 @@ void scheduler<S, C, E, P>::claim_answered(std::uint64_t id, std::optional<claim
   pending_claim& pc = it->second;
   if (!res) {
     const duration wait = backoff(pc.tries++, jobs_[pc.job].cfg.heartbeat);
-    if (wall() + wait > pc.req.deadline + late_tolerance) {
+    // A manual claim has no deadline (an operator's request waits): it is
+    // retried until the store answers, or the job is removed, or stop().
+    if (pc.req.reason != claim_reason::manual && wall() + wait > pc.req.deadline + late_tolerance) {
       emit(event_kind::late, pc.req.run, 0, 0,
            std::string(to_string(pc.req.reason)) + " claim dropped: the store did not answer before the deadline " +
                detail::fmt(pc.req.deadline) + " (+10 s); the run is not started by this instance");
@@ -201,6 +210,18 @@ void scheduler<S, C, E, P>::claim_answered(std::uint64_t id, std::optional<claim
   }
   const pending_claim done = std::move(pc);
   pending_.erase(it);
+  if (done.req.reason == claim_reason::manual && done.tries > 0 && res->outcome == claim_outcome::none) {
+    // The trigger is no longer pending, and an earlier send of this very
+    // claim may be what answered it, its reply lost: if that answer was a
+    // refusal (overlap, paused), no other instance heard it. Said here.
+    emit(event_kind::skip, done.req.run, 0, 0,
+         "manual run of job " + done.req.run.job + " not run by this instance: its claim was resent after a store "
+         "error and the trigger of " + detail::fmt(done.req.run.slot) + " was answered meanwhile — by another "
+         "instance, or by the earlier send whose reply was lost (then it was refused: a live earlier run in skip "
+         "mode, or the job paused); the job's history (leasectl runs) shows whether it ran",
+         answer_facts());
+    return;
+  }
   on_claim(done.job, done.req, *res, *done.first_sent);
 }
 
@@ -270,6 +291,10 @@ void scheduler<S, C, E, P>::on_claim(std::uint32_t j, const claim_request& req, 
       watch_run(j, rec.key(), false, rec.lease_end);
       break;
     case claim_outcome::overlap:
+      if (req.reason == claim_reason::manual) {
+        manual_overlap(j, req, rec);
+        break;
+      }
       emit(event_kind::skip, req.run, 0, 0,
            what + "skipped as an overlap: the earlier run " + detail::fmt(rec.slot) + " (attempt " +
                std::to_string(rec.attempt) + " on " + rec.runner + ") still holds a live lease" +
@@ -303,7 +328,11 @@ void scheduler<S, C, E, P>::on_claim(std::uint32_t j, const claim_request& req, 
       release_buffer(j);
       break;
     case claim_outcome::none:
+      // A manual claim: another instance answered the trigger first (it runs
+      // it, or said why not). A takeover: the run is gone (the store lost
+      // its state); a manual run waiting for it need wait no more.
       unwatch(req.run);
+      if (req.reason == claim_reason::takeover) release_manual(j);
       break;
     case claim_outcome::early:
     case claim_outcome::quarantined:
@@ -316,6 +345,14 @@ void scheduler<S, C, E, P>::on_claim(std::uint32_t j, const claim_request& req, 
         auto w = watches_.find(req.run);
         if (w == watches_.end() || w->second.paused_told) break;
         w->second.paused_told = true;
+      }
+      if (req.reason == claim_reason::manual) {
+        emit(event_kind::paused, req.run, 0, 0,
+             "manual run of job " + req.run.job + " not run: the job is paused in the store, so the trigger of " +
+                 detail::fmt(req.run.slot) + " is dropped (a trigger does not wait for a resume; trigger again "
+                 "after resuming the job)",
+             answer_facts());
+        break;
       }
       emit(event_kind::paused, req.run, 0, 0,
            what + "job " + req.run.job + " is paused in the store; " +
@@ -360,7 +397,7 @@ void scheduler<S, C, E, P>::not_yet(std::uint32_t j, const claim_request& req, c
              "slots whose deadline passes meanwhile are dropped with a late event");
   }
   if (req.reason == claim_reason::takeover) return;  // the watch goes on
-  if (wall() + wait > req.deadline + late_tolerance) {
+  if (req.reason != claim_reason::manual && wall() + wait > req.deadline + late_tolerance) {
     emit(event_kind::late, req.run, 0, 0,
          std::string(to_string(req.reason)) + " claim dropped: the store will not let it start before " +
              detail::fmt(from) + ", after its deadline " + detail::fmt(req.deadline) + " + 10 s");

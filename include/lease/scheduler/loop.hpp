@@ -36,6 +36,7 @@ void scheduler<S, C, E, P>::start() {
     store_.listen_releases([in = inbox_](std::string_view job) { in->post_release(job); });
     listening_ = true;
   }
+  start_triggers();
   if constexpr (!is_manual_clock<C>) {
     guard_.run(steady_);
     loop_ = std::jthread([this] { run_loop(); });
@@ -58,6 +59,15 @@ void scheduler<S, C, E, P>::stop(duration timeout) {
 
 template <Store S, Clock C, Executor E, OverlapPolicy P>
 void scheduler<S, C, E, P>::stop_listening() {
+  if constexpr (PushTriggerStore<S>) {
+    if (std::exchange(listening_triggers_, false)) {
+      try {
+        store_.listen_triggers({});
+      } catch (...) {
+        // As for listen_releases below: the listener only posts to the inbox.
+      }
+    }
+  }
   if constexpr (PushStore<S>) {
     if (!std::exchange(listening_, false)) return;
     try {
@@ -154,12 +164,14 @@ std::size_t scheduler<S, C, E, P>::take_inbox() {
   std::vector<detail::completion> done;
   std::optional<duration> stop_request;
   std::vector<std::string> released;
+  std::vector<std::string> triggered;
   std::vector<std::function<void()>> calls;
   {
     std::scoped_lock lock(inbox_->mutex);
     inbox_->posted.store(false);
     done.swap(inbox_->done);
     released.swap(inbox_->released);
+    triggered.swap(inbox_->triggered);
     calls.swap(inbox_->calls);
     stop_request = std::exchange(inbox_->stop_request, std::nullopt);
   }
@@ -168,7 +180,17 @@ std::size_t scheduler<S, C, E, P>::take_inbox() {
   if (stop_request && phase_ == phase::running) begin_stop(*stop_request);
   for (auto& c : done) on_completion(c);
   for (const std::string& job : released) recheck_watches(job);
-  return done.size() + released.size() + calls.size();
+  if (!triggered.empty() && phase_ == phase::running) {
+    // One poll for every job announced in this turn; "" (the store may have
+    // missed pushes) polls all of them. A failed poll is retried: the store
+    // will not push those triggers again.
+    std::sort(triggered.begin(), triggered.end());
+    triggered.erase(std::unique(triggered.begin(), triggered.end()), triggered.end());
+    if (triggered.front().empty()) triggered.clear();
+    if (!poll_triggers(triggered)) push_after(backoff(trigger_tries_++, opts_.heartbeat_interval()),
+                                              {{}, 0, detail::timer_kind::trigger_poll, 0, {}, 1});
+  }
+  return done.size() + released.size() + calls.size() + triggered.size();
 }
 
 /// The next due timer: interval timers first, then slots. The clocks are
@@ -197,6 +219,7 @@ void scheduler<S, C, E, P>::fire(const detail::timer& t) {
     case timer_kind::lease_check: on_lease_check(t.id); break;
     case timer_kind::finish_retry: on_finish_retry(t.id); break;
     case timer_kind::stop_deadline: on_stop_deadline(); break;
+    case timer_kind::trigger_poll: if (claiming) on_trigger_poll(t.id); break;
   }
 }
 
@@ -211,7 +234,7 @@ void scheduler<S, C, E, P>::apply_add(std::string name, detail::any_schedule sch
   if (phase_ != phase::idle && phase_ != phase::running) return;  // posted before a stop
   auto [at, fresh] = job_index_.try_emplace(name, static_cast<std::uint32_t>(jobs_.size()));
   const std::uint32_t j = at->second;
-  if (fresh) jobs_.push_back(job{std::move(name), sch, fn, cfg, time_point::max(), std::nullopt, false, 0});
+  if (fresh) jobs_.push_back(job{std::move(name), sch, fn, cfg, time_point::max(), std::nullopt, false, 0, 0, std::nullopt, std::nullopt});
   job& jb = jobs_[j];
   const bool was_removed = !fresh && jb.removed;
   const time_point armed = jb.next_slot;
@@ -278,6 +301,10 @@ void scheduler<S, C, E, P>::apply_remove(const std::string& name, bool hand_over
     emit(event_kind::late, {jb.name, *std::exchange(jb.buffered, std::nullopt)}, 0, 0,
          "buffered slot dropped: the job was removed from this instance while the run it waited for was still "
          "going");
+  if (jb.manual_buffered)
+    emit(event_kind::late, {jb.name, std::exchange(jb.manual_buffered, std::nullopt)->first}, 0, 0,
+         "manual run not claimed here any more: the job was removed from this instance while its trigger waited "
+         "for the earlier run to end; the trigger stays pending in the store for another instance that has the job");
   std::erase_if(pending_, [&](const auto& p) { return p.second.job == j; });
   std::erase_if(watches_, [&](const auto& w) { return w.second.job == j; });
   std::erase_if(claim_batch_, [&](const batched_claim& b) { return b.backup && b.job == j; });

@@ -17,7 +17,10 @@ void scheduler<S, C, E, P>::begin_stop(duration timeout) {
   for (const auto& [id, pc] : pending_)
     emit(event_kind::late, pc.req.run, 0, 0,
          std::string(to_string(pc.req.reason)) + " claim not sent: stop() was called while it was still pending (" +
-             pc.state() + "); this instance does not run the slot, another instance may");
+             pc.state() + "); this instance does not run the " +
+             (pc.req.reason == claim_reason::manual ? "manual run; its trigger stays pending in the store for "
+                                                      "another instance that has the job"
+                                                    : "slot, another instance may"));
   const time_point now = wall();
   for (const job& jb : jobs_) {
     if (jb.removed || jb.next_slot > now) continue;
@@ -29,6 +32,11 @@ void scheduler<S, C, E, P>::begin_stop(duration timeout) {
                               "instance may",
          {.skipped_slots = span.count});
   }
+  for (job& jb : jobs_)
+    if (jb.manual_buffered && !jb.removed)
+      emit(event_kind::late, {jb.name, std::exchange(jb.manual_buffered, std::nullopt)->first}, 0, 0,
+           "manual run not claimed here any more: stop() was called while its trigger waited for the earlier run "
+           "to end; the trigger stays pending in the store for another instance that has the job");
   for (job& jb : jobs_)
     if (jb.buffered && !jb.removed)
       emit(event_kind::late, {jb.name, *std::exchange(jb.buffered, std::nullopt)}, 0, 0,

@@ -48,12 +48,15 @@
 
 namespace lease::sim {
 
-/// Several instances over one store, driven in simulated time. Not thread-safe.
-template <OverlapPolicy P = skip_t>
+/// Several instances over one store, driven in simulated time. Not
+/// thread-safe. `St`: each instance's handle, lease::sim::store (it pushes
+/// triggers) or lease::sim::polled_store (it cannot: the instances poll).
+template <OverlapPolicy P = skip_t, class St = store>
 class cluster {
  public:
   using clock_type = skewed_clock<fake_clock>;
-  using scheduler_type = scheduler<store, clock_type, executor, P>;
+  using store_type = St;
+  using scheduler_type = scheduler<St, clock_type, executor, P>;
   /// Chooses the script of one attempt (called at dispatch).
   using planner = std::function<script(const run_context&)>;
 
@@ -228,6 +231,26 @@ class cluster {
   void pause_job(const std::string& name) { world_->set_paused(name, true); }
   void resume_job(const std::string& name) { world_->set_paused(name, false); }
 
+  /// An operator triggers job `name` from outside every instance (the
+  /// store's trigger(), as leasectl): one manual run, now (TriggerStore).
+  /// Checked by violations(): no trigger runs twice, and each one runs or
+  /// has an event saying why not (or is still pending where no instance
+  /// could take it).
+  void trigger_job(const std::string& name) { world_->trigger(name, "operator"); }
+  /// An operator triggers job `name` through instance `i`'s API
+  /// (scheduler::trigger()), unless it is down (crashed, frozen, stopped or in
+  /// a store call: it would not answer). A refusal or a store error is
+  /// recorded; the operator does not retry.
+  void trigger_on(std::size_t i, const std::string& name) {
+    instance& in = *instances_.at(i);
+    if (in.crashed || in.frozen_until || in.blocked > 0 || in.sched->stopped()) return;
+    try {
+      in.sched->trigger(name);
+    } catch (const std::exception& e) {
+      world_->hist.faults.push_back({now(), "trigger of job " + name + " refused (" + e.what() + ")"});
+    }
+  }
+
   /// Instance `i`'s next `calls` store calls reach the store `d` late: its
   /// loop waits in each call meanwhile, the rest of the world goes on.
   void delay_store(std::size_t i, duration d, int calls) { slow_store(i, d, calls, false); }
@@ -274,8 +297,14 @@ class cluster {
     check_no_overlap(out);
     check_healthy_kept(out);
     check_slots_accounted(out);
+    check_triggers(out);
     return out;
   }
+
+  /// How many triggers the last violations() call held to "run once, or say why".
+  [[nodiscard]] std::size_t triggers_checked() const noexcept { return triggers_checked_; }
+  /// triggers() calls the instances made (their polls).
+  [[nodiscard]] std::uint64_t trigger_polls() const noexcept { return world_->trigger_polls; }
 
   /// How many (instance, slot) pairs the last violations() call held to
   /// "every slot that does not run says why".
@@ -352,7 +381,7 @@ class cluster {
     o.instance = in.name;
     o.seed = seed_ * 1'000'003ULL + in.generation * 104'729ULL + 1;  // the scheduler mixes in the name
     in.exec = executor{};
-    in.sched = std::make_unique<scheduler_type>(store(world_, in.name), *in.clock, in.exec, P{}, o);
+    in.sched = std::make_unique<scheduler_type>(St(world_, in.name), *in.clock, in.exec, P{}, o);
     in.sched->on_event([w = world_.get(), c = *in.clock](const event& e) {
       event copy = e;
       copy.at = e.at - c.offset();  // history times are on the store's clock
@@ -736,6 +765,97 @@ class cluster {
     }
   }
 
+  /// Triggers (doc/invariants.md): a manual run is won only as the answer
+  /// to a trigger, never twice (one first attempt per trigger; later ones
+  /// only as takeovers, I5 holds them to one each); and every trigger made
+  /// was started, or an event of some instance names its run (why not: a
+  /// skip, a pause, a claim given up), or its run had state already (a slot
+  /// of that very millisecond), or the store forgot it (a loss of state) —
+  /// or it is still pending at the end, which is allowed only if no
+  /// instance ran with the job, unhindered, for `settle` (20 s) after it:
+  /// time for a poll, claim retries, a blocking run in buffer_one mode to end.
+  void check_triggers(std::vector<std::string>& out) const {
+    triggers_checked_ = 0;
+    const history& h = world_->hist;
+    std::map<run_key, int> first_wins;
+    for (const store_op& op : h.ops) {
+      if (op.op != store_op::kind::claim || op.outcome != claim_outcome::won || !op.after || !op.after->manual)
+        continue;
+      const bool asked = std::any_of(h.triggers.begin(), h.triggers.end(), [&](const trigger_request& t) {
+        return t.job == op.run.job && t.slot == op.run.slot;
+      });
+      if (!asked) out.push_back("manual run without a trigger: " + to_text(op.run) + " won by " + op.instance);
+      if (op.after->attempt == 1 && ++first_wins[op.run] > 1)
+        out.push_back("trigger run twice: " + to_text(op.run) + " was won as a new run more than once");
+    }
+    const duration settle = std::chrono::seconds{20};
+    const std::vector<std::string> names{[&] {
+      std::vector<std::string> v;
+      for (const auto& j : jobs_) v.push_back(j.name);
+      return v;
+    }()};
+    const std::vector<run_key> pending = world_->mem.triggers(names);
+    for (const trigger_request& t : h.triggers) {
+      ++triggers_checked_;
+      const run_key key{t.job, t.slot};
+      const bool claimed = std::any_of(h.ops.begin(), h.ops.end(), [&](const store_op& op) {
+        return op.op == store_op::kind::claim && op.run == key &&
+               (op.outcome == claim_outcome::won || op.outcome == claim_outcome::running ||
+                op.outcome == claim_outcome::finished);
+      });
+      const bool told = std::any_of(h.events.begin(), h.events.end(), [&](const event& e) { return e.run == key; });
+      const bool forgotten = std::any_of(h.faults.begin(), h.faults.end(), [&](const auto& f) {
+        return f.first >= t.at && f.second == "store lost its state";
+      });
+      if (claimed || told || forgotten) continue;
+      const bool still = std::find(pending.begin(), pending.end(), key) != pending.end();
+      if (!still) {
+        out.push_back("a trigger without a word: " + to_text(key) + " (asked by " + t.by +
+                      ") is no longer pending, yet it was not started and no event names it");
+        continue;
+      }
+      if (t.at + settle > now()) continue;  // recent: instances may still be on it
+      for (const auto& inp : instances_)
+        if (up_with_job(*inp, t.job, t.at, t.at + settle))
+          out.push_back("a trigger left pending: " + to_text(key) + " (asked by " + t.by + ") is still pending, "
+                        "though " + inp->name + " ran with the job, unhindered, for " +
+                        std::to_string(settle.count()) + " ms after it");
+    }
+  }
+
+  /// Whether instance `in` ran with job `job` throughout [from, to] with no
+  /// fault of its own (no crash, stop, freeze, slow or failed call, remove…)
+  /// and no loss of the store's state.
+  [[nodiscard]] bool up_with_job(const instance& in, const std::string& job, time_point from, time_point to) const {
+    bool up = false, has_job = true;
+    const std::string suffix = " " + in.name;
+    for (const auto& [at, what] : world_->hist.faults) {
+      if (at > to) break;
+      const bool mine = what.size() > suffix.size() &&
+                        what.compare(what.size() - suffix.size(), suffix.size(), suffix) == 0;
+      if (!mine) {
+        if (what == "store lost its state" && at >= from) return false;
+        continue;
+      }
+      const std::string w = what.substr(0, what.size() - suffix.size());
+      if (at >= from && w.rfind("step clock", 0) != 0 && w.rfind("monotonic clock", 0) != 0 &&
+          w.rfind("add job", 0) != 0)
+        return false;  // hindered within the window
+      if (w == "start" || w == "restart") {
+        up = true;
+        has_job = true;
+      } else if (w == "crash" || w.rfind("stop ", 0) == 0) {
+        up = false;
+      } else if (w.rfind("remove job " + job, 0) == 0 &&
+                 (w.size() == 11 + job.size() || w[11 + job.size()] == ' ')) {
+        has_job = false;
+      } else if (w == "add job " + job) {
+        has_job = true;
+      }
+    }
+    return up && has_job;
+  }
+
   [[nodiscard]] bool has_clean_backup(const run_key& run, const std::string& runner, time_point end,
                                       time_point deadline) const {
     const history& h = world_->hist;
@@ -785,6 +905,7 @@ class cluster {
   std::vector<job_spec> jobs_;
   std::vector<std::unique_ptr<instance>> instances_;
   mutable std::size_t takeover_checks_ = 0;
+  mutable std::size_t triggers_checked_ = 0;
   std::int64_t slowest_ppm_ = clock_type::ppm_one;  // the slowest monotonic clock any instance had
 };
 

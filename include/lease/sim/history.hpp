@@ -56,6 +56,15 @@ struct pause_change {
   bool paused = false;
 };
 
+/// An operator's trigger that made a new pending request (a request while
+/// one was pending asks nothing more and is not recorded again).
+struct trigger_request {
+  time_point at{};      ///< store clock
+  std::string job;
+  time_point slot{};    ///< the manual run's slot (= `at`)
+  std::string by;       ///< the instance whose trigger() asked, or "operator" (the store, from outside)
+};
+
 /// Everything one simulation recorded.
 struct history {
   std::vector<store_op> ops;
@@ -64,6 +73,7 @@ struct history {
   std::vector<std::pair<time_point, std::string>> faults;  ///< (store time, "crash n1"), …
   std::vector<std::string> violations;  ///< invariant breaches found, each a sentence
   std::vector<pause_change> pauses;     ///< pauses, resumes and losses of them, in order
+  std::vector<trigger_request> triggers;  ///< operators' triggers, in order
 };
 
 /// "report@60000" — a run as text (slot in ms since the epoch).

@@ -4,6 +4,7 @@
 // doc/invariants.md after every call.
 #pragma once
 
+#include <algorithm>
 #include <deque>
 #include <functional>
 #include <map>
@@ -65,8 +66,12 @@ struct world {
   bool pushes = true;
   int lost_announcements = 0;  ///< the next N announcements reach no one
   std::map<std::uint64_t, release_listener> listeners;
+  /// Push of triggers (PushTriggerStore): every trigger is announced to every
+  /// instance's listener at once, synchronously (as memory_store does).
+  std::map<std::uint64_t, trigger_listener> trigger_listeners;
   std::uint64_t last_listener = 0;
   std::uint64_t claim_batches = 0;  ///< claim_many calls (each one round trip)
+  std::uint64_t trigger_polls = 0;  ///< triggers() calls
   std::uint64_t finish_batches = 0;  ///< finish_many calls (each one round trip)
   /// What every store call costs its caller (0: calls are instantaneous).
   /// With it, an instance can do only so many calls per second: overload.
@@ -93,6 +98,22 @@ struct world {
     return changed;
   }
 
+  /// An operator's "trigger now" of `job` (TriggerStore), from instance `by`
+  /// or from outside ("operator"): recorded in the history when it made a
+  /// new request, announced to every listener; returns the store's answer.
+  time_point trigger(const std::string& job, const std::string& by) {
+    const time_point slot = mem.trigger(job);
+    const bool fresh = std::none_of(hist.triggers.begin(), hist.triggers.end(), [&](const trigger_request& t) {
+      return t.job == job && t.slot == slot;
+    });
+    // Worded so that it names no instance at its end: not a fault of one.
+    hist.faults.push_back({clock.now(), "trigger of job " + job + " asked by " + by + " (" +
+                                            std::to_string(slot.time_since_epoch().count()) + ")"});
+    if (fresh) hist.triggers.push_back({clock.now(), job, slot, by});
+    for (auto& [id, f] : trigger_listeners) f(job);
+    return slot;
+  }
+
   /// The store loses every run and fence and notices at once (rules::lose_state).
   void lose_state() {
     mem.lose_state();
@@ -103,8 +124,9 @@ struct world {
 };
 
 /// An instance's handle on the world's store. Models lease::Store,
-/// lease::BatchHeartbeatStore, lease::BatchClaimStore, lease::PushStore and
-/// lease::PauseStore.
+/// lease::BatchHeartbeatStore, lease::BatchClaimStore, lease::PushStore,
+/// lease::PauseStore, lease::TriggerStore and lease::PushTriggerStore (see
+/// polled_store below for a store that cannot push triggers).
 /// Not thread-safe (the simulation is one thread).
 class store {
  public:
@@ -188,6 +210,30 @@ class store {
       w_->listeners.erase(listener_);
     }
   }
+  /// TriggerStore: through the world (recorded, announced), with this
+  /// instance's faults; the poll, with them too.
+  time_point trigger(std::string_view job) {
+    arrive();
+    const time_point slot = w_->trigger(std::string(job), instance_);
+    depart();
+    return slot;
+  }
+  std::vector<run_key> triggers(std::span<const std::string> jobs) {
+    arrive();
+    auto out = w_->mem.triggers(jobs);
+    ++w_->trigger_polls;
+    depart();
+    return out;
+  }
+  /// PushTriggerStore: this instance's listener for triggers.
+  void listen_triggers(trigger_listener f) {
+    if (f) {
+      if (trigger_listener_ == 0) trigger_listener_ = ++w_->last_listener;
+      w_->trigger_listeners[trigger_listener_] = std::move(f);
+    } else if (trigger_listener_ != 0) {
+      w_->trigger_listeners.erase(trigger_listener_);
+    }
+  }
   std::vector<run_record> unfinished(std::string_view job) {
     arrive();
     auto out = w_->mem.unfinished(job);
@@ -237,7 +283,8 @@ class store {
                     ", not slot + " + std::to_string(allowed.count()) + " ms");
     if (res.outcome == claim_outcome::won) {
       const run_record& r = res.record;
-      if (r.attempt == 1 && now > req.deadline + late_tolerance)
+      // (A manual run has no deadline: an operator's trigger waits for an instance.)
+      if (r.attempt == 1 && req.reason != claim_reason::manual && now > req.deadline + late_tolerance)
         w_->violation("I4: " + to_text(req.run) + " won as a new run at " + std::to_string(now.time_since_epoch().count()) +
                       ", after its deadline + 10 s");
       // I5: each (run, attempt) has exactly one winner.
@@ -357,6 +404,15 @@ class store {
   std::shared_ptr<world> w_;
   std::string instance_;
   std::uint64_t listener_ = 0;  ///< this handle's listener in the world, 0 when none
+  std::uint64_t trigger_listener_ = 0;  ///< its trigger listener, 0 when none
+};
+
+/// lease::sim::store for a store that cannot push triggers (as SQLite): the
+/// instances poll triggers() every options.trigger_poll.
+class polled_store : public store {
+ public:
+  using store::store;
+  void listen_triggers(trigger_listener) = delete;
 };
 
 static_assert(BatchHeartbeatStore<store>);
@@ -364,5 +420,7 @@ static_assert(PushStore<store>);
 static_assert(BatchClaimStore<store>);
 static_assert(BatchFinishStore<store>);
 static_assert(PauseStore<store>);
+static_assert(PushTriggerStore<store>);
+static_assert(TriggerStore<polled_store> && !PushTriggerStore<polled_store>);
 
 }  // namespace lease::sim

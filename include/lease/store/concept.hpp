@@ -22,7 +22,12 @@
 //   s.listen_releases(release_listener) -> void: push the end or release of
 //       a run to the instances watching it (PushStore below).
 //   s.pause(job) -> bool, s.resume(job) -> bool, s.paused(job) -> bool: an
-//       operator's durable, cluster-wide pause of one job (PauseStore below).
+//       operator's durable, cluster-wide pause of one job (PauseStore below);
+//       s.stop(job) -> size_t: a pause that also hands over the job's runs in
+//       progress (StopStore).
+//   s.register_jobs(span<const job_registration>), s.purge(job, unseen_for):
+//       which instances have which jobs, and an operator's removal of a job
+//       none has any more (RegistryStore, store/inspect.hpp).
 //   s.trigger(job) -> time_point, s.triggers(span<const std::string>) ->
 //       std::vector<run_key>: an operator's "run it now" (TriggerStore below),
 //       and s.listen_triggers(trigger_listener) to push it (PushTriggerStore).
@@ -30,8 +35,9 @@
 //       std::vector<run_record>: what an operator's tool reads (InspectStore,
 //       store/inspect.hpp).
 // The optional capabilities, by concept: BatchHeartbeatStore, BatchClaimStore,
-// BatchFinishStore, NoticeStore, PushStore, PauseStore, TriggerStore,
-// PushTriggerStore (here), InspectStore (store/inspect.hpp).
+// BatchFinishStore, NoticeStore, PushStore, PauseStore, StopStore,
+// TriggerStore, PushTriggerStore (here), InspectStore, RegistryStore
+// (store/inspect.hpp).
 //
 // Laws — every store answers exactly as the pure rules in lease/rules.hpp do
 // (test/laws/store_conformance.hpp checks this for every model):
@@ -60,6 +66,7 @@
 #pragma once
 
 #include <concepts>
+#include <cstddef>
 #include <functional>
 #include <optional>
 #include <span>
@@ -165,6 +172,23 @@ concept PauseStore = Store<S> && requires(S& s, std::string_view job) {
   { s.pause(job) } -> std::same_as<bool>;
   { s.resume(job) } -> std::same_as<bool>;
   { s.paused(job) } -> std::same_as<bool>;
+};
+
+/// A PauseStore that can also stop a job's runs in progress (leasectl stop):
+///
+///   s.stop(job)   pauses `job` (as pause()) and, in the same atomic step,
+///                 hands over every running, unreleased run of it as its
+///                 runner's release() would (lease ends now, a handover is
+///                 counted). Returns how many runs it handed over. Each runner
+///                 learns it at its next heartbeat (refused: the run is
+///                 released) and stops its handler; no backup takes a run
+///                 over while the job is paused, so the runs stay stopped
+///                 until a resume, after which a takeover wins each as its
+///                 next attempt (a handover does not count against
+///                 max_attempts).
+template <class S>
+concept StopStore = PauseStore<S> && requires(S& s, std::string_view job) {
+  { s.stop(job) } -> std::same_as<std::size_t>;
 };
 
 /// A store that keeps an operator's request to run a job now (doc/store-rules.md,

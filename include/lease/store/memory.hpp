@@ -135,6 +135,27 @@ class memory_store {
     std::scoped_lock lock(state_->mutex);
     return rules::paused(state_->table, job);
   }
+  /// StopStore: rules::stop under the lock; each handed-over run is announced
+  /// as a release is (its backups re-check, and find the job paused).
+  std::size_t stop(std::string_view job) {
+    std::size_t n = 0;
+    {
+      std::scoped_lock lock(state_->mutex);
+      n = rules::stop(state_->table, job, clock_.now());
+    }
+    if (n != 0) state_->announce(job);
+    return n;
+  }
+
+  /// RegistryStore: rules::register_jobs and rules::purge under the lock.
+  void register_jobs(std::span<const job_registration> regs) {
+    std::scoped_lock lock(state_->mutex);
+    rules::register_jobs(state_->table, regs, clock_.now());
+  }
+  purge_result purge(std::string_view job, duration unseen_for) {
+    std::scoped_lock lock(state_->mutex);
+    return rules::purge(state_->table, job, unseen_for, clock_.now());
+  }
 
   /// TriggerStore: rules::trigger and rules::triggers under the lock; a
   /// PushTriggerStore, announced like a release (synchronously, to every copy).
@@ -219,4 +240,6 @@ static_assert(BatchFinishStore<memory_store<fake_clock>>);
 static_assert(PauseStore<memory_store<fake_clock>>);
 static_assert(InspectStore<memory_store<fake_clock>>);
 static_assert(PushTriggerStore<memory_store<fake_clock>>);
+static_assert(StopStore<memory_store<fake_clock>>);
+static_assert(RegistryStore<memory_store<fake_clock>>);
 }  // namespace lease

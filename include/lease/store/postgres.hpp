@@ -5,7 +5,8 @@
 // round trip, each call its own transaction), heartbeat, finish and release are single
 // UPDATEs (finish_many pipelines them like claim_many), heartbeat_many is
 // one UPDATE over unnest()ed arrays, get and
-// unfinished (and list_jobs, list_runs: InspectStore) single SELECTs — all
+// unfinished (and list_jobs, list_runs: InspectStore; triggers: TriggerStore)
+// single SELECTs, trigger one INSERT ... ON CONFLICT — all
 // prepared once per connection, all atomic,
 // correct at READ COMMITTED by row locks (the argument is in
 // store/postgres/schema.hpp). The store's clock is the server's
@@ -29,8 +30,14 @@
 // before the loss cannot tell (the same blind spot as Redis).
 //
 // finish() and release() announce the job with pg_notify in the same
-// statement, on the channel "<schema>.lease"; listen_releases() LISTENs on a
-// connection and thread of its own (PushStore, store/postgres/listener.hpp).
+// statement, on the channel "<schema>.lease", and trigger() on
+// "<schema>.trigger"; listen_releases() and listen_triggers() LISTEN on one
+// connection and thread of their own (PushStore, PushTriggerStore,
+// store/postgres/listener.hpp).
+//
+// An operator's trigger (TriggerStore) is the job row's `trigger` column,
+// set by one statement and answered by lease_claim's manual branch under
+// the job row's lock; a run's `manual` flag is a column of its row.
 //
 // Link lease::postgres (libpq).
 #pragma once
@@ -114,9 +121,9 @@ struct postgres_options {
 /// once at once; the rest is left to the caller's backoff.
 ///
 /// Movable (a moved-from store may only be destroyed or assigned to), not
-/// copyable. Not thread-safe: one thread at a time; the release listener runs
-/// on a thread of its own. Do not carry a store across fork(): open it in the
-/// process that uses it.
+/// copyable. Not thread-safe: one thread at a time; the release and trigger
+/// listeners run on a thread of their own. Do not carry a store across
+/// fork(): open it in the process that uses it.
 class postgres_store {
  public:
   /// Checks the options (store_error invalid_argument if bad); does not connect.
@@ -286,8 +293,68 @@ class postgres_store {
   bool resume(std::string_view job) { return job_statement(detail::postgres::stmt::resume, job, "resume"); }
   bool paused(std::string_view job) { return job_statement(detail::postgres::stmt::paused, job, "paused"); }
 
-  /// InspectStore: every job the schema holds a fence, a pause or a run
-  /// for, ordered by name (bytes), with its newest run. One SELECT (one
+  /// TriggerStore (doc/store-rules.md, "Trigger now"): asks for one manual
+  /// run of `job` at slot = store-now, unless one is pending; returns the
+  /// pending request's slot. One statement on the job's lease_jobs row
+  /// (its `trigger` column), atomic against the job's claims (the argument
+  /// is in store/postgres/schema.hpp), which also announces the job on the
+  /// trigger channel when it commits (PushTriggerStore). A lost answer is
+  /// outcome_unknown, never sent again blindly: the trigger may have been
+  /// recorded and even claimed meanwhile, and a second one would be a
+  /// second run.
+  time_point trigger(std::string_view job) {
+    detail::postgres::params p;
+    p.opt_i64(now_arg()).bytes(job).text(trigger_channel());
+    try {
+      auto r = exec(stmt::trigger, p, "trigger");
+      if (PQntuples(r.get()) != 1) bad_reply("trigger");
+      return time_point{duration{detail::postgres::row{r.get(), 0}.i64(0, "trigger")}};
+    } catch (const detail::postgres::transport_error& e) {
+      if (!e.maybe_applied()) throw;
+      detail::postgres::raise(postgres_errc::reply_lost,
+                              std::string(e.what()) + "; the trigger of job '" + lease::detail::printable(job, 80) +
+                                  "' may or may not have been recorded",
+                              "look at the job's pending trigger and its runs (list_jobs, list_runs) before "
+                              "triggering it again");
+    }
+  }
+
+  /// TriggerStore: the pending triggers among `jobs`, in the order asked,
+  /// each job once. One SELECT (job = ANY of the names, as one bytea[]
+  /// parameter).
+  std::vector<run_key> triggers(std::span<const std::string> jobs) {
+    if (jobs.empty()) return {};
+    std::vector<const std::string*> xs;
+    xs.reserve(jobs.size());
+    for (const auto& j : jobs) xs.push_back(&j);
+    detail::postgres::params p;
+    p.array(xs, 17, [](const std::string* j) { return *j; });
+    auto r = exec(stmt::triggers, p, "triggers");
+    std::map<std::string, time_point, std::less<>> pending;
+    for (int i = 0; i < PQntuples(r.get()); ++i) {
+      const detail::postgres::row x{r.get(), i};
+      pending.emplace(std::string(x.bytes(0)), time_point{duration{x.i64(1, "triggers")}});
+    }
+    std::vector<run_key> out;
+    for (const auto& name : jobs) {
+      auto it = pending.find(name);
+      if (it == pending.end()) continue;
+      out.push_back({name, it->second});
+      pending.erase(it);  // each job once
+    }
+    return out;
+  }
+
+  /// PushTriggerStore: from now on call `f(job)` (from the listener's thread,
+  /// store/postgres/listener.hpp, shared with listen_releases) whenever any
+  /// store on this schema triggers `job`, and f("") whenever pushes may have
+  /// been missed (the listening connection was (re)established: poll
+  /// triggers() once). An empty `f` stops; it returns after the last call of
+  /// the previous listener has returned.
+  void listen_triggers(trigger_listener f) { set_listener({}, std::move(f), false); }
+
+  /// InspectStore: every job the schema holds a fence, a pause, a pending
+  /// trigger or a run for, ordered by name (bytes), with its newest run. One SELECT (one
   /// snapshot).
   std::vector<stored_job> list_jobs() {
     auto r = exec(detail::postgres::stmt::list_jobs, {}, "list_jobs");
@@ -301,7 +368,8 @@ class postgres_store {
       if (fence < 0) detail::postgres::raise(postgres_errc::bad_reply, "list_jobs", "a job's fence is negative");
       j.fence = static_cast<std::uint64_t>(fence);
       j.paused = x.boolean(2, "list_jobs");
-      if (!x.is_null(3)) j.last_run = parse_record(x, 3, j.name, "list_jobs");
+      if (const auto t = x.opt_i64(3, "list_jobs")) j.trigger = time_point{duration{*t}};
+      if (!x.is_null(4)) j.last_run = parse_record(x, 4, j.name, "list_jobs");
       out.push_back(std::move(j));
     }
     return out;
@@ -337,10 +405,7 @@ class postgres_store {
   /// whenever any store on this schema finishes or releases a run of `job`.
   /// An empty `f` stops; it returns after the last call of the previous
   /// listener has returned.
-  void listen_releases(release_listener f) {
-    s_->listener.reset();
-    if (f) s_->listener = std::make_unique<detail::postgres::listener_thread>(settings_of(s_->opts), channel(), std::move(f));
-  }
+  void listen_releases(release_listener f) { set_listener(std::move(f), {}, true); }
 
   /// When the store noticed a loss of its state (store clock), if ever. Checks
   /// the store now (one round trip; a schema replaced under this handle is
@@ -360,7 +425,7 @@ class postgres_store {
   /// The server process of this store's connection (0 if not connected), for
   /// tests that terminate it and operators that look for it in pg_stat_activity.
   [[nodiscard]] int backend_pid() const noexcept { return s_->conn.backend_pid(); }
-  /// The release listener's connections so far (0 if none).
+  /// The listener's connections so far (0 if none): releases and triggers share one.
   [[nodiscard]] std::uint64_t listener_connects() const noexcept {
     return s_->listener ? s_->listener->connects() : 0;
   }
@@ -418,6 +483,26 @@ class postgres_store {
     return std::nullopt;
   }
   [[nodiscard]] std::string channel() const { return s_->schema + ".lease"; }
+  /// Triggers are announced on a channel of their own (at most 58 bytes:
+  /// under PostgreSQL's 63).
+  [[nodiscard]] std::string trigger_channel() const { return s_->schema + ".trigger"; }
+
+  /// Sets the release listener (`release`) or the trigger listener, on the
+  /// one listener thread, started when the first is set and stopped (after
+  /// the last call) when neither is.
+  void set_listener(release_listener r, trigger_listener t, bool release) {
+    if (!s_) detail::postgres::raise(postgres_errc::bad_option, "this store was moved from");
+    auto& l = s_->listener;
+    if (!l) {
+      if (!r && !t) return;
+      l = std::make_unique<detail::postgres::listener_thread>(settings_of(s_->opts), channel(), trigger_channel(),
+                                                              std::move(r), std::move(t));
+      return;
+    }
+    if (release) l->on_release(std::move(r));
+    else l->on_trigger(std::move(t));
+    if (l->idle()) l.reset();
+  }
   [[nodiscard]] std::string where() const { return s_->conn.where(); }
 
   void saw_fence(std::string_view job, std::uint64_t f) {
@@ -520,6 +605,10 @@ class postgres_store {
       if (ver == "3") {
         c.exec_simple(detail::postgres::in_schema(detail::postgres::upgrade_to_v4(), s_->schema), "migrating to version 4");
         ver = "4";
+      }
+      if (ver == "4") {
+        c.exec_simple(detail::postgres::in_schema(detail::postgres::upgrade_to_v5(), s_->schema), "migrating to version 5");
+        ver = "5";
       }
       if (ver != std::to_string(detail::postgres::schema_version))
         detail::postgres::raise(postgres_errc::schema_version,
@@ -710,7 +799,7 @@ class postgres_store {
   /// request carried (a batch carries the one known when it was sent, so a
   /// replaced state is noticed by each of its claims, and reported once).
   claim_result claim_reply(const claim_request& req, PGresult* r, const std::string& sent_marker) {
-    if (PQntuples(r) != 1 || PQnfields(r) != 14) bad_reply("claim");
+    if (PQntuples(r) != 1 || PQnfields(r) != 15) bad_reply("claim");
     const detail::postgres::row x{r, 0};
     const std::int32_t outcome = x.i32(0, "claim");
     if (outcome < 0 || outcome > static_cast<int>(claim_outcome::paused)) bad_reply("claim");
@@ -852,8 +941,8 @@ class postgres_store {
     return out;
   }
 
-  /// A record from 9 columns starting at `c` (slot, attempt, token, fence,
-  /// runner, status, lease_end, released, handovers).
+  /// A record from 10 columns starting at `c` (slot, attempt, token, fence,
+  /// runner, status, lease_end, released, handovers, manual).
   static run_record parse_record(const detail::postgres::row& x, int c, std::string_view job, std::string_view what) {
     run_record rec;
     rec.job = std::string(job);
@@ -870,6 +959,7 @@ class postgres_store {
     rec.lease_end = time_point{duration{x.i64(c + 6, what)}};
     rec.released = x.boolean(c + 7, what);
     rec.handovers = static_cast<std::uint32_t>(handovers);
+    rec.manual = x.boolean(c + 9, what);
     return rec;
   }
 
@@ -884,5 +974,6 @@ static_assert(NoticeStore<postgres_store>);
 static_assert(PushStore<postgres_store>);
 static_assert(PauseStore<postgres_store>);
 static_assert(InspectStore<postgres_store>);
+static_assert(PushTriggerStore<postgres_store>);
 
 }  // namespace lease

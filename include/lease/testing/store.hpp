@@ -5,8 +5,10 @@
 // do. This suite generates random histories — claims, heartbeats (single and
 // batched), finishes, releases, reads and clock advances, from several
 // runners with fresh and stale tokens, on a few jobs and slots, and, for a
-// PauseStore, pauses and resumes of jobs, for a TriggerStore, an operator's
-// triggers, the poll of them and manual claims, and for an InspectStore, an
+// PauseStore, pauses and resumes of jobs (for a StopStore, stops), for a
+// TriggerStore, an operator's triggers, the poll of them and manual claims,
+// for a RegistryStore, instances' registrations and an operator's purges,
+// and for an InspectStore, an
 // operator's list_jobs() and list_runs(job, limit) — applies each
 // to a fresh store and to the rules, and requires every answer to agree. It
 // also checks the invariants of doc/invariants.md that a store alone must keep
@@ -83,10 +85,17 @@ inline std::string describe(const claim_result& c) {
          " store_now=" + std::to_string(c.store_now.time_since_epoch().count());
 }
 
+inline std::string describe(const job_registration& r) {
+  return "{" + r.instance + " '" + r.schedule + "' " + r.zone + " seen " +
+         std::to_string(r.last_seen.time_since_epoch().count()) + "}";
+}
+
 inline std::string describe(const stored_job& j) {
+  std::string regs;
+  for (const auto& r : j.instances) regs += " " + describe(r);
   return "{name=" + j.name + " fence=" + std::to_string(j.fence) + " paused=" + std::to_string(j.paused) +
          (j.trigger ? " trigger=" + std::to_string(j.trigger->time_since_epoch().count()) : std::string()) +
-         " last_run=" + describe(j.last_run) + "}";
+         " last_run=" + describe(j.last_run) + (regs.empty() ? "" : " instances=" + regs) + "}";
 }
 
 template <class T>
@@ -99,7 +108,8 @@ std::string describe(const std::vector<T>& v) {
 namespace conformance {
 
 enum class op_kind { claim, claim_many, heartbeat, heartbeat_many, finish, release, finish_many, unfinished, get, advance, boundary, lose_state,
-                     pause, resume, paused, list_jobs, list_runs, trigger, triggers, manual_claim };
+                     pause, resume, paused, list_jobs, list_runs, trigger, triggers, manual_claim, stop,
+                     register_jobs, purge };
 
 /// Which boundary a `boundary` step moves the clock to (± 1 ms).
 enum class edge { lease_end, late, prune, early, quarantine };
@@ -205,6 +215,16 @@ inline rc::Gen<op> gen_op() {
       gen::build<op>(gen::set(&op::kind, gen::just(op_kind::triggers))),
       gen::build<op>(gen::set(&op::kind, gen::just(op_kind::manual_claim)), gen::set(&op::job, idx(3)),
                      gen::set(&op::slot, idx(5)), gen::set(&op::runner, idx(3)), gen::set(&op::ms, gen_lease())),
+      // An operator's stop (StopStore): a pause that hands over the runs in
+      // progress. Registrations of jobs by instances (RegistryStore):
+      // `batch` holds (job, instance × 4 + schedule text); a purge of a job
+      // unseen for `ms`.
+      gen::build<op>(gen::set(&op::kind, gen::just(op_kind::stop)), gen::set(&op::job, idx(3))),
+      gen::build<op>(gen::set(&op::kind, gen::just(op_kind::register_jobs)),
+                     gen::set(&op::batch, gen::container<std::vector<std::pair<int, int>>>(
+                                              gen::resize(100, gen::pair(idx(3), idx(12)))))),
+      gen::build<op>(gen::set(&op::kind, gen::just(op_kind::purge)), gen::set(&op::job, idx(3)),
+                     gen::set(&op::ms, gen::element<std::int64_t>(0, 1, 5'000, 60'000))),
       gen::build<op>(gen::set(&op::kind, gen::just(op_kind::list_jobs))),
       gen::build<op>(gen::set(&op::kind, gen::just(op_kind::list_runs)), gen::set(&op::job, idx(3)),
                      gen::set(&op::ms, gen::inRange<std::int64_t>(0, 7))));
@@ -580,6 +600,51 @@ void replay(S& store, fake_clock clock, const settings& cfg, const std::vector<o
         }
         break;
       }
+      case op_kind::stop: {
+        if constexpr (StopStore<S>) {
+          const auto& job = jobs()[static_cast<std::size_t>(o.job)];
+          const std::size_t want = rules::stop(model, job, now);
+          const std::size_t got = store.stop(job);
+          log << "stop job#" << o.job << " -> " << got << " runs handed over\n";
+          if (got != want) fail("stop handed over " + std::to_string(got) + " runs, the rules say " + std::to_string(want));
+        } else {
+          log << "stop (skipped: not a StopStore)\n";
+        }
+        break;
+      }
+      case op_kind::register_jobs:
+      case op_kind::purge: {
+        if constexpr (RegistryStore<S>) {
+          if (o.kind == op_kind::register_jobs) {
+            // Schedule texts and zones quote and escape like job names do.
+            static const char* const schedules[] = {"*/5 * * * *", "every 30s", "0 6 * * 1-5 'it''s' \"x\"\\"};
+            static const char* const zones[] = {"UTC", "Europe/Paris", ""};
+            std::vector<job_registration> regs;
+            for (auto [job, pick] : o.batch)
+              regs.push_back({jobs()[static_cast<std::size_t>(job)], "instance-" + std::to_string(pick / 3),
+                              schedules[pick % 3], zones[(pick / 3) % 3], time_point{}});
+            rules::register_jobs(model, regs, now);
+            store.register_jobs(regs);
+            log << "register_jobs x" << regs.size() << "\n";
+          } else {
+            const auto& job = jobs()[static_cast<std::size_t>(o.job)];
+            const purge_result want = rules::purge(model, job, duration{o.ms}, now);
+            const purge_result got = store.purge(job, duration{o.ms});
+            log << "purge job#" << o.job << " unseen for " << o.ms << " -> " << to_string(got.outcome) << "\n";
+            if (got != want)
+              fail("purge answered " + std::string(to_string(got.outcome)) + ", the rules say " +
+                   std::string(to_string(want.outcome)) + " (or the registration or run it names differs)");
+            if (want.outcome == purge_outcome::purged) {
+              // The operator deleted the job: its runs may be won anew.
+              std::erase_if(created, [&](const auto& c) { return c.first.job == job; });
+              std::erase_if(winners, [&](const auto& w) { return std::get<0>(w.first) == job; });
+            }
+          }
+        } else {
+          log << "registry op (skipped: not a RegistryStore)\n";
+        }
+        break;
+      }
       case op_kind::list_jobs:
         if constexpr (InspectStore<S>) {
           check_list_jobs();
@@ -712,6 +777,15 @@ std::string check_hostile_names(S& store, fake_clock clock) {
     }
     if (store.triggers(names) != rules::triggers(model, names))
       return "triggers() of the hostile names answered differently from the rules";
+  }
+  if constexpr (RegistryStore<S>) {
+    // Every name registered by an instance whose id, schedule and zone are
+    // hostile too; one name only registered (it never ran).
+    std::vector<job_registration> regs;
+    for (const auto& job : names) regs.push_back({job, "inst 'x\" \\", "*/5 * * * * '; DROP", "Zone/\xe2\x9c\x93", {}});
+    regs.push_back({"registered only: '\"\\", "api-1", "every 30s", "", {}});
+    rules::register_jobs(model, regs, clock.now());
+    store.register_jobs(regs);
   }
   if (const auto got = store.list_jobs(), want = rules::list_jobs(model); got != want)
     return "list_jobs answered " + describe(got) + "\n  the rules say " + describe(want);

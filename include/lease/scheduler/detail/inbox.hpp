@@ -38,6 +38,9 @@ struct inbox {
   /// Jobs a PushStore announced a release or an end of a run of (their
   /// watched runs are re-checked at once), in the order announced.
   std::vector<std::string> released;
+  /// Jobs a PushTriggerStore announced a trigger of ("" : poll all of them),
+  /// in the order announced.
+  std::vector<std::string> triggered;
   /// Work posted by a controlling thread (add, remove, jobs after start()),
   /// run by the loop in the order posted.
   std::vector<std::function<void()>> calls;
@@ -72,6 +75,14 @@ struct inbox {
     {
       std::scoped_lock lock(mutex);
       released.emplace_back(job);
+      posted.store(true);
+    }
+    ready.notify_all();
+  }
+  void post_trigger(std::string_view job) {
+    {
+      std::scoped_lock lock(mutex);
+      triggered.emplace_back(job);
       posted.store(true);
     }
     ready.notify_all();
@@ -121,9 +132,13 @@ struct inbox {
     std::unique_lock lock(mutex);
     ready.wait(lock, [&] { return is_drained; });
   }
+  [[nodiscard]] bool stop_was_asked() {
+    std::scoped_lock lock(mutex);
+    return stop_asked;
+  }
   /// Whether anything is waiting for the loop (call with `mutex` held).
   [[nodiscard]] bool waiting() const {
-    return !done.empty() || stop_request.has_value() || !released.empty() || !calls.empty();
+    return !done.empty() || stop_request.has_value() || !released.empty() || !calls.empty() || !triggered.empty();
   }
   [[nodiscard]] bool has_work() {
     std::scoped_lock lock(mutex);

@@ -22,6 +22,7 @@ enum class timer_kind : std::uint8_t {
   finish_retry,   ///< resend attempt `id`'s finish or release
   recover,        ///< start()'s catch-up for the job
   stop_deadline,  ///< abandon handlers still running
+  trigger_poll,   ///< ask a TriggerStore for pending triggers (id 0: the periodic poll; 1: a retry)
 };
 
 template <class TimePoint>

@@ -27,6 +27,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <libpq-fe.h>
@@ -387,12 +388,13 @@ class connection {
                     std::string(message_prefix) + text + ": " + lease::detail::printable(msg, 400), state);
   }
 
-  /// Notifications received on this connection (LISTEN), in order.
-  std::vector<std::string> take_notifications() {
-    std::vector<std::string> out;
+  /// Notifications received on this connection (LISTEN), in order, each as
+  /// {channel, payload}.
+  std::vector<std::pair<std::string, std::string>> take_notifications() {
+    std::vector<std::pair<std::string, std::string>> out;
     if (!c_) return out;
     while (PGnotify* n = PQnotifies(c_.get())) {
-      out.emplace_back(n->extra != nullptr ? n->extra : "");
+      out.emplace_back(n->relname != nullptr ? n->relname : "", n->extra != nullptr ? n->extra : "");
       PQfreemem(n);
     }
     return out;

@@ -1,16 +1,19 @@
-// lease/store/postgres/listener.hpp — the LISTEN side of push hand-over: a
-// thread of its own with a connection of its own, calling the listener for
-// every release or end of a run that any store on the same schema announces
-// (finish and release call pg_notify in the same statement, so an announcement
-// is sent exactly when the change commits).
+// lease/store/postgres/listener.hpp — the LISTEN side of push hand-over and
+// of pushed triggers: a thread of its own with a connection of its own,
+// calling the release listener for every release or end of a run, and the
+// trigger listener for every trigger, that any store on the same schema
+// announces (finish, release and trigger call pg_notify in the same
+// statement, so an announcement is sent exactly when the change commits).
 //
 // A broken connection is reopened with backoff and LISTEN sent again; what
 // was announced meanwhile is lost, which costs time, never safety (the
-// scheduler's periodic checks stay).
+// scheduler's periodic checks stay; for triggers, the listener is told to
+// poll once: f("")).
 #pragma once
 
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -40,12 +43,25 @@ namespace lease::detail::postgres {
   return out;
 }
 
-/// One LISTEN thread; destroying it stops the thread after the last call of
-/// the listener has returned.
+/// One LISTEN thread on one connection, for both pushes of a store: the
+/// releases and ends of runs (channel `releases`, release_listener) and
+/// operators' triggers (channel `triggers`, trigger_listener). Either
+/// listener may be empty (its notifications are dropped); they are set and
+/// called under one mutex, so setting one returns only after a call of the
+/// one it replaces has returned. Destroying it stops the thread after the
+/// last call.
+///
+/// A trigger pushed while the connection was down is lost; so whenever the
+/// thread has (re)connected and sent LISTEN — the first time too: a trigger
+/// committed before the LISTEN took effect was not heard — it calls the
+/// trigger listener with "" ("poll once"), as it does for a trigger of a job
+/// whose name is too long to announce.
 class listener_thread {
  public:
-  listener_thread(connection_settings s, std::string channel, release_listener f)
-      : s_(std::move(s)), channel_(std::move(channel)), f_(std::move(f)) {
+  listener_thread(connection_settings s, std::string releases, std::string triggers, release_listener on_release,
+                  trigger_listener on_trigger)
+      : s_(std::move(s)), releases_(std::move(releases)), triggers_(std::move(triggers)),
+        release_(std::move(on_release)), trigger_(std::move(on_trigger)) {
     s_.application_name = "lease-listener";
     thread_ = std::thread([this] { loop(); });
   }
@@ -55,6 +71,22 @@ class listener_thread {
   }
   listener_thread(const listener_thread&) = delete;
   listener_thread& operator=(const listener_thread&) = delete;
+
+  /// Replaces the release listener; returns after a call of the old one under way has returned.
+  void on_release(release_listener f) {
+    std::scoped_lock lock(m_);
+    release_ = std::move(f);
+  }
+  /// Replaces the trigger listener; returns after a call of the old one under way has returned.
+  void on_trigger(trigger_listener f) {
+    std::scoped_lock lock(m_);
+    trigger_ = std::move(f);
+  }
+  /// Neither listener is set: the thread has nothing to do.
+  [[nodiscard]] bool idle() {
+    std::scoped_lock lock(m_);
+    return !release_ && !trigger_;
+  }
 
   /// Connections made so far (1 once listening; more after reconnects).
   [[nodiscard]] std::uint64_t connects() const noexcept { return connects_; }
@@ -66,25 +98,36 @@ class listener_thread {
       if (!c.connected()) {
         try {
           c.open();
-          c.exec_simple("LISTEN \"" + channel_ + "\"", "LISTEN");
+          // One query, both channels: listening starts for both at once.
+          c.exec_simple("LISTEN \"" + releases_ + "\"; LISTEN \"" + triggers_ + "\"", "LISTEN");
           ++connects_;
         } catch (const store_error&) {
           c.drop();
           std::this_thread::sleep_for(std::chrono::milliseconds(20));  // open() backs off by itself
           continue;
         }
+        std::scoped_lock lock(m_);
+        if (trigger_) trigger_("");  // pushes may have been missed while not listening
       }
       if (!c.wait_input(50)) continue;
-      for (const std::string& payload : c.take_notifications()) {
+      for (const auto& [channel, payload] : c.take_notifications()) {
         const std::string job = decode_hex(payload);
-        if (!job.empty()) f_(job);
+        std::scoped_lock lock(m_);
+        if (channel == triggers_) {
+          if (trigger_) trigger_(job);  // "" (a name too long to announce): poll
+        } else if (channel == releases_) {
+          if (release_ && !job.empty()) release_(job);
+        }
       }
     }
   }
 
   connection_settings s_;
-  std::string channel_;
-  release_listener f_;
+  std::string releases_;
+  std::string triggers_;
+  std::mutex m_;  ///< held while a listener is called or replaced
+  release_listener release_;
+  trigger_listener trigger_;
   std::atomic<bool> stop_{false};
   std::atomic<std::uint64_t> connects_{0};
   std::thread thread_;

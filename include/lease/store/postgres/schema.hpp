@@ -3,21 +3,22 @@
 // operation prepares.
 //
 // Tables (all in the store's schema):
-//   lease_schema_version(version)   one row: the layout below is version 4
+//   lease_schema_version(version)   one row: the layout below is version 5
 //       (version 1: a slower lease_claim; version 2: an index of running
 //       runs that made every finish a non-HOT update; version 3: no pause;
-//       migrated on connect)
+//       version 4: no trigger; migrated on connect)
 //   lease_store(id = 1, marker, lost_at)
 //       marker: a random id written when the schema is created; a handle
 //       that finds another one than it saw before knows the state was
 //       replaced (schema dropped and recreated, a restored backup).
 //       lost_at: when a loss of state was detected (store clock, ms), if ever.
-//   lease_jobs(job, fence, paused)  one row per job: its fence counter,
-//       whether an operator paused it (rules::pause; a job that never ran
-//       gets its row from pause()), and the row every claim of the job
-//       locks first
+//   lease_jobs(job, fence, paused, trigger)  one row per job: its fence
+//       counter, whether an operator paused it (rules::pause; a job that
+//       never ran gets its row from pause() or trigger()), its pending
+//       trigger's slot (rules::trigger; NULL if none), and the row every
+//       claim of the job locks first
 //   lease_runs(job, slot, attempt, token, fence, runner, status, lease_end,
-//              released, handovers)  one row per run, key (job, slot)
+//              released, handovers, manual)  one row per run, key (job, slot)
 // Job names, tokens and runners are bytea (any bytes, NUL included); times
 // are int8 ms since the epoch on the store's clock; status is run_status.
 //
@@ -38,6 +39,20 @@
 //     statements that write it (an UPDATE, or an INSERT ... ON CONFLICT DO
 //     UPDATE), so they wait for a claim holding the row and a claim waits
 //     for them: each claim sees the pause as of a point in that order.
+//   * the pending trigger is a column of that row too: trigger() is one
+//     INSERT ... ON CONFLICT DO UPDATE of it, which takes the row's lock (or
+//     creates the row) before it reads the clock and the pending value
+//     (the DO UPDATE's expressions are evaluated on the locked, latest
+//     version of the row). So a trigger() and a claim of the job run one
+//     after the other, whichever way round: a manual claim that holds the
+//     row sees a trigger committed before it and makes a trigger() wait
+//     until it has answered (cleared) the pending one; a trigger() then
+//     sees the cleared value and asks anew. Two manual claims of one
+//     trigger (any instances, any store objects) are two claims of one job:
+//     the second sees the first's answer — the trigger cleared, the run
+//     created — and gets `running` (or `finished`), never a second win.
+//     A new job's row created by trigger() races with a first claim exactly
+//     as pause()'s does (below).
 //   * a claim then locks the run it asks for, the job's newer runs and its
 //     running runs (one SELECT ... FOR UPDATE, in slot order, which also
 //     reads them) before reading the clock and deciding. A
@@ -81,7 +96,7 @@
 namespace lease::detail::postgres {
 
 /// The layout version this library writes.
-inline constexpr int schema_version = 4;
+inline constexpr int schema_version = 5;
 
 /// `sql` with every '@' replaced by the quoted schema name (a validated
 /// identifier: letters, digits, '_').
@@ -302,13 +317,21 @@ UPDATE @.lease_schema_version SET version = 3;
 /// the same function and get the same answers until a job is paused (then an
 /// outcome they do not know, a store_error: upgrade them before pausing).
 /// Run inside the migration's transaction, on a version 3 schema.
+namespace detail_schema {
+/// Replaces the one occurrence of `from` in `f` by `to`; a text that does not
+/// match exactly once is a bug of this file (a test migrates every version).
+inline void replace_once(std::string& f, std::string_view from, std::string_view to, const char* step) {
+  const auto at = f.find(from);
+  if (at == std::string::npos || f.find(from, at + 1) != std::string::npos)
+    throw std::logic_error(std::string("lease postgres schema: ") + step + " does not match the lease_claim it edits");
+  f.replace(at, from.size(), to);
+}
+}  // namespace detail_schema
+
 [[nodiscard]] inline std::string upgrade_to_v4() {
   std::string f(upgrade_to_v2);
   auto replace = [&](std::string_view from, std::string_view to) {
-    const auto at = f.find(from);
-    if (at == std::string::npos || f.find(from, at + 1) != std::string::npos)
-      throw std::logic_error("lease postgres schema: upgrade_to_v4 does not match lease_claim version 2");
-    f.replace(at, from.size(), to);
+    detail_schema::replace_once(f, from, to, "upgrade_to_v4");
   };
   replace("finished 5, none 6, early 7, quarantined 8)", "finished 5, none 6, early 7, quarantined 8, paused 9)");
   replace("  v_others int4 := 0;\n", "  v_others int4 := 0;\n  v_paused bool := false;\n");
@@ -329,28 +352,129 @@ UPDATE @.lease_schema_version SET version = 3;
   return "ALTER TABLE @.lease_jobs ADD COLUMN paused bool NOT NULL DEFAULT false;\n" + f;
 }
 
+/// Version 5: "trigger now" (doc/store-rules.md, "Trigger now"). The job's
+/// pending trigger (lease_jobs.trigger: the slot of the manual run asked
+/// for, store clock in ms; NULL when none is pending, as for every job of an
+/// older schema), the manual flag of a run (lease_runs.manual, false for
+/// every run of an older schema), and lease_claim with rules::claim's manual
+/// branch (reason 3): version 4's function with the trigger read under the
+/// job row's lock and the lines below changed, each of which must match once
+/// (a test migrates every version). The function gains an output (o_manual),
+/// so it is dropped and created again in the migration's transaction: an
+/// instance of version 4 still connected names the columns it reads and gets
+/// the same answers until a trigger is claimed (a claim reason it never
+/// sends). Both new columns are added without a table rewrite (a NULL and a
+/// constant default), and neither is indexed, so finishes stay HOT updates.
+/// Run inside the migration's transaction, on a version 4 schema.
+[[nodiscard]] inline std::string upgrade_to_v5() {
+  std::string f = upgrade_to_v4();
+  // upgrade_to_v4() starts with its ALTER TABLE; the function follows it.
+  const std::string_view alter_v4 = "ALTER TABLE @.lease_jobs ADD COLUMN paused bool NOT NULL DEFAULT false;\n";
+  if (f.compare(0, alter_v4.size(), alter_v4) != 0)
+    throw std::logic_error("lease postgres schema: upgrade_to_v5 does not match upgrade_to_v4");
+  f.erase(0, alter_v4.size());
+  auto replace = [&](std::string_view from, std::string_view to) {
+    detail_schema::replace_once(f, from, to, "upgrade_to_v5");
+  };
+  replace("paused 9); reasons and overlap modes\n-- likewise.",
+          "paused 9); reasons (manual 3) and overlap modes\n"
+          "-- likewise. A manual claim is rules::claim's manual branch: it wins only the\n"
+          "-- job's pending trigger (lease_jobs.trigger = p_slot), and each of its\n"
+          "-- answers that rules::claim says answers the trigger clears it, under the\n"
+          "-- job row's lock. o_manual: the run's manual flag.");
+  replace("CREATE OR REPLACE FUNCTION @.lease_claim(",
+          "DROP FUNCTION @.lease_claim(int8, text, int8, bytea, int8, bytea, bytea, int4, int8, int4, int8, int4, int4, "
+          "int8);\nCREATE FUNCTION @.lease_claim(");
+  replace("OUT o_released bool, OUT o_handovers int4)", "OUT o_released bool, OUT o_handovers int4, OUT o_manual bool)");
+  replace("  v_paused bool := false;\n",
+          "  v_paused bool := false;\n  v_trigger int8;\n  v_manual bool := p_reason = 3;\n");
+  replace("SELECT j.fence, j.paused INTO v_fence, v_paused FROM @.lease_jobs j WHERE j.job = p_job FOR UPDATE;",
+          "SELECT j.fence, j.paused, j.trigger INTO v_fence, v_paused, v_trigger FROM @.lease_jobs j WHERE j.job = p_job "
+          "FOR UPDATE;");
+  // A job without a row has no pending trigger: a manual claim is none.
+  replace("\n      IF p_reason = 2 THEN o_outcome := 6; RETURN; END IF;",
+          "\n      IF p_reason IN (2, 3) THEN o_outcome := 6; RETURN; END IF;");
+  replace("o_lease_end := v_run.lease_end; o_released := false; o_handovers := 0;",
+          "o_lease_end := v_run.lease_end; o_released := false; o_handovers := 0; o_manual := false;");
+  replace("RETURNING j.fence, j.paused INTO v_fence, v_paused;",
+          "RETURNING j.fence, j.paused, j.trigger INTO v_fence, v_paused, v_trigger;");
+  // The run has state: it is the trigger's answer (a scheduled slot of that
+  // very millisecond, or the trigger's own run), whatever the claim's outcome.
+  replace("  -- 4. The rules.\n  IF v_found THEN\n",
+          "  -- 4. The rules.\n"
+          "  IF v_found AND v_manual AND v_trigger = p_slot THEN\n"
+          "    UPDATE @.lease_jobs j SET trigger = NULL WHERE j.job = p_job;\n"
+          "  END IF;\n"
+          "  IF v_found THEN\n");
+  // No state: a manual claim needs the pending trigger of this very slot;
+  // it is never late nor superseded.
+  replace("\n    IF p_reason = 2 THEN o_outcome := 6; RETURN; END IF;\n"
+          "    IF o_now > p_deadline + 10000 THEN o_outcome := 3; RETURN; END IF;\n"
+          "    IF p_slot > o_now + 1000 THEN o_outcome := 7; RETURN; END IF;\n"
+          "    IF v_newer THEN o_outcome := 4; RETURN; END IF;\n",
+          "\n    IF p_reason = 2 OR (v_manual AND v_trigger IS DISTINCT FROM p_slot) THEN o_outcome := 6; RETURN; END IF;\n"
+          "    IF NOT v_manual AND o_now > p_deadline + 10000 THEN o_outcome := 3; RETURN; END IF;\n"
+          "    IF p_slot > o_now + 1000 THEN o_outcome := 7; RETURN; END IF;\n"
+          "    IF v_newer AND NOT v_manual THEN o_outcome := 4; RETURN; END IF;\n");
+  // Overlap in skip mode drops the trigger (buffer_one keeps it pending).
+  replace("    IF v_found THEN\n      o_outcome := 2;\n",
+          "    IF v_found THEN\n      o_outcome := 2;\n"
+          "      IF v_manual AND p_overlap = 0 THEN UPDATE @.lease_jobs j SET trigger = NULL WHERE j.job = p_job; END IF;\n");
+  // Case 14 does not apply: a loss forgot every trigger asked before it.
+  replace("    ELSIF o_lost_at IS NOT NULL AND p_slot <= o_lost_at + 1000 THEN\n",
+          "    ELSIF NOT v_manual AND o_lost_at IS NOT NULL AND p_slot <= o_lost_at + 1000 THEN\n");
+  // Paused answers the trigger (it does not wait for the resume).
+  replace("    ELSIF v_paused THEN\n      o_outcome := 9;\n      RETURN;\n    ELSE\n      IF v_others > 0 THEN\n",
+          "    ELSIF v_paused THEN\n      o_outcome := 9;\n"
+          "      IF v_manual THEN UPDATE @.lease_jobs j SET trigger = NULL WHERE j.job = p_job; END IF;\n"
+          "      RETURN;\n    ELSE\n      IF v_others > 0 THEN\n");
+  // A new run interrupts only older running runs (a manual run may be older
+  // than runs of the schedule; any other new run has no newer one).
+  replace("WHERE r.job = p_job AND r.status = 0 AND (r.lease_end <= o_now OR p_overlap = 3);",
+          "WHERE r.job = p_job AND r.slot < p_slot AND r.status = 0 AND (r.lease_end <= o_now OR p_overlap = 3);");
+  // Winning answers the trigger, and the run is marked manual.
+  replace("WITH f AS (UPDATE @.lease_jobs j SET fence = v_fence WHERE j.job = p_job),\n",
+          "WITH f AS (UPDATE @.lease_jobs j SET fence = v_fence, trigger = CASE WHEN v_manual THEN NULL ELSE j.trigger END\n"
+          "                 WHERE j.job = p_job),\n");
+  // Pruning keeps the run at the pending trigger's slot (it answers the
+  // trigger; v_trigger is the trigger before this claim, which a manual win
+  // answers: its slot is then the new, running run's).
+  replace("WHERE r.job = p_job AND r.status <> 0 AND r.slot < o_now - p_retain - 10000\n",
+          "WHERE r.job = p_job AND r.status <> 0 AND r.slot < o_now - p_retain - 10000\n"
+          "                     AND r.slot IS DISTINCT FROM v_trigger\n");
+  replace("VALUES (p_job, p_slot, 1, p_token, v_fence, p_runner, 0, o_now + p_lease, false, 0)",
+          "VALUES (p_job, p_slot, 1, p_token, v_fence, p_runner, 0, o_now + p_lease, false, 0, v_manual)");
+  replace("o_released := v_run.released; o_handovers := v_run.handovers;",
+          "o_released := v_run.released; o_handovers := v_run.handovers; o_manual := v_run.manual;");
+  replace("UPDATE @.lease_schema_version SET version = 4;", "UPDATE @.lease_schema_version SET version = 5;");
+  return "ALTER TABLE @.lease_jobs ADD COLUMN trigger int8;\n"
+         "ALTER TABLE @.lease_runs ADD COLUMN manual bool NOT NULL DEFAULT false;\n" + f;
+}
+
 /// The prepared statements, by index.
 enum class stmt : unsigned {
   claim, heartbeat, heartbeat_many, finish, release, get, unfinished, now, note_loss, state, pause, resume, paused,
-  list_jobs, list_runs, count_
+  list_jobs, list_runs, trigger, triggers, count_
 };
 
 inline constexpr const char* stmt_names[] = {"lease_claim", "lease_heartbeat", "lease_heartbeat_many", "lease_finish",
                                              "lease_release", "lease_get", "lease_unfinished", "lease_now",
                                              "lease_note_loss", "lease_state", "lease_pause", "lease_resume",
-                                             "lease_paused", "lease_list_jobs", "lease_list_runs"};
+                                             "lease_paused", "lease_list_jobs", "lease_list_runs",
+                                             "lease_trigger", "lease_triggers"};
 
-#define LEASE_PG_RECORD "slot, attempt, token, fence, runner, status::int4, lease_end, released, handovers"
+#define LEASE_PG_RECORD "slot, attempt, token, fence, runner, status::int4, lease_end, released, handovers, manual"
 #define LEASE_PG_PAYLOAD "CASE WHEN octet_length(job) <= 3900 THEN encode(job, 'hex') ELSE '' END"
 
-/// Each statement's text ('@' = the schema). The channel of NOTIFY is $5/$4.
+/// Each statement's text ('@' = the schema). The channel of NOTIFY is $5
+/// (finish, release: the release channel) or $3 (trigger: the trigger channel).
 inline constexpr std::string_view stmt_sql[] = {
     // claim (lease_claim). A one-statement fast path for the common claims
     // (CTEs, lease_claim only as the fallback) was measured slower: its
     // plan's start-up outweighed the plpgsql statements it saved. Where a
     // claim's time goes, against the floor: benchmark/postgres/postgres_bench.cpp.
     "SELECT o_outcome, o_now, o_detected, o_marker, o_lost_at, o_slot, o_attempt, o_token, o_fence, o_runner, "
-    "o_status, o_lease_end, o_released, o_handovers FROM @.lease_claim($1::int8, $2::text, $3::int8, $4::bytea, "
+    "o_status, o_lease_end, o_released, o_handovers, o_manual FROM @.lease_claim($1::int8, $2::text, $3::int8, $4::bytea, "
     "$5::int8, $6::bytea, $7::bytea, $8::int4, $9::int8, $10::int4, $11::int8, $12::int4, $13::int4, $14::int8)",
     // heartbeat: now, job, slot, token, lease
     "UPDATE @.lease_runs SET lease_end = @.lease_now($1::int8) + $5::int8 "
@@ -391,16 +515,34 @@ inline constexpr std::string_view stmt_sql[] = {
     "UPDATE @.lease_jobs SET paused = false WHERE job = $1::bytea AND paused RETURNING 1",
     // paused: job
     "SELECT paused::int4 FROM @.lease_jobs WHERE job = $1::bytea AND paused",
-    // list_jobs (InspectStore): every job with a fence, a pause or a run, its
-    // newest run (one index seek per job), by name as bytes (bytea compares
-    // bytewise, whatever the database's collation). A run is only inserted
-    // under its job's row, so lease_jobs has every job.
-    "SELECT j.job, j.fence, j.paused, r.slot, r.attempt, r.token, r.fence, r.runner, r.status::int4, r.lease_end, "
-    "r.released, r.handovers FROM @.lease_jobs j LEFT JOIN LATERAL (SELECT * FROM @.lease_runs x "
-    "WHERE x.job = j.job ORDER BY x.slot DESC LIMIT 1) r ON true "
-    "WHERE j.fence <> 0 OR j.paused OR r.slot IS NOT NULL ORDER BY j.job",
+    // list_jobs (InspectStore): every job with a fence, a pause, a pending
+    // trigger or a run, its newest run (one index seek per job), by name as
+    // bytes (bytea compares bytewise, whatever the database's collation). A
+    // run is only inserted under its job's row, so lease_jobs has every job.
+    "SELECT j.job, j.fence, j.paused, j.trigger, r.slot, r.attempt, r.token, r.fence, r.runner, r.status::int4, "
+    "r.lease_end, r.released, r.handovers, r.manual FROM @.lease_jobs j LEFT JOIN LATERAL (SELECT * FROM "
+    "@.lease_runs x WHERE x.job = j.job ORDER BY x.slot DESC LIMIT 1) r ON true "
+    "WHERE j.fence <> 0 OR j.paused OR j.trigger IS NOT NULL OR r.slot IS NOT NULL ORDER BY j.job",
     // list_runs (InspectStore): job, limit
     "SELECT " LEASE_PG_RECORD " FROM @.lease_runs WHERE job = $1::bytea ORDER BY slot DESC LIMIT $2::int8",
+    // trigger (TriggerStore): now, job, channel. One statement, atomic
+    // against the job's claims: ON CONFLICT DO UPDATE locks the job's row
+    // (waiting for a claim that holds it, as a claim waits for it) and
+    // evaluates its SET on the row's latest committed version, so the clock
+    // (lease_now, the injected clock if any) is read and the pending trigger
+    // kept or set under that lock. A job without a row gets one (fence 0,
+    // which the next won fence exceeds), its clock read before the insert, as
+    // a job's first claim does: a claim of the job that inserts first makes
+    // this insert wait for it, then take the update path. The NOTIFY (on the
+    // trigger channel, not the release one) is sent when the statement
+    // commits, and also for a trigger already pending (a listener then polls
+    // and finds it: harmless).
+    "INSERT INTO @.lease_jobs AS j (job, fence, trigger) VALUES ($2::bytea, 0, @.lease_now($1::int8)) "
+    "ON CONFLICT (job) DO UPDATE SET trigger = coalesce(j.trigger, @.lease_now($1::int8)) "
+    "RETURNING j.trigger, pg_notify($3::text, " LEASE_PG_PAYLOAD ")::text",
+    // triggers (TriggerStore): jobs[]. The pending ones among them (the
+    // store orders them as asked, each job once).
+    "SELECT job, trigger FROM @.lease_jobs WHERE job = ANY($1::bytea[]) AND trigger IS NOT NULL",
 };
 
 #undef LEASE_PG_RECORD

@@ -1,0 +1,257 @@
+// lease/scheduler/triggers.hpp — an operator's "trigger now" (doc/protocol.md,
+// "Trigger now"): a pending trigger in a TriggerStore is picked up by every
+// instance that has the job and claimed like a slot, with reason `manual`;
+// the store's rules let exactly one claim win it.
+//
+// * Picked up: a PushTriggerStore calls our listener (posted to the inbox,
+//   like a release) and the loop polls triggers() for those jobs in its next
+//   turn; f("") (it may have missed pushes) and start() poll all of them once.
+//   Another TriggerStore is polled for all jobs every options.trigger_poll:
+//   one store call per instance per interval, the idle cost of the feature.
+// * Claimed as any run: the job's lease, overlap mode, attempts; batched
+//   with the other claims of the loop turn; a store error is retried with
+//   the same token (never dropped: a manual claim has no deadline). A win
+//   runs the handler (run_context::manual); `running` makes this instance a
+//   backup of the manual run; `overlap` in skip mode and `paused` drop the
+//   trigger with an event saying why; in buffer_one mode it waits for the
+//   blocking run to end and is claimed again; `none`: another instance
+//   answered it first (silent); early and quarantined: claimed again later.
+// * Outside the schedule: a manual claim never drops, and is never dropped
+//   by, the claims of the job's slots, and the slots are armed as before. A
+//   slot before the trigger that is due here and not yet answered is claimed
+//   first (so the manual run does not make it `superseded`).
+#pragma once
+
+#include <algorithm>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "lease/scheduler.hpp"
+
+namespace lease {
+
+template <Store S, Clock C, Executor E, OverlapPolicy P>
+time_point scheduler<S, C, E, P>::trigger(std::string_view name) {
+  static_assert(TriggerStore<S>,
+                "lease::scheduler::trigger needs a store that models lease::TriggerStore (trigger(job) and "
+                "triggers(jobs), lease/store/concept.hpp): this store cannot keep an operator's trigger");
+  {
+    std::scoped_lock lock(names_mutex_);
+    if (phase_ == phase::stopping || phase_ == phase::stopped || inbox_->stop_was_asked())
+      throw std::logic_error("lease::scheduler::trigger: stop() was called on this instance; trigger job \"" +
+                             std::string(name) + "\" from a running instance or with the store (leasectl)");
+    if (!names_.contains(name))
+      throw std::invalid_argument("lease::scheduler::trigger: this instance has no job named \"" + std::string(name) +
+                                  "\" (add() it first, or trigger it with the store: leasectl)");
+  }
+  std::string job(name);
+  if constexpr (!is_manual_clock<C>) {
+    if (phase_ != phase::idle && loop_thread_.load() != std::this_thread::get_id()) {
+      // The store object is the loop thread's: the loop asks it, and claims at once.
+      auto answer = std::make_shared<std::promise<time_point>>();
+      std::future<time_point> got = answer->get_future();
+      if (!inbox_->post_call([this, answer, job] {
+            try {
+              answer->set_value(apply_trigger(job));
+            } catch (...) {
+              answer->set_exception(std::current_exception());
+            }
+          }))
+        throw std::logic_error("lease::scheduler::trigger: the instance has stopped; trigger job \"" + job +
+                               "\" from a running instance or with the store (leasectl)");
+      return got.get();
+    }
+  }
+  if (phase_ == phase::idle) {
+    // Nothing to claim yet: start()'s first poll picks it up (or the first
+    // push, which the store sends anyway).
+    if constexpr (TriggerStore<S>) return store_.trigger(job);
+  }
+  // Deterministic mode (the caller is the loop's thread), or a sink on the
+  // loop thread: the store is asked now, the claim goes at the next poll().
+  time_point slot{};
+  if constexpr (TriggerStore<S>) slot = store_.trigger(job);
+  inbox_->post_call([this, job, slot] {
+    if (auto it = job_index_.find(job); it != job_index_.end()) take_trigger(it->second, {job, slot});
+  });
+  return slot;
+}
+
+/// On the loop: asks the store, then claims the trigger at once (with or
+/// without a push, this instance does not wait for its own poll).
+template <Store S, Clock C, Executor E, OverlapPolicy P>
+time_point scheduler<S, C, E, P>::apply_trigger(const std::string& name) {
+  if constexpr (TriggerStore<S>) {
+    const time_point slot = store_.trigger(name);
+    store_answered();
+    if (auto it = job_index_.find(name); it != job_index_.end()) take_trigger(it->second, {name, slot});
+    return slot;
+  } else {
+    return time_point{};
+  }
+}
+
+template <Store S, Clock C, Executor E, OverlapPolicy P>
+void scheduler<S, C, E, P>::start_triggers() {
+  if constexpr (PushTriggerStore<S>) {
+    // As listen_releases: the listener only posts to an inbox it keeps alive.
+    store_.listen_triggers([in = inbox_](std::string_view job) { in->post_trigger(job); });
+    listening_triggers_ = true;
+    push_after(duration::zero(), {{}, 0, detail::timer_kind::trigger_poll, 0, {}, 1});  // one poll: triggers asked before
+  } else if constexpr (TriggerStore<S>) {
+    push_after(duration::zero(), {{}, 0, detail::timer_kind::trigger_poll, 0, {}, 0});
+  }
+}
+
+/// `retry` 0: the periodic poll of a store that cannot push (re-armed every
+/// trigger_poll, whatever it answered). 1: a one-off poll of a
+/// PushTriggerStore (at start, or after a failed poll), retried until it works.
+template <Store S, Clock C, Executor E, OverlapPolicy P>
+void scheduler<S, C, E, P>::on_trigger_poll(std::uint64_t retry) {
+  const bool ok = poll_triggers({});
+  if (retry == 0)
+    push_after(opts_.trigger_poll, {{}, 0, detail::timer_kind::trigger_poll, 0, {}, 0});
+  else if (!ok)
+    push_after(backoff(trigger_tries_++, opts_.heartbeat_interval()), {{}, 0, detail::timer_kind::trigger_poll, 0, {}, 1});
+}
+
+/// One triggers() call for the jobs `only` (empty: every job of this
+/// instance); each pending trigger found is claimed. False if the store failed.
+template <Store S, Clock C, Executor E, OverlapPolicy P>
+bool scheduler<S, C, E, P>::poll_triggers(const std::vector<std::string>& only) {
+  if constexpr (TriggerStore<S>) {
+    std::vector<std::string> names;
+    for (const job& jb : jobs_)
+      if (!jb.removed && (only.empty() || std::find(only.begin(), only.end(), jb.name) != only.end()))
+        names.push_back(jb.name);
+    if (names.empty()) return true;
+    std::vector<run_key> found;
+    try {
+      found = store_.triggers(std::span<const std::string>(names));
+      store_answered();
+    } catch (const store_error& e) {
+      store_failed("trigger poll", {}, e);
+      return false;
+    } catch (const std::exception& e) {  // not a store_error (law L6): polled again all the same
+      store_failed("trigger poll", {},
+                   store_error(make_error_code(errc::unavailable),
+                               std::string("triggers() threw something other than a store_error: ") + e.what()));
+      return false;
+    }
+    trigger_tries_ = 0;
+    for (const run_key& k : found)
+      if (auto it = job_index_.find(k.job); it != job_index_.end()) take_trigger(it->second, k);
+    // A job pushed to us whose trigger is no longer pending was answered by
+    // another instance first: read its runs, to back up the manual run that
+    // instance started (as every instance that claims a slot backs it up).
+    for (const std::string& name : only)
+      if (std::none_of(found.begin(), found.end(), [&](const run_key& k) { return k.job == name; }))
+        follow_manual_runs(name);
+    return true;
+  } else {
+    (void)only;
+    return true;
+  }
+}
+
+/// After a push for job `name` that found no pending trigger: its live
+/// manual runs this instance neither runs nor watches are watched (a backup),
+/// so a runner that dies is taken over. One read, only after a push.
+template <Store S, Clock C, Executor E, OverlapPolicy P>
+void scheduler<S, C, E, P>::follow_manual_runs(const std::string& name) {
+  auto it = job_index_.find(name);
+  if (it == job_index_.end() || jobs_[it->second].removed) return;
+  const std::uint32_t j = it->second;
+  std::vector<run_record> open;
+  time_point store_now{};
+  try {
+    open = store_.unfinished(name);
+    store_now = store_.now();
+    store_answered();
+  } catch (const store_error& e) {
+    store_failed("read of a triggered job's runs", {name, {}}, e);  // costs a backup, never a run
+    return;
+  }
+  for (const run_record& r : open) {
+    if (!r.manual || !r.live(store_now) || own_attempt(r.key()) || watches_.contains(r.key())) continue;
+    if (std::any_of(pending_.begin(), pending_.end(), [&](const auto& p) { return p.second.req.run == r.key(); }))
+      continue;  // our claim of it is on its way: its answer makes us a backup
+    emit(event_kind::backup, r.key(), r.attempt, r.fence,
+         "manual run of job " + name + " (an operator's trigger of " + detail::fmt(r.slot) + "): attempt " +
+             std::to_string(r.attempt) + " runs on " + r.runner + " with a live lease; this instance is its backup",
+         {.runner = r.runner});
+    watch_run(j, r.key(), false, r.lease_end);
+  }
+}
+
+/// A pending trigger of job `j`: claimed, unless this instance is on it already.
+template <Store S, Clock C, Executor E, OverlapPolicy P>
+void scheduler<S, C, E, P>::take_trigger(std::uint32_t j, const run_key& run) {
+  job& jb = jobs_[j];
+  if (phase_ != phase::running || jb.removed) return;
+  for (const auto& [id, pc] : pending_)
+    if (pc.job == j && pc.req.reason == claim_reason::manual && pc.req.run == run) return;  // being claimed
+  if (own_attempt(run)) return;
+  if (jb.manual_buffered && jb.manual_buffered->first == run.slot) {
+    const run_key& blocking = jb.manual_buffered->second;
+    if (watches_.contains(blocking) || own_attempt(blocking)) return;  // waits for that run's end
+    jb.manual_buffered.reset();  // no longer followed here (its watch ended): claim again now
+  }
+  new_claim(j, run.slot, claim_reason::manual);
+}
+
+/// Whether a manual claim waits a moment: a slot of the job at or before the
+/// trigger is due here and not answered yet. Claimed first, it has state when
+/// the manual run wins (a manual run that started first would make that
+/// slot's claims `superseded`).
+template <Store S, Clock C, Executor E, OverlapPolicy P>
+bool scheduler<S, C, E, P>::defer_manual(const pending_claim& pc) const {
+  const job& jb = jobs_[pc.job];
+  const time_point slot = pc.req.run.slot;
+  if (jb.next_slot <= slot && jb.next_slot <= wall()) return true;
+  for (const auto& [id, other] : pending_)
+    if (other.job == pc.job && other.req.reason != claim_reason::manual && other.req.run.slot <= slot) return true;
+  return false;
+}
+
+/// A manual claim answered `overlap` (skip or buffer_one: allow and replace
+/// never are): skip drops the trigger (the store did too), buffer_one waits
+/// for the blocking run, watched here, to end.
+template <Store S, Clock C, Executor E, OverlapPolicy P>
+void scheduler<S, C, E, P>::manual_overlap(std::uint32_t j, const claim_request& req, const run_record& blocking) {
+  job& jb = jobs_[j];
+  const std::string earlier = "the earlier run " + detail::fmt(blocking.slot) + " (attempt " +
+                              std::to_string(blocking.attempt) + " on " + blocking.runner + ") still holds a live lease";
+  watch_run(j, blocking.key(), false, blocking.lease_end);
+  if (req.overlap == overlap_mode::skip) {
+    emit(event_kind::skip, req.run, 0, 0,
+         "manual run of job " + req.run.job + " not run: " + earlier + " and the job's overlap mode is skip, so "
+         "the trigger of " + detail::fmt(req.run.slot) + " is dropped (trigger again once that run ended)",
+         answer_facts());
+    return;
+  }
+  // buffer_one: the store keeps the trigger pending; claimed again when the
+  // blocking run ends (release_manual). Not watched under its own key: a
+  // takeover claim is no way to start a manual run.
+  jb.manual_buffered = {req.run.slot, blocking.key()};
+  if (jb.manual_told != req.run.slot) {
+    jb.manual_told = req.run.slot;
+    emit(event_kind::skip, req.run, 0, 0,
+         "manual run of job " + req.run.job + " waits: " + earlier + " and the job's overlap mode is buffer_one, so "
+         "the trigger of " + detail::fmt(req.run.slot) + " is claimed again when that run ends",
+         answer_facts());
+  }
+}
+
+/// A run of job `j` ended (or is gone): a manual run waiting for it is claimed
+/// again (the store decides; it may be blocked again by a newer run).
+template <Store S, Clock C, Executor E, OverlapPolicy P>
+void scheduler<S, C, E, P>::release_manual(std::uint32_t j) {
+  job& jb = jobs_[j];
+  if (!jb.manual_buffered || phase_ != phase::running || jb.removed) return;
+  const time_point slot = std::exchange(jb.manual_buffered, std::nullopt)->first;
+  new_claim(j, slot, claim_reason::manual);
+}
+
+}  // namespace lease

@@ -1,0 +1,305 @@
+// postgres_store's "trigger now" (TriggerStore, PushTriggerStore) beyond the
+// conformance suite, against the binary's one real server: the migration of
+// a version 4 schema, two store objects racing for one trigger, the push of a
+// trigger to another store's listener (on a channel of its own), and the
+// listener's f("") after its connection was killed.
+#include <algorithm>
+#include <atomic>
+#include <barrier>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "lease/clock/fake.hpp"
+#include "lease/store/postgres.hpp"
+#include "postgres/server.hpp"
+
+using namespace std::chrono_literals;
+using lease::claim_outcome;
+using lease::claim_reason;
+using lease::claim_request;
+using lease::run_status;
+using lease::time_point;
+
+namespace {
+
+time_point at(std::int64_t ms) { return time_point{lease::duration{ms}}; }
+
+lease::postgres_options options(std::string schema, std::optional<lease::fake_clock> clock = std::nullopt) {
+  lease::postgres_options o;
+  o.conninfo = lease::testing::shared_server().conninfo();
+  o.schema = std::move(schema);
+  if (clock) o.clock = [c = *clock] { return c.now(); };
+  return o;
+}
+
+claim_request request(std::string job, time_point slot, std::string token,
+                      claim_reason reason = claim_reason::scheduled) {
+  claim_request r;
+  r.run = {std::move(job), slot};
+  r.runner = "runner-" + token;
+  r.token = std::move(token);
+  r.reason = reason;
+  r.lease = 30s;
+  r.deadline = slot + 1h;
+  return r;
+}
+
+lease::testing::postgres_server& srv() { return lease::testing::shared_server(); }
+
+/// Polls `pred` every 10 ms for up to 10 s: a bounded wait on a condition.
+template <class Pred>
+bool wait_for(Pred pred) {
+  for (int i = 0; i < 1000 && !pred(); ++i) std::this_thread::sleep_for(10ms);
+  return pred();
+}
+
+/// What a trigger listener heard, for the test thread to read.
+struct heard_log {
+  std::mutex m;
+  std::vector<std::string> jobs;
+  void add(std::string_view j) {
+    std::scoped_lock lock(m);
+    jobs.emplace_back(j);
+  }
+  std::size_t count(const std::string& j) {
+    std::scoped_lock lock(m);
+    return static_cast<std::size_t>(std::count(jobs.begin(), jobs.end(), j));
+  }
+  std::size_t size() {
+    std::scoped_lock lock(m);
+    return jobs.size();
+  }
+};
+
+/// The claim statement as version 4 of this library prepared it (14 columns,
+/// no o_manual): what an instance still connected during the migration sends.
+constexpr const char* v4_claim_sql =
+    "SELECT o_outcome, o_now, o_detected, o_marker, o_lost_at, o_slot, o_attempt, o_token, o_fence, o_runner, "
+    "o_status, o_lease_end, o_released, o_handovers FROM @.lease_claim($1::int8, $2::text, $3::int8, $4::bytea, "
+    "$5::int8, $6::bytea, $7::bytea, $8::int4, $9::int8, $10::int4, $11::int8, $12::int4, $13::int4, $14::int8)";
+
+lease::detail::postgres::params v4_claim_params(std::string_view job, std::int64_t slot, std::string_view token) {
+  lease::detail::postgres::params p;
+  p.i64(slot).text("").i64(0).bytes(job).i64(slot).bytes("r-" + std::string(token)).bytes(token).i32(0).i64(30'000)
+      .i32(3).i64(slot + 3'600'000).i32(0).i32(10).i64(300'000);
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("a version 4 schema with live runs is migrated to version 5: no trigger pending, no run manual, runs and "
+          "pauses kept, triggers then held, and a version 4 instance still connected keeps claiming") {
+  namespace pg = lease::detail::postgres;
+  const std::string schema = lease::testing::fresh_schema("v4");
+  // Version 4 exactly as the previous release left it: its migrations, in order.
+  srv().sql(pg::in_schema(pg::create_v1, schema) + pg::in_schema(pg::upgrade_to_v2, schema) +
+            pg::in_schema(pg::upgrade_to_v3, schema) + pg::in_schema(pg::upgrade_to_v4(), schema));
+  const std::string q = "\"" + schema + "\"";
+  REQUIRE(srv().sql("SELECT max(version)::text FROM " + q + ".lease_schema_version") == "4");
+  // An instance of version 4, connected, its claim prepared: a run won through it, and a paused job.
+  pg::connection old{{.conninfo = srv().conninfo()}};
+  REQUIRE(old.open());
+  old.prepare("old_claim", pg::in_schema(v4_claim_sql, schema));
+  {
+    auto r = old.exec_prepared("old_claim", v4_claim_params("old", 1'700'000'000'000, "t1"), "old claim");
+    REQUIRE(pg::row{r.get(), 0}.i32(0, "old claim") == 0);  // won
+  }
+  srv().sql("INSERT INTO " + q + ".lease_jobs (job, fence, paused) VALUES ('paused'::bytea, 0, true)");
+
+  lease::fake_clock clock{at(1'700'000'000'000)};
+  lease::postgres_store store{options(schema, clock)};
+  const auto rec = store.get({"old", clock.now()});  // connects: migrates
+  CHECK(srv().sql("SELECT max(version)::text FROM " + q + ".lease_schema_version") == "5");
+  CHECK(srv().sql("SELECT count(*)::text FROM " + q + ".lease_schema_version") == "1");
+  CHECK(srv().sql("SELECT count(*)::text FROM " + q + ".lease_jobs WHERE trigger IS NOT NULL") == "0");
+  CHECK(srv().sql("SELECT string_agg(manual::text, ',') FROM " + q + ".lease_runs") == "false");
+  CHECK(srv().sql("SELECT (prosrc LIKE '%v_trigger%')::text FROM pg_proc WHERE proname = 'lease_claim' AND "
+                  "pronamespace = '" + q + "'::regnamespace") == "true");
+  REQUIRE(rec);
+  CHECK(rec->token == "t1");
+  CHECK_FALSE(rec->manual);
+  CHECK(store.paused("paused"));
+  CHECK(store.triggers(std::vector<std::string>{"old", "paused"}).empty());
+  // The run won under version 4 is still the runner's.
+  CHECK(store.claim(request("old", rec->slot, "t2", claim_reason::takeover)).outcome == claim_outcome::running);
+  CHECK(store.heartbeat({"old", rec->slot}, "t1", 30s));
+
+  // The version 4 instance, still connected, keeps claiming on the migrated schema (its statement names the
+  // 14 columns it reads; the function it calls was replaced).
+  {
+    auto r = old.exec_prepared("old_claim", v4_claim_params("old4", 1'700'000'000'000, "o1"), "old claim");
+    REQUIRE(PQnfields(r.get()) == 14);
+    CHECK(pg::row{r.get(), 0}.i32(0, "old claim") == 0);  // won
+    const auto o1 = store.get({"old4", clock.now()});
+    REQUIRE(o1);
+    CHECK(o1->token == "o1");
+    CHECK_FALSE(o1->manual);
+  }
+
+  // Version 5's trigger: held until a manual claim answers it; the run is marked manual.
+  CHECK(store.finish({"old", rec->slot}, "t1", run_status::success));
+  clock.advance(5s);
+  const time_point slot = store.trigger("old");
+  CHECK(slot == clock.now());
+  clock.advance(1s);
+  CHECK(store.trigger("old") == slot);  // pending: the same request
+  CHECK(store.triggers(std::vector<std::string>{"paused", "old"}) == std::vector<lease::run_key>{{"old", slot}});
+  const auto jobs = store.list_jobs();
+  REQUIRE(jobs.size() == 3);
+  CHECK(jobs[0].name == "old");
+  CHECK(jobs[0].trigger == slot);
+  CHECK_FALSE(jobs[2].trigger);
+  // A scheduled claim of that very millisecond wins it as a scheduled run and leaves the trigger pending;
+  // the manual claim then finds that run: its answer.
+  CHECK(store.claim(request("old", slot, "m0")).outcome == claim_outcome::won);
+  CHECK(store.triggers(std::vector<std::string>{"old"}).size() == 1);
+  CHECK(store.claim(request("old", slot, "m1", claim_reason::manual)).outcome == claim_outcome::running);
+  CHECK(store.triggers(std::vector<std::string>{"old"}).empty());
+  CHECK_FALSE(store.get({"old", slot})->manual);
+  CHECK(store.finish({"old", slot}, "m0", run_status::success));
+  clock.advance(1s);
+  const time_point slot2 = store.trigger("old");
+  const auto won = store.claim(request("old", slot2, "m2", claim_reason::manual));
+  REQUIRE(won.outcome == claim_outcome::won);
+  CHECK(won.record.manual);
+  CHECK(won.record.fence > rec->fence);
+  CHECK(store.triggers(std::vector<std::string>{"old"}).empty());
+  CHECK(store.claim(request("old", slot2, "m3", claim_reason::manual)).outcome == claim_outcome::running);
+  const auto runs = store.list_runs("old", 1);
+  REQUIRE(runs.size() == 1);
+  CHECK(runs[0].manual);
+  CHECK(runs[0].token == "m2");
+  // A paused job's trigger is answered `paused`, and no longer pending.
+  const time_point p = store.trigger("paused");
+  CHECK(store.claim(request("paused", p, "p1", claim_reason::manual)).outcome == claim_outcome::paused);
+  CHECK(store.triggers(std::vector<std::string>{"paused"}).empty());
+  CHECK_FALSE(store.get({"paused", p}));
+}
+
+TEST_CASE("two store objects claiming one trigger at once: exactly one wins it, every time") {
+  const std::string schema = lease::testing::fresh_schema("trig2");
+  // The server's clock: both stores read the same one, as two instances do.
+  lease::postgres_store a{options(schema)}, b{options(schema)};
+  constexpr int rounds = 40;
+  const std::string job = "nightly 'report'";
+  time_point last{};
+  for (int round = 0; round < rounds; ++round) {
+    INFO("round " << round);
+    // A new millisecond, so that this round's trigger is a new run.
+    REQUIRE(wait_for([&] { return a.now() > last; }));
+    std::barrier sync(2);
+    time_point slot_a{}, slot_b{};
+    lease::claim_result res_a, res_b;
+    std::string error_a, error_b;
+    auto instance = [&](lease::postgres_store& s, time_point& slot, lease::claim_result& res, const std::string& who,
+                        std::string& error) {
+      try {
+        slot = s.trigger(job);  // both ask (an operator on each): one request
+      } catch (const std::exception& e) {
+        error = e.what();
+      }
+      sync.arrive_and_wait();
+      try {
+        if (error.empty()) res = s.claim(request(job, slot, who + std::to_string(round), claim_reason::manual));
+      } catch (const std::exception& e) {
+        error = e.what();
+      }
+    };
+    std::thread ta([&] { instance(a, slot_a, res_a, "a", error_a); });
+    std::thread tb([&] { instance(b, slot_b, res_b, "b", error_b); });
+    ta.join();
+    tb.join();
+    REQUIRE(error_a.empty());  // neither fails: the claims wait for each other on the job's row
+    REQUIRE(error_b.empty());
+    CHECK(slot_a == slot_b);
+    last = slot_a;
+    const int wins = (res_a.outcome == claim_outcome::won) + (res_b.outcome == claim_outcome::won);
+    REQUIRE(wins == 1);
+    const auto& winner = res_a.outcome == claim_outcome::won ? res_a : res_b;
+    const auto& loser = res_a.outcome == claim_outcome::won ? res_b : res_a;
+    CHECK(loser.outcome == claim_outcome::running);
+    CHECK(loser.record.token == winner.record.token);
+    CHECK(winner.record.manual);
+    CHECK(a.triggers(std::vector<std::string>{job}).empty());
+    CHECK(a.finish({job, slot_a}, winner.record.token, run_status::success));
+  }
+  // Every round's run, once, each manual.
+  const auto runs = b.list_runs(job, 1000);
+  CHECK(runs.size() == static_cast<std::size_t>(rounds));
+  CHECK(std::all_of(runs.begin(), runs.end(), [](const lease::run_record& r) { return r.manual && r.attempt == 1; }));
+}
+
+TEST_CASE("a trigger by one store reaches another store's trigger listener, not its release listener, and stop "
+          "waits for a call under way") {
+  lease::fake_clock clock{at(1'700'000'000'000)};
+  const std::string schema = lease::testing::fresh_schema("tpush");
+  lease::postgres_store watcher{options(schema, clock)};
+  lease::postgres_store op{options(schema, clock)};
+  heard_log triggers, releases;
+  watcher.listen_triggers([&](std::string_view j) { triggers.add(j); });
+  watcher.listen_releases([&](std::string_view j) { releases.add(j); });
+  // Listening: the first LISTEN is followed by one "poll once" (a trigger before it was not heard).
+  REQUIRE(wait_for([&] { return watcher.listener_connects() == 1 && triggers.count("") == 1; }));
+
+  const std::string job = "it's {a} job ✓";
+  const time_point slot = op.trigger(job);
+  CHECK(wait_for([&] { return triggers.count(job) == 1; }));
+  // The instance that heard it claims it.
+  CHECK(watcher.claim(request(job, slot, "w1", claim_reason::manual)).outcome == claim_outcome::won);
+  CHECK(watcher.release({job, slot}, "w1"));
+  CHECK(wait_for([&] { return releases.count(job) == 1; }));
+  // A name too long to announce: "poll once".
+  const std::string long_name(5000, 'x');
+  (void)op.trigger(long_name);
+  CHECK(wait_for([&] { return triggers.count("") == 2; }));
+  CHECK(triggers.count(job) == 1);  // the release did not reach the trigger listener
+
+  // Stop waits for a call under way (a slow listener).
+  std::atomic<bool> entered{false}, returned{false};
+  watcher.listen_triggers([&](std::string_view) {
+    entered = true;
+    std::this_thread::sleep_for(300ms);  // a slow listener, not a wait for something
+    returned = true;
+  });
+  (void)op.trigger("slow");
+  REQUIRE(wait_for([&] { return entered.load(); }));
+  watcher.listen_triggers({});
+  CHECK(returned);
+  // Releases are still heard on the same connection; then the thread stops with the last listener.
+  clock.advance(1s);
+  REQUIRE(op.claim(request("ends", clock.now(), "e1")).outcome == claim_outcome::won);
+  CHECK(op.finish({"ends", clock.now()}, "e1", run_status::success));
+  CHECK(wait_for([&] { return releases.count("ends") == 1; }));
+  CHECK(watcher.listener_connects() == 1);
+  watcher.listen_releases({});
+  CHECK(watcher.listener_connects() == 0);
+}
+
+TEST_CASE("the trigger listener's connection killed: it reconnects and says 'poll once' (f(\"\")), and hears the next "
+          "trigger") {
+  lease::fake_clock clock{at(1'700'000'000'000)};
+  const std::string schema = lease::testing::fresh_schema("tkill");
+  lease::postgres_store watcher{options(schema, clock)};
+  lease::postgres_store op{options(schema, clock)};
+  heard_log heard;
+  watcher.listen_triggers([&](std::string_view j) { heard.add(j); });
+  REQUIRE(wait_for([&] { return watcher.listener_connects() == 1 && heard.count("") == 1; }));
+  (void)op.trigger("before");
+  REQUIRE(wait_for([&] { return heard.count("before") == 1; }));
+
+  CHECK(srv().sql("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = "
+                  "'lease-listener' AND query LIKE 'LISTEN%" + schema + ".trigger%'") == "1");
+  // A trigger while it is down is not pushed: the "poll once" after the reconnect finds it.
+  clock.advance(1s);
+  const time_point missed = op.trigger("missed");
+  CHECK(wait_for([&] { return watcher.listener_connects() == 2 && heard.count("") == 2; }));
+  CHECK(watcher.triggers(std::vector<std::string>{"before", "missed"}) ==
+        std::vector<lease::run_key>{{"before", at(1'700'000'000'000)}, {"missed", missed}});
+  (void)op.trigger("after");
+  CHECK(wait_for([&] { return heard.count("after") == 1; }));
+  watcher.listen_triggers({});
+}
