@@ -272,6 +272,13 @@ inline constexpr std::string_view claim_lua =
     "if idx[4] > history then\n"
     "  local cutoff = string.format('%.0f', now - retain - 10000)\n"
     "  local victims = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', '(' .. cutoff, 'LIMIT', 0, idx[4] - history)\n"
+    // Never the run at a still pending trigger's slot: it answers that
+    // trigger (rules::prune); deleting it would let the trigger start a
+    // second run of that slot. (A trigger this claim answered is gone.)
+    "  local keep = not pending and tonumber(got[5])\n"
+    "  if keep then\n"
+    "    for i = #victims, 1, -1 do if tonumber(victims[i]) == keep then table.remove(victims, i) end end\n"
+    "  end\n"
     "  if #victims > 0 then\n"
     "    for i = 1, #victims, 1000 do\n"
     "      local chunk = {unpack(victims, i, math.min(i + 999, #victims))}\n"
