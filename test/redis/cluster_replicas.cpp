@@ -198,6 +198,47 @@ TEST_CASE("on a redis cluster a stop() of runs on every master is taken over by 
   }
 }
 
+TEST_CASE("on a redis cluster triggers on every master reach one listener connection, and one of two stores wins each") {
+  const std::string prefix = lease::testing::fresh_prefix("ctrig");
+  auto op = cluster_store(prefix);  // an operator's tool; the server's clock
+  auto a = cluster_store(prefix);
+  auto b = cluster_store(prefix);
+  lease::testing::heard_jobs heard;
+  a.listen_triggers(std::ref(heard));
+  REQUIRE(wait_for([&] { return heard.count("") == 1; }));
+  const auto jobs = jobs_on_every_master(prefix, 2);
+  CHECK(b.triggers(jobs).empty());  // connects b to every master
+
+  std::vector<lease::run_key> want;
+  for (const auto& j : jobs) want.push_back({j, op.trigger(j)});
+  // One subscription, on one node, hears the triggers of every master.
+  CHECK(wait_for([&] { return heard.size() == jobs.size() + 1; }));
+  for (const auto& j : jobs) CHECK(heard.count(j) == 1);
+  CHECK(a.trigger_listener_connects() == 1);
+  // The poll: one round per master.
+  const auto rounds = b.round_trips();
+  CHECK(b.triggers(jobs) == want);
+  CHECK(b.round_trips() - rounds == static_cast<std::uint64_t>(shared_cluster().size()));
+
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    auto claim = [&](lease::redis_store& s, std::string token) {
+      auto r = request(want[i].job, want[i].slot, std::move(token));
+      r.reason = lease::claim_reason::manual;
+      return s.claim(r).outcome;
+    };
+    const bool a_first = i % 2 == 0;
+    const auto first = claim(a_first ? a : b, "first"), second = claim(a_first ? b : a, "second");
+    CHECK(first == claim_outcome::won);
+    CHECK(second == claim_outcome::running);
+    const auto run = op.get(want[i]);
+    REQUIRE(run);
+    CHECK(run->manual);
+    CHECK(run->token == "first");
+  }
+  CHECK(op.triggers(jobs).empty());
+  a.listen_triggers({});
+}
+
 TEST_CASE("on a redis cluster with replicas = 1 each claim waits for the replica of the master that ran it") {
   redis_cluster& c = shared_cluster();
   const std::string prefix = lease::testing::fresh_prefix("wait");
@@ -242,6 +283,14 @@ TEST_CASE("on a redis cluster with replicas = 1 each claim waits for the replica
     pause_err = e.code();
   }
   const bool paused_well = store.pause(jobs[5]);
+  // A trigger likewise (pending on the master, but a failover could forget it).
+  std::optional<std::error_code> trigger_err;
+  try {
+    (void)store.trigger(jobs[3]);
+  } catch (const lease::store_error& e) {
+    trigger_err = e.code();
+  }
+  const time_point triggered_well = store.trigger(jobs[5]);
   stall.join();
   REQUIRE(err);
   CHECK(*err == lease::redis_errc::not_replicated);
@@ -250,6 +299,11 @@ TEST_CASE("on a redis cluster with replicas = 1 each claim waits for the replica
   REQUIRE(pause_err);
   CHECK(*pause_err == lease::redis_errc::not_replicated);
   CHECK(paused_well);
+  REQUIRE(trigger_err);
+  CHECK(*trigger_err == lease::redis_errc::not_replicated);
+  const std::string triggered[] = {jobs[3], jobs[5]};
+  CHECK(store.triggers(triggered).size() == 2);  // both applied on their masters
+  CHECK(store.triggers(std::span(&triggered[1], 1)).front().slot == triggered_well);
   c.wait_synced(1);
 }
 

@@ -5,6 +5,9 @@
 #include "lease/store/redis.hpp"
 #include "redis/server.hpp"
 
+// A TriggerStore: the suite's trigger, poll and manual-claim steps run too.
+static_assert(lease::PushTriggerStore<lease::redis_store>);
+
 TEST_CASE("redis_store answers every random history exactly as the rules do") {
   lease::testing::redis_server srv;
   lease::testing::check_store_conformance([&](lease::fake_clock c) {

@@ -3,7 +3,8 @@
 // run it, then closes the connection without passing the reply back. That is
 // the "claim sent, reply lost" case the store must resolve by reading back.
 // It can also hold a request back and deliver it late, after the client
-// gave up on it (a copy still in flight).
+// gave up on it (a copy still in flight). And it can cut every connection
+// through it at once (a network blip), whatever they are doing.
 #pragma once
 
 #include <atomic>
@@ -51,6 +52,9 @@ class cut_proxy {
     hold_ms_ = static_cast<int>(by.count());
     hold_next_ = true;
   }
+  /// Closes every connection through the proxy now (within a poll of its
+  /// pumps); new connections are served as before.
+  void cut_all() { ++generation_; }
   [[nodiscard]] int cuts() const noexcept { return cuts_; }
 
  private:
@@ -75,13 +79,17 @@ class cut_proxy {
         ::close(server);
         continue;
       }
-      pumps_.emplace_back([this, client, server] { pump(client, server); });
+      pumps_.emplace_back([this, client, server, born = generation_.load()] { pump(client, server, born); });
     }
   }
 
-  void pump(int client, int server) {
+  void pump(int client, int server, int born) {
     char buf[65536];
     while (!stop_) {
+      if (generation_ != born) {
+        ++cuts_;
+        break;
+      }
       pollfd p[2]{{client, POLLIN, 0}, {server, POLLIN, 0}};
       if (::poll(p, 2, 20) <= 0) continue;
       if (p[0].revents != 0) {
@@ -120,6 +128,7 @@ class cut_proxy {
   std::atomic<bool> hold_next_{false};
   std::atomic<int> hold_ms_{0};
   std::atomic<int> cuts_{0};
+  std::atomic<int> generation_{0};  // cut_all() ends the pumps of earlier generations
   std::thread acceptor_;
   std::vector<std::thread> pumps_;  // touched by the acceptor only until stop_
 };

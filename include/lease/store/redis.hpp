@@ -16,6 +16,12 @@
 // of its own (PushStore, store/redis/subscriber.hpp), so a backup takes a
 // hand-over over in milliseconds instead of at its next periodic check.
 //
+// trigger() keeps an operator's "run it now" as the job's pending trigger, a
+// field of its runs hash (so the claim script answers it atomically, in the
+// job's cluster slot), and PUBLISHes the job's name on the store's trigger
+// channel; listen_triggers() hears it on a thread and connection of its own
+// (PushTriggerStore, store/redis/trigger_subscriber.hpp).
+//
 // A loss of the server's state (restart without persistence, eviction,
 // FLUSHALL, failover to a lagging replica) is detected, not believed:
 // store/redis/watch.hpp says how, and why that way. Once detected, no attempt
@@ -51,6 +57,7 @@
 #include "lease/store/redis/router.hpp"
 #include "lease/store/redis/scripts.hpp"
 #include "lease/store/redis/subscriber.hpp"
+#include "lease/store/redis/trigger_subscriber.hpp"
 #include "lease/store/redis/url.hpp"
 #include "lease/store/redis/watch.hpp"
 #include "lease/time.hpp"
@@ -115,7 +122,8 @@ struct redis_options {
 /// from its loop thread); use one store per thread or process, each with its
 /// own connection. The release listener (listen_releases) runs on a thread
 /// and connection of the store's own; it hears the jobs this store has
-/// asked about. SIGPIPE is blocked in the
+/// asked about. The trigger listener (listen_triggers) likewise, hearing
+/// every job of the prefix. SIGPIPE is blocked in the
 /// calling thread during each exchange (store/redis/sigpipe.hpp).
 class redis_store {
  public:
@@ -313,8 +321,79 @@ class redis_store {
   /// Whether `job` is paused.
   bool paused(std::string_view job) { return job_script(detail::redis::script::paused, job, "paused") == 1; }
 
-  /// InspectStore: every job this store's prefix holds a fence, a pause or a
-  /// run for, ordered by name (bytes), with its newest run. The jobs' runs
+  /// TriggerStore (doc/store-rules.md, "Trigger now"): asks for one manual
+  /// run of `job` at slot = the store's clock (the claims' clock: Redis TIME,
+  /// or options().clock), unless one is pending; returns the pending
+  /// request's slot. One script: the job's "t" field, in its runs hash (same
+  /// hash slot as its runs: a manual claim answers it atomically, on a
+  /// cluster too), and a PUBLISH of the job's name on the store's trigger
+  /// channel for the listeners (listen_triggers). With `replicas` > 0, a
+  /// trigger not acknowledged by that many replicas throws
+  /// redis_errc::not_replicated, as pause() does: it is pending on the master,
+  /// but a failover could forget it unnoticed; repeating it is harmless
+  /// (idempotent while pending).
+  time_point trigger(std::string_view job) {
+    auto keys = keys_of(job);
+    const std::string now = now_arg(), channel = detail::redis::trigger_channel(opts_.prefix);
+    auto reply = conn_->eval(detail::redis::script::trigger, [&](argv_t& a) {
+      push_keys(a, keys, detail::redis::script::trigger);
+      a.insert(a.end(), {std::string_view(now), std::string_view(channel), job});
+    });
+    const time_point slot{duration{parse_i64(reply.get(), "trigger")}};
+    require_replicated("trigger", job);
+    return slot;
+  }
+
+  /// TriggerStore: the pending triggers among `jobs`, in the order asked,
+  /// each job once. One HGET of each job's "t" field, pipelined: one round
+  /// trip (on a cluster one per master, all at once).
+  std::vector<run_key> triggers(std::span<const std::string> jobs) {
+    std::vector<std::string_view> names;  // each job once, in the order asked
+    for (const std::string& j : jobs)
+      if (std::find(names.begin(), names.end(), j) == names.end()) names.push_back(j);
+    std::vector<run_key> out;
+    if (names.empty()) return out;
+    std::deque<detail::redis::job_keys> keys;
+    std::vector<argv_t> cmds;
+    cmds.reserve(names.size());
+    for (std::string_view n : names) cmds.push_back({"HGET", keys.emplace_back(keys_of(n)).runs, "t"});
+    auto replies = conn_->exchange(cmds);
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      const redisReply* r = replies[i].get();
+      detail::redis::connection::throw_if_error(r, "triggers");
+      if (r->type == REDIS_REPLY_NIL) continue;
+      out.push_back({std::string(names[i]), time_point{duration{parse_i64(r, "triggers")}}});
+    }
+    return out;
+  }
+
+  /// PushTriggerStore: from now on, call `f(job)` after any store's
+  /// trigger(job) with this prefix (any job: the caller ignores the ones it
+  /// does not have), and `f("")` each time the subscription is confirmed —
+  /// the first time and after every reconnect — because what was published
+  /// meanwhile was missed (the caller polls triggers() once). From a thread
+  /// and connection of the store's own (trigger_subscriber.hpp); on a
+  /// cluster, one connection to any node hears every master's triggers.
+  /// listen_triggers({}) stops, returning after the last call of `f`.
+  void listen_triggers(trigger_listener f) {
+    trigger_subscriber_.reset();
+    if (f)
+      trigger_subscriber_ = std::make_unique<detail::redis::trigger_subscriber>(
+          conn_->settings(), detail::redis::trigger_channel(opts_.prefix), std::move(f),
+          conn_->clustered() ? conn_->seeds() : std::vector<detail::redis::endpoint>{conn_->settings().where},
+          conn_->clustered());
+  }
+  /// The trigger subscriber's connections so far (0 if not listening).
+  [[nodiscard]] std::uint64_t trigger_listener_connects() const noexcept {
+    return trigger_subscriber_ ? trigger_subscriber_->connects() : 0;
+  }
+  /// Whether the trigger subscription is confirmed on its current connection.
+  [[nodiscard]] bool trigger_listener_subscribed() const noexcept {
+    return trigger_subscriber_ && trigger_subscriber_->subscribed();
+  }
+
+  /// InspectStore: every job this store's prefix holds a fence, a pause, a
+  /// pending trigger or a run for, ordered by name (bytes), with its newest run. The jobs' runs
   /// hashes are found with SCAN (never KEYS: it would block the server) on
   /// every master, their names read back from the keys (length-prefixed:
   /// keys.hpp), then one read-only script per job, pipelined (one round per
@@ -335,15 +414,16 @@ class redis_store {
                                     });
     for (std::size_t i = 0; i < names.size(); ++i) {
       const redisReply* r = replies[i].get();
-      if (r->type != REDIS_REPLY_ARRAY || (r->elements != 2 && r->elements != 2 + detail::redis::record_width))
+      if (r->type != REDIS_REPLY_ARRAY || (r->elements != 3 && r->elements != 3 + detail::redis::record_width))
         bad_reply("job_summary");
       stored_job j;
       const std::int64_t fence = as_int(r->element[0], "job_summary");
       if (fence < 0) detail::redis::raise(redis_errc::bad_record, "job_summary", "negative fence");
       j.fence = static_cast<std::uint64_t>(fence);
       j.paused = as_int(r->element[1], "job_summary") != 0;
-      if (r->elements > 2) j.last_run = parse_record(r->element + 2, names[i], "job_summary");
-      if (j.fence == 0 && !j.paused && !j.last_run) continue;  // nothing left (a key emptied since the SCAN)
+      if (r->element[2]->type != REDIS_REPLY_NIL) j.trigger = time_point{duration{parse_i64(r->element[2], "job_summary")}};
+      if (r->elements > 3) j.last_run = parse_record(r->element + 3, names[i], "job_summary");
+      if (j.fence == 0 && !j.paused && !j.trigger && !j.last_run) continue;  // nothing left (a key emptied since the SCAN)
       j.name = std::move(names[i]);
       out.push_back(std::move(j));
     }
@@ -700,7 +780,10 @@ class redis_store {
   claim_result unless_quarantined(const claim_request& req, claim_result res, std::optional<std::int64_t> sent_lost) {
     const time_point lost_at{duration{watch_->lost_at.value_or(0)}};
     const bool unknown_loss = watch_->lost_at && watch_->lost_at != sent_lost;
-    const bool forgotten_slot = res.record.attempt == 1 && req.run.slot <= lost_at + early_tolerance;
+    // A manual run is exempt, as in rules::claim: its pending trigger was
+    // asked after the loss (which forgot every earlier one).
+    const bool forgotten_slot = req.reason != claim_reason::manual && res.record.attempt == 1 &&
+                                req.run.slot <= lost_at + early_tolerance;
     const bool paused_inside = res.outcome == claim_outcome::paused && res.store_now < lost_at + req.lease;
     if (unknown_loss && (paused_inside || (res.outcome == claim_outcome::won &&
                                            (res.store_now < lost_at + req.lease || forgotten_slot)))) {
@@ -891,6 +974,7 @@ class redis_store {
     rec.lease_end = time_point{duration{as_int(f[6], what)}};
     rec.released = as_int(f[7], what) != 0;
     rec.handovers = static_cast<std::uint32_t>(as_int(f[8], what));
+    rec.manual = as_int(f[9], what) != 0;
     return rec;
   }
 
@@ -898,7 +982,9 @@ class redis_store {
   std::unique_ptr<detail::redis::router> conn_;
   std::unique_ptr<detail::redis::watch> watch_;
   std::int64_t last_acked_ = 0;  ///< replicas that acknowledged the last WAIT (-1: unknown)
-  std::unique_ptr<detail::redis::release_subscriber> subscriber_;  ///< last: stopped first
+  // The subscribers last: stopped first.
+  std::unique_ptr<detail::redis::release_subscriber> subscriber_;
+  std::unique_ptr<detail::redis::trigger_subscriber> trigger_subscriber_;
 };
 
 static_assert(Store<redis_store>);
@@ -909,5 +995,6 @@ static_assert(NoticeStore<redis_store>);
 static_assert(PushStore<redis_store>);
 static_assert(InspectStore<redis_store>);
 static_assert(PauseStore<redis_store>);
+static_assert(PushTriggerStore<redis_store>);
 
 }  // namespace lease

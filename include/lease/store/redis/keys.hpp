@@ -49,6 +49,17 @@ inline void check_prefix(std::string_view prefix) {
   return c;
 }
 
+/// The store's trigger channel (classic pub/sub, trigger_subscriber.hpp):
+/// the trigger script PUBLISHes the job's name to it. One channel for the
+/// whole prefix, not one per job: an instance hears every trigger without
+/// subscribing job by job, and on a cluster a PUBLISH reaches every node, so
+/// one connection to any node hears them all (triggers are an operator's
+/// rare requests: the broadcast costs nothing that matters). Apart from the
+/// release channels ("...}:released") by its name, so the two never mix.
+[[nodiscard]] inline std::string trigger_channel(std::string_view prefix) {
+  return "{" + std::string(prefix) + "}:triggered";
+}
+
 /// The store's own key: its marker (an id written at first use) and the
 /// quarantine after a detected loss (scripts.hpp, marker script). Its own
 /// hash tag, apart from every job's: only the marker script and a plain

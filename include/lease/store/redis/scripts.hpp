@@ -5,7 +5,8 @@
 // answer by answer). Two keys per job, under one hash tag so every script
 // touches a single cluster slot (see keys.hpp):
 //   KEYS[1] runs   hash  "<slot>" (decimal ms) -> cmsgpack {attempt, token,
-//                        fence, runner, status, lease_end, released, handovers}
+//                        fence, runner, status, lease_end, released, handovers,
+//                        manual (0/1; absent in records written before it)}
 //                        "i" -> cmsgpack {fence, newest slot or false,
 //                        running slots oldest first, number of ended runs}
 //                        "q" -> the job's quarantine start (ms), set when a
@@ -13,17 +14,24 @@
 //                        "p" -> "1" while an operator paused the job
 //                        (rules::pause): in the runs hash, so the claim
 //                        script reads it in the same HMGET, on the same slot
+//                        "t" -> the slot (decimal ms) of the job's pending
+//                        trigger (rules::trigger), likewise: a manual claim
+//                        answers it atomically, on the job's slot
 //   KEYS[2] ended  zset  the ended runs' slots (score = slot), for pruning
 // and the job's release channel "<tag>:released" (finish and release
-// SPUBLISH to it: push hand-over, subscriber.hpp),
+// SPUBLISH to it: push hand-over, subscriber.hpp), the store's trigger
+// channel (keys.hpp trigger_channel: trigger PUBLISHes the job's name to it,
+// trigger_subscriber.hpp),
 // and one key of the store's own, `{<prefix>}:store` (marker script only):
 //   hash  "id" -> the marker written at first use, "lost" -> quarantine start
 // The job index "i" answers "is there a newer run?", "which runs are
 // running?" and the fence counter (never pruned) in the same HMGET that
 // reads the run, so a claim costs a few commands whatever the job's history
 // (retention can keep hundreds of ended runs). The newest slot only grows: a
-// new run starts only when no newer one has state, and pruning never removes
-// the newest run.
+// new run starts only when no newer one has state — except a manual run,
+// which leaves the newest slot as it is — and if pruning removes the newest
+// run (history_size 0, an ended run newer than a manual one), the claim
+// that pruned it sets the newest slot left.
 //
 // ARGV[1] is the caller's clock in ms, or "" to read Redis TIME inside the
 // script (the default: the store's clock decides). Slots travel as the
@@ -45,8 +53,8 @@ namespace lease::detail::redis {
 
 /// The scripts, by index into `scripts`.
 enum class script : unsigned { claim, heartbeat, finish, release, get, unfinished, marker, pause, resume, paused,
-                               job_summary, list_runs };
-inline constexpr std::size_t script_count = 12;
+                               job_summary, list_runs, trigger };
+inline constexpr std::size_t script_count = 13;
 
 // Helpers shared by the scripts. Each script pastes only the ones it uses:
 // a script's whole text runs on every call, and on the heartbeat path (a
@@ -63,7 +71,7 @@ inline constexpr std::size_t script_count = 12;
   "local function rec(v, slot)\n"                                                                  \
   "  if not v then return nil end\n"                                                               \
   "  local ok, r = pcall(cmsgpack.unpack, v)\n"                                                    \
-  "  if not ok or type(r) ~= 'table' or #r ~= 8 then corrupt('run ' .. slot) end\n"               \
+  "  if not ok or type(r) ~= 'table' or (#r ~= 8 and #r ~= 9) then corrupt('run ' .. slot) end\n" \
   "  return r\n"                                                                                   \
   "end\n"                                                                                          \
   "local function index(v)\n"                                                                      \
@@ -80,6 +88,7 @@ inline constexpr std::size_t script_count = 12;
   "local function record(out, slot, r)\n"                                                          \
   "  out[#out + 1] = slot\n"                                                                       \
   "  for i = 1, 8 do out[#out + 1] = r[i] end\n"                                                   \
+  "  out[#out + 1] = r[9] or 0\n"                                                                  \
   "  return out\n"                                                                                 \
   "end\n"
 
@@ -103,7 +112,7 @@ inline constexpr std::size_t script_count = 12;
   "if r then\n"                                                                                    \
   "  local ok\n"                                                                                   \
   "  ok, r = pcall(cmsgpack.unpack, r)\n"                                                          \
-  "  if not ok or type(r) ~= 'table' or #r ~= 8 then\n"                                            \
+  "  if not ok or type(r) ~= 'table' or (#r ~= 8 and #r ~= 9) then\n"                             \
   "    error({err = 'LEASECORRUPT run ' .. slot .. ' in ' .. KEYS[1] .. ' is not lease data'})\n"  \
   "  end\n"                                                                                        \
   "end\n"
@@ -118,7 +127,7 @@ inline constexpr std::size_t script_count = 12;
 inline constexpr std::string_view claim_lua =
     "#!lua\n"
     "local slot = ARGV[2]\n"
-    "local got = redis.call('HMGET', KEYS[1], slot, 'i', 'q', 'p')\n"
+    "local got = redis.call('HMGET', KEYS[1], slot, 'i', 'q', 'p', 't')\n"
     "local r = got[1]\n" LEASE_REDIS_LUA_INLINE_REC LEASE_REDIS_LUA_INLINE_NOW
     // The job index: fence counter, newest slot, running slots, ended count.
     "local idx = got[2]\n"
@@ -148,17 +157,31 @@ inline constexpr std::string_view claim_lua =
     "end\n"
     "local lease = tonumber(ARGV[6])\n"
     "local quarantine = lost and now < lost + lease\n"
-    // Answers that change nothing: finished, running (live), none, late, early.
+    // A manual claim (reason 3) answers the job's pending trigger ('t') for
+    // this very slot wherever rules::claim calls answer_trigger: a run that
+    // has state, overlap in skip mode, paused, won. It stays pending after
+    // early, quarantined, and overlap in buffer_one mode.
+    "local nslot = tonumber(slot)\n"
+    "local manual = ARGV[5] == '3'\n"
+    "local pending = manual and got[5] and tonumber(got[5]) == nslot\n"
+    // Answers that change nothing (but a trigger): finished, running (live),
+    // none, late, early.
     "if r then\n"
-    "  if r[5] ~= 0 then return {5, now, detected, slot, r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8]} end\n"
-    "  if now < r[6] then return {1, now, detected, slot, r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8]} end\n"
+    "  if pending then redis.call('HDEL', KEYS[1], 't') end\n"
+    "  if r[5] ~= 0 then return {5, now, detected, slot, r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9] or 0} end\n"
+    "  if now < r[6] then return {1, now, detected, slot, r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9] or 0} end\n"
     "else\n"
     "  if ARGV[5] == '2' then return {6, now, detected} end\n"
-    "  if now > tonumber(ARGV[8]) + 10000 then return {3, now, detected} end\n"
-    "  if tonumber(slot) > now + 1000 then return {7, now, detected} end\n"
+    // A manual run exists only as the answer to a pending trigger, and an
+    // operator's request waits however long it takes: never late.
+    "  if manual then\n"
+    "    if not pending then return {6, now, detected} end\n"
+    "  elseif now > tonumber(ARGV[8]) + 10000 then return {3, now, detected} end\n"
+    "  if nslot > now + 1000 then return {7, now, detected} end\n"
     "end\n"
-    "local newer = idx[2] and tonumber(idx[2]) > tonumber(slot)\n"
-    "if not r and newer then return {4, now, detected} end\n"
+    "local newer = idx[2] and tonumber(idx[2]) > nslot\n"
+    // A manual run may be older than runs of the schedule: never superseded.
+    "if not r and newer and not manual then return {4, now, detected} end\n"
     // From here the claim writes. Changes are collected in `writes` (one
     // HSET at the end) and `ended` (one ZADD).
     "local runner, token = ARGV[3], ARGV[4]\n"
@@ -192,7 +215,7 @@ inline constexpr std::string_view claim_lua =
     "  end\n"
     "  if #ended > 0 then redis.call('ZADD', KEYS[2], unpack(ended)) end\n"
     "  redis.call('HSET', KEYS[1], 'i', cmsgpack.pack(idx), unpack(writes))\n"
-    "  return {outcome, now, detected, slot, r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8]}\n"
+    "  return {outcome, now, detected, slot, r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9] or 0}\n"
     "end\n"
     // No state: overlap, quarantine, or a new run.
     "local overlap, history, retain = tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11])\n"
@@ -204,7 +227,7 @@ inline constexpr std::string_view claim_lua =
     "    local v = vals[i]\n"
     "    if v then\n"
     "      local ok, o = pcall(cmsgpack.unpack, v)\n"
-    "      if not ok or type(o) ~= 'table' or #o ~= 8 then\n"
+    "      if not ok or type(o) ~= 'table' or (#o ~= 8 and #o ~= 9) then\n"
     "        error({err = 'LEASECORRUPT run ' .. s .. ' in ' .. KEYS[1] .. ' is not lease data'})\n"
     "      end\n"
     "      recs[i] = o\n"
@@ -214,7 +237,8 @@ inline constexpr std::string_view claim_lua =
     "    for i = #others, 1, -1 do\n"
     "      local o = recs[i]\n"
     "      if o and o[5] == 0 and now < o[6] then\n"
-    "        return {2, now, detected, others[i], o[1], o[2], o[3], o[4], o[5], o[6], o[7], o[8]}\n"
+    "        if pending and overlap == 0 then redis.call('HDEL', KEYS[1], 't') end\n"
+    "        return {2, now, detected, others[i], o[1], o[2], o[3], o[4], o[5], o[6], o[7], o[8], o[9] or 0}\n"
     "      end\n"
     "    end\n"
     "  end\n"
@@ -222,16 +246,25 @@ inline constexpr std::string_view claim_lua =
     "if quarantine then return {8, now, detected, lost + lease} end\n"
     // A slot that could have had state before the loss may have run: never
     // started as a new run (rules::claim; -1 stands for time_point::max()).
-    "if lost and tonumber(slot) <= lost + 1000 then return {8, now, detected, -1} end\n"
-    // Paused: only a claim that would win gets here; nothing is written.
+    // (A pending trigger was asked after the loss, which forgot every earlier one.)
+    "if lost and not manual and nslot <= lost + 1000 then return {8, now, detected, -1} end\n"
+    "if pending then redis.call('HDEL', KEYS[1], 't') end\n"
+    // Paused: only a claim that would win gets here; nothing else is written
+    // (a paused job's trigger does not wait for the resume).
     "if got[4] then return {9, now, detected} end\n"
+    // Only OLDER running runs are interrupted (a manual run may be older
+    // than runs of the schedule).
     "for i, s in ipairs(others) do\n"
     "  local o = recs[i]\n"
-    "  if o and o[5] == 0 and (not (now < o[6]) or overlap == 3) then end_run(s, o, 3) end\n"
+    "  if o and o[5] == 0 and tonumber(s) < nslot and (not (now < o[6]) or overlap == 3) then end_run(s, o, 3) end\n"
     "end\n"
-    "idx[2] = slot\n"
-    "idx[3][#idx[3] + 1] = slot\n"
-    "local n = {1, token, next_fence(), runner, 0, now + lease, 0, 0}\n"
+    // The newest slot only grows; the running slots stay oldest first.
+    "if not idx[2] or tonumber(idx[2]) < nslot then idx[2] = slot end\n"
+    "local running = idx[3]\n"
+    "local at = #running + 1\n"
+    "while at > 1 and tonumber(running[at - 1]) > nslot do at = at - 1 end\n"
+    "table.insert(running, at, slot)\n"
+    "local n = {1, token, next_fence(), runner, 0, now + lease, 0, 0, manual and 1 or 0}\n"
     "writes[#writes + 1] = slot; writes[#writes + 1] = cmsgpack.pack(n)\n"
     "if #ended > 0 then redis.call('ZADD', KEYS[2], unpack(ended)) end\n"
     // Prune: the oldest ended runs beyond the newest `history`, but only those
@@ -239,6 +272,13 @@ inline constexpr std::string_view claim_lua =
     "if idx[4] > history then\n"
     "  local cutoff = string.format('%.0f', now - retain - 10000)\n"
     "  local victims = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', '(' .. cutoff, 'LIMIT', 0, idx[4] - history)\n"
+    // Never the run at a still pending trigger's slot: it answers that
+    // trigger (rules::prune); deleting it would let the trigger start a
+    // second run of that slot. (A trigger this claim answered is gone.)
+    "  local keep = not pending and tonumber(got[5])\n"
+    "  if keep then\n"
+    "    for i = #victims, 1, -1 do if tonumber(victims[i]) == keep then table.remove(victims, i) end end\n"
+    "  end\n"
     "  if #victims > 0 then\n"
     "    for i = 1, #victims, 1000 do\n"
     "      local chunk = {unpack(victims, i, math.min(i + 999, #victims))}\n"
@@ -253,10 +293,17 @@ inline constexpr std::string_view claim_lua =
     "      if not gone[writes[i]] then kept[#kept + 1] = writes[i]; kept[#kept + 1] = writes[i + 1] end\n"
     "    end\n"
     "    writes = kept\n"
+    // The newest run pruned (an ended run newer than a manual one): the
+    // newest slot is the newest left, ended or running.
+    "    if gone[idx[2]] then\n"
+    "      local top = redis.call('ZREVRANGE', KEYS[2], 0, 0)[1]\n"
+    "      for _, s in ipairs(idx[3]) do if not top or tonumber(s) > tonumber(top) then top = s end end\n"
+    "      idx[2] = top\n"
+    "    end\n"
     "  end\n"
     "end\n"
     "redis.call('HSET', KEYS[1], 'i', cmsgpack.pack(idx), unpack(writes))\n"
-    "return {0, now, detected, slot, n[1], n[2], n[3], n[4], n[5], n[6], n[7], n[8]}\n";
+    "return {0, now, detected, slot, n[1], n[2], n[3], n[4], n[5], n[6], n[7], n[8], n[9]}\n";
 
 /// heartbeat: KEYS runs; ARGV now, slot, token, lease, known fence. Reply 1
 /// (renewed), 0 (refused) or 2 (refused, and the job's fence counter is
@@ -376,14 +423,36 @@ inline constexpr std::string_view pause_lua = "#!lua\nreturn redis.call('HSETNX'
 inline constexpr std::string_view resume_lua = "#!lua\nreturn redis.call('HDEL', KEYS[1], 'p')\n";
 inline constexpr std::string_view paused_lua = "#!lua flags=no-writes\nreturn redis.call('HEXISTS', KEYS[1], 'p')\n";
 
+/// trigger (TriggerStore, rules::trigger): KEYS runs; ARGV now, the store's
+/// trigger channel, the job's name. Makes the job's pending trigger at slot =
+/// now unless one is pending (the same clock as the claims: ARGV now, or
+/// Redis TIME), and returns the pending one's slot (decimal ms). Every call
+/// PUBLISHes the job's name on the store's trigger channel (a repeat
+/// announces a pending trigger again: harmless, and it helps an instance
+/// that missed the first). pcall: a refused PUBLISH (an ACL without the
+/// channel) still triggers; instances then learn of it by polling.
+inline constexpr std::string_view trigger_lua =
+    "#!lua\n"
+    "local t = redis.call('HGET', KEYS[1], 't')\n"
+    "if not t then\n"
+    "  if ARGV[1] ~= '' then t = ARGV[1] else\n"
+    "    local x = redis.call('TIME')\n"
+    "    t = string.format('%.0f', tonumber(x[1]) * 1000 + math.floor(tonumber(x[2]) / 1000))\n"
+    "  end\n"
+    "  redis.call('HSET', KEYS[1], 't', t)\n"
+    "end\n"
+    "redis.pcall('PUBLISH', ARGV[2], ARGV[3])\n"
+    "return t\n";
+
 /// job_summary (InspectStore list_jobs, one call per job found by SCAN):
-/// KEYS runs; ARGV now (unused). Reply {fence, paused (0/1)} followed by the
-/// job's newest run (the index's newest slot), flat, if it has one.
+/// KEYS runs; ARGV now (unused). Reply {fence, paused (0/1), pending
+/// trigger's slot or nil} followed by the job's newest run (the index's
+/// newest slot), flat, if it has one.
 inline constexpr std::string_view job_summary_lua =
     "#!lua flags=no-writes\n" LEASE_REDIS_LUA_DECODE LEASE_REDIS_LUA_RECORD
-    "local got = redis.call('HMGET', KEYS[1], 'i', 'p')\n"
+    "local got = redis.call('HMGET', KEYS[1], 'i', 'p', 't')\n"
     "local x = index(got[1])\n"
-    "local out = {x[1], got[2] and 1 or 0}\n"
+    "local out = {x[1], got[2] and 1 or 0, got[3] or false}\n"
     "if x[2] then\n"
     "  local r = rec(redis.call('HGET', KEYS[1], x[2]), x[2])\n"
     "  if r then record(out, x[2], r) end\n"
@@ -392,7 +461,7 @@ inline constexpr std::string_view job_summary_lua =
 
 /// list_runs (InspectStore): KEYS runs; ARGV now (unused), limit. Reply the
 /// job's runs with state, newest slot first, at most `limit`, flat. Every
-/// numeric field of the runs hash is a run's slot (i, q and p are not); a
+/// numeric field of the runs hash is a run's slot (i, q, p and t are not); a
 /// job keeps a bounded history (pruning), so reading its field names is cheap.
 inline constexpr std::string_view list_runs_lua =
     "#!lua flags=no-writes\n" LEASE_REDIS_LUA_DECODE LEASE_REDIS_LUA_RECORD
@@ -429,14 +498,14 @@ inline constexpr std::string_view list_runs_lua =
 /// Every script, indexed by `script`.
 inline constexpr std::array<std::string_view, script_count> scripts{
     claim_lua, heartbeat_lua, finish_lua, release_lua, get_lua, unfinished_lua, marker_lua,
-    pause_lua, resume_lua, paused_lua, job_summary_lua, list_runs_lua};
+    pause_lua, resume_lua, paused_lua, job_summary_lua, list_runs_lua, trigger_lua};
 
 /// How many of the job's keys (runs, ended — in that order) each script
 /// declares: only those it touches, as Redis Cluster requires, and no more
 /// bytes per call than it needs. The marker script takes the store key instead.
-inline constexpr std::array<unsigned, script_count> key_counts{2, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+inline constexpr std::array<unsigned, script_count> key_counts{2, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
 
-/// Fields of a record in a reply: slot, then the 8 stored fields.
-inline constexpr std::size_t record_width = 9;
+/// Fields of a record in a reply: slot, then the 8 stored fields and manual (0/1).
+inline constexpr std::size_t record_width = 10;
 
 }  // namespace lease::detail::redis
