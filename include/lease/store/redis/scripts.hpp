@@ -252,11 +252,12 @@ inline constexpr std::string_view claim_lua =
     // Paused: only a claim that would win gets here; nothing else is written
     // (a paused job's trigger does not wait for the resume).
     "if got[4] then return {9, now, detected} end\n"
-    // Only OLDER running runs are interrupted (a manual run may be older
-    // than runs of the schedule).
+    // Expired running runs are interrupted, newer ones too (a manual run may
+    // be older than runs of the schedule; a takeover of one could win beside
+    // it); in replace mode also the OLDER live ones.
     "for i, s in ipairs(others) do\n"
     "  local o = recs[i]\n"
-    "  if o and o[5] == 0 and tonumber(s) < nslot and (not (now < o[6]) or overlap == 3) then end_run(s, o, 3) end\n"
+    "  if o and o[5] == 0 and (not (now < o[6]) or (overlap == 3 and tonumber(s) < nslot)) then end_run(s, o, 3) end\n"
     "end\n"
     // The newest slot only grows; the running slots stay oldest first.
     "if not idx[2] or tonumber(idx[2]) < nslot then idx[2] = slot end\n"
