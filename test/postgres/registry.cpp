@@ -10,6 +10,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -116,8 +117,8 @@ TEST_CASE("hostile registrations are stored and listed byte for byte, instances 
   CHECK(srv().sql("SELECT count(*)::text FROM " + q + ".lease_jobs") == "0");
 }
 
-TEST_CASE("stop on the server's clock hands the runs over at once, another store's release listener hears it, and "
-          "no takeover wins until the resume") {
+TEST_CASE("stop on the server's clock hands the runs over at once, keeping their leases, another store's release "
+          "listener hears it, and no takeover wins before the lease ends nor until the resume") {
   const std::string schema = lease::testing::fresh_schema("stop");
   lease::postgres_store runner{options(schema)}, op{options(schema)}, watcher{options(schema)};
   std::mutex m;
@@ -133,10 +134,11 @@ TEST_CASE("stop on the server's clock hands the runs over at once, another store
   const auto other = runner.claim(request(job, slot + 1ms, "t2"));
   REQUIRE(other.outcome == claim_outcome::won);  // overlap allow: two running runs
   REQUIRE(runner.finish({job, slot + 1ms}, "t2", run_status::success));
-  const auto third = runner.claim(request(job, slot + 2ms, "t3"));
+  auto short_lease = request(job, slot + 2ms, "t3");
+  short_lease.lease = 400ms;  // its end is waited for below
+  const auto third = runner.claim(short_lease);
   REQUIRE(third.outcome == claim_outcome::won);
 
-  const time_point before = op.now();
   CHECK(op.stop(job) == 2);  // t1 and t3; t2 had finished
   CHECK(op.paused(job));
   CHECK(wait_for([&] {
@@ -144,15 +146,21 @@ TEST_CASE("stop on the server's clock hands the runs over at once, another store
     return std::count(heard.begin(), heard.end(), job) >= 1;
   }));
   CHECK_FALSE(runner.heartbeat({job, slot}, "t1", 30s));  // the runner learns it at its next heartbeat
-  for (const auto& [s, tok] : {std::pair{slot, "t1"}, std::pair{slot + 2ms, "t3"}}) {
+  for (const auto& [s, tok, end] : {std::tuple{slot, "t1", won.record.lease_end},
+                                    std::tuple{slot + 2ms, "t3", third.record.lease_end}}) {
     const auto rec = op.get({job, s});
     REQUIRE(rec);
     CHECK(rec->released);
     CHECK(rec->handovers == 1);
-    CHECK(rec->lease_end >= before);
-    CHECK(rec->lease_end <= op.now());
+    CHECK(rec->lease_end == end);  // kept: its handler may run until the runner hears of the stop
     CHECK(rec->token == tok);
   }
+  // Until t3's lease ends, a backup's check finds it live, even after an
+  // immediate resume: no attempt starts beside the stopped handler.
+  CHECK(op.resume(job));
+  CHECK(op.claim(request(job, slot + 2ms, "b-early")).outcome == claim_outcome::running);
+  CHECK(op.pause(job));
+  CHECK(wait_for([&] { return op.now() >= third.record.lease_end; }));
   // A backup's takeover of the newest (t3; t1 has a newer run, so it is finished by the rules) is refused while paused.
   CHECK(op.claim(request(job, slot + 2ms, "b0")).outcome == claim_outcome::paused);
   CHECK(op.stop(job) == 0);  // nothing left to hand over; still paused

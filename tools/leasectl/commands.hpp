@@ -132,10 +132,16 @@ result purge(S& s, const command& c, const store_spec& spec) {
                   "), within --unseen-for " + std::to_string(c.unseen_for.count()) +
                   " s. Remove the job from that instance first, or wait. Nothing was changed.\n"};
     case lease::purge_outcome::running:
+      // A stopped run keeps its lease: its handler may run until then.
+      if (r.run->released)
+        return {refused, "",
+                "leasectl: not purged: job " + job + "'s run of slot " + lease::detail::fmt(r.run->slot) + " on " +
+                    cell(r.run->runner) + " was stopped, but its handler may run until its lease ends at " +
+                    lease::detail::fmt(r.run->lease_end) + "; purge after that. Nothing was changed.\n"};
       return {refused, "",
               "leasectl: not purged: job " + job + "'s run of slot " + lease::detail::fmt(r.run->slot) + " holds a lease on " +
                   cell(r.run->runner) + " until " + lease::detail::fmt(r.run->lease_end) +
-                  " (`leasectl stop " + job + "` hands it over). Nothing was changed.\n"};
+                  " (`leasectl stop " + job + "` stops it; purge once its lease ended). Nothing was changed.\n"};
     case lease::purge_outcome::too_soon:
       return {refused, "",
               "leasectl: not purged: job " + job + " won an attempt in this very millisecond; try again. Nothing was "

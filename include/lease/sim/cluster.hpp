@@ -659,7 +659,6 @@ class cluster {
         for (std::size_t b = a + 1; b < list.size(); ++b) {
           const handler_run& x = *list[a];
           const handler_run& y = *list[b];
-          if (stopped_between(x, y)) continue;
           if (x.start < y.active_until && y.start < x.active_until)
             out.push_back("I9: " + to_text(run) + " attempt " + std::to_string(x.attempt) + " on " + x.instance +
                           " (executing " + std::to_string(x.start.time_since_epoch().count()) + "–" +
@@ -668,23 +667,6 @@ class cluster {
                           std::to_string(y.start.time_since_epoch().count()) + "–" +
                           std::to_string(y.active_until.time_since_epoch().count()) + ") executed at once");
         }
-  }
-
-  /// An operator stopped the job of handler `x`'s run after x started and
-  /// before y started (a later attempt, after a resume), and x was asked to
-  /// stop (it saw its stop token, or its instance went down): not a double
-  /// run but the stop's hand-over. (Its runner learns of the stop at its next
-  /// heartbeat: a resume within that heartbeat can let a backup start the
-  /// next attempt while x is still finishing; doc/protocol.md §20 says so.)
-  [[nodiscard]] bool stopped_between(const handler_run& x, const handler_run& y) const {
-    const handler_run& first = x.start <= y.start ? x : y;
-    const handler_run& second = x.start <= y.start ? y : x;
-    if (second.attempt <= first.attempt) return false;
-    const bool asked = first.observed_stop || first.ended == "crashed";
-    if (!asked) return false;
-    return std::any_of(world_->stops.begin(), world_->stops.end(), [&](const world::stop_request& s) {
-      return s.job == first.run.job && s.handed_over > 0 && s.at >= first.start && s.at <= second.start;
-    });
   }
 
   /// Registration (RegistryStore): every instance that is up (not crashed,
