@@ -68,13 +68,16 @@ class watcher {
     if ((is_new && j.paused) || (!is_new && j.paused != was->second.paused))
       line(now, name, j.paused ? "paused" : "resumed",
            "job " + cell(name) + (j.paused ? " is paused: no claim of it wins" : " was resumed"), out);
-    const std::optional<lease::time_point> before = is_new ? std::nullopt : was->second.trigger;
-    if (j.trigger && j.trigger != before)
+    // (A bool and a time rather than a copied optional: g++ -O1 warns that
+    // such a copy may be used uninitialized.)
+    const bool had = !is_new && was->second.trigger.has_value();
+    const lease::time_point before = had ? *was->second.trigger : lease::time_point{};
+    if (j.trigger && (!had || *j.trigger != before))
       line(now, name, "triggered", "job " + cell(name) + " has a trigger pending: a manual run of slot " +
                                        lease::detail::fmt(*j.trigger), out);
-    if (!j.trigger && before)
+    if (!j.trigger && had)
       line(now, name, "trigger answered",
-           "job " + cell(name) + ": the trigger of slot " + lease::detail::fmt(*before) + " was answered", out);
+           "job " + cell(name) + ": the trigger of slot " + lease::detail::fmt(before) + " was answered", out);
   }
 
   void diff_run(lease::time_point now, const lease::run_record& r, std::vector<std::string>& out) {
