@@ -31,7 +31,7 @@ enum class event_kind : std::uint8_t {
   handed_over,  ///< stop(): the handler threw after its stop request; the run was released to a backup
   interrupted,  ///< a watched run ended interrupted (attempts used up, or a newer run started first)
   abandoned,    ///< stop(): the handler was still running at the timeout; heartbeats stopped
-  catch_up,     ///< on start, this instance won the claim of a missed slot (reason catch-up)
+  catch_up,     ///< this instance won the claim of a missed slot (reason catch-up): on start, or on a resume(job, missed_slots::catch_up_latest)
   store_error,  ///< a store call failed; the message says what the scheduler does about it
   early,        ///< not started yet: the slot is still in the store's future (this instance's clock runs ahead); claimed again at the store's time
   store_notice, ///< the store said something an operator should know (durability settings, a detected loss of state)

@@ -47,6 +47,7 @@
 #include "lease/executor/concept.hpp"
 #include "lease/job_info.hpp"
 #include "lease/job_options.hpp"
+#include "lease/missed_slots.hpp"
 #include "lease/options.hpp"
 #include "lease/overlap/concept.hpp"
 #include "lease/run.hpp"
@@ -211,6 +212,27 @@ class scheduler {
   /// and one round trip); deterministic mode: the caller does, and the next
   /// poll() claims it. Thread-safety: as add().
   time_point trigger(std::string_view name);
+
+  /// An operator's pause of job `name` in the store (doc/protocol.md
+  /// "Pause and resume"), for every instance at once and across restarts:
+  /// from now on every claim of it is answered `paused` (one `paused` event
+  /// per slot an instance did not start); runs in progress go on. Returns
+  /// whether it was not paused before. The job need not be one of this
+  /// instance's. Needs a PauseStore (a compile-time error otherwise); throws
+  /// std::logic_error once stop() was called and the store's store_error if
+  /// the call failed (calling again is safe). Threads and modes: as trigger().
+  bool pause(std::string_view name);
+
+  /// Lifts the pause of job `name` (doc/protocol.md "Pause and resume");
+  /// returns whether it was paused. `missed` says what happens to the slots
+  /// that came due meanwhile: `skip` (default), none of them runs;
+  /// `catch_up_latest`, the latest of them runs now if it is less than the
+  /// job's catch_up old and has no run yet — this instance claims it at once
+  /// (reason catch-up; exactly one instance can win it, by the store's
+  /// rules), so it must have job `name` (std::invalid_argument otherwise).
+  /// Nothing is caught up when the job was not paused. Errors, threads and
+  /// modes: as pause().
+  bool resume(std::string_view name, missed_slots missed = missed_slots::skip);
 
   /// This instance's own view of its jobs, in the order added: schedule as
   /// registered, settings in force, next slot, attempts running and runs
@@ -435,6 +457,13 @@ class scheduler {
   void manual_overlap(std::uint32_t j, const claim_request& req, const run_record& blocking);
   void release_manual(std::uint32_t j);
 
+  // pausing.hpp
+  void refuse_once_stopping(const char* what, const std::string& job);
+  template <class T, class F>
+  T on_loop(const char* what, const std::string& job, F fn);
+  bool apply_resume(const std::string& name, missed_slots missed, bool claim_now);
+  void catch_up_after_resume(std::uint32_t j);
+
   // registry.hpp
   void start_registry();
   void register_soon();
@@ -533,6 +562,7 @@ class scheduler {
 #include "lease/scheduler/catch_up.hpp"
 #include "lease/scheduler/claims.hpp"
 #include "lease/scheduler/loop.hpp"
+#include "lease/scheduler/pausing.hpp"
 #include "lease/scheduler/registry.hpp"
 #include "lease/scheduler/stopping.hpp"
 #include "lease/scheduler/triggers.hpp"

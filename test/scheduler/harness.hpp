@@ -34,7 +34,7 @@ inline time_point at(duration d) { return time_point{} + d; }
 /// Copies share state. Counts calls per operation.
 class faulty_store {
  public:
-  enum class op { claim, heartbeat, finish, release, get, unfinished };
+  enum class op { claim, heartbeat, finish, release, get, unfinished, pause };
   struct fault {
     op which;
     lease::errc code;
@@ -91,6 +91,10 @@ class faulty_store {
     return call(op::get, [&] { return st_->inner.get(k); });
   }
   [[nodiscard]] time_point now() const { return st_->inner.now(); }
+  // PauseStore (scheduler::pause / resume), with faults as op::pause.
+  bool pause(std::string_view j) { return call(op::pause, [&] { return st_->inner.pause(j); }); }
+  bool resume(std::string_view j) { return call(op::pause, [&] { return st_->inner.resume(j); }); }
+  bool paused(std::string_view j) { return call(op::pause, [&] { return st_->inner.paused(j); }); }
 
  private:
   struct state {
@@ -104,7 +108,7 @@ class faulty_store {
   };
   std::shared_ptr<state> st_;
 };
-static_assert(lease::BatchHeartbeatStore<faulty_store>);
+static_assert(lease::BatchHeartbeatStore<faulty_store> && lease::PauseStore<faulty_store>);
 
 /// What a scripted handler does when the test lets it run.
 enum class ends { returns, throws, throws_if_stopped };

@@ -116,3 +116,105 @@ TEST_CASE("a dead runner's run is not taken over while its job is paused; after 
   CHECK(c.record(at(300s))->attempt == 2);
   CHECK(c.record(at(300s))->runner == "backup");
 }
+
+// scheduler::pause / resume: an operator's pause through one instance's API
+// holds on every instance; a resume asked to catch up runs the latest slot
+// missed while paused, once, on one instance — the default runs none.
+
+TEST_CASE("pause through one instance's API holds on every instance; resume without catch-up runs no missed slot") {
+  cluster c{at(1s)};
+  auto& a = c.add(spec_options("api-1", 1));
+  auto& b = c.add(spec_options("api-2", 2));
+  for (auto& n : c.nodes) n->s->start();
+  CHECK(a.s->pause("report"));
+  CHECK_FALSE(b.s->pause("report"));  // already paused: nothing changed
+  CHECK(c.store.inner().paused("report"));
+  c.run_until(at(150s));
+  CHECK(a.started.empty());
+  CHECK(b.started.empty());
+  CHECK(b.has(event_kind::paused, at(120s)));
+  CHECK(b.s->resume("report"));
+  CHECK_FALSE(a.s->resume("report"));  // not paused any more
+  c.run_until(at(179s));
+  CHECK(a.started.empty());  // 60 s and 120 s stay not run: the default
+  CHECK(b.started.empty());
+  CHECK(a.count(event_kind::catch_up) + b.count(event_kind::catch_up) == 0);
+  c.run_until(at(181s));
+  CHECK(started_at(c, at(180s)) == 1);
+}
+
+TEST_CASE("resume with missed_slots::catch_up_latest runs the latest slot missed while paused, once, now") {
+  cluster c{at(1s)};
+  auto o1 = spec_options("api-1", 1);
+  auto o2 = spec_options("api-2", 2);
+  o1.catch_up = o2.catch_up = 45s;
+  auto& a = c.add(o1);
+  auto& b = c.add(o2);
+  for (auto& n : c.nodes) n->s->start();
+  REQUIRE(c.store.inner().pause("report"));
+  c.run_until(at(150s));  // 60 s and 120 s answered paused on both
+  REQUIRE(a.has(event_kind::paused, at(120s)));
+  CHECK(b.s->resume("report", lease::missed_slots::catch_up_latest));
+  c.run_until(at(151s));
+  CHECK(started_at(c, at(120s)) == 1);  // the latest missed slot, 30 s old (< catch_up 45 s)
+  CHECK(started_at(c, at(60s)) == 0);   // never a queue: only the latest
+  REQUIRE(b.count(event_kind::catch_up) == 1);
+  CHECK(b.of(event_kind::catch_up)[0].run.slot == at(120s));
+  CHECK(c.record(at(120s))->runner == "api-2");
+  CHECK_FALSE(c.record(at(120s))->manual);  // a slot of its schedule, not a trigger
+  // A second resume with catch-up (another operator, the other instance)
+  // changes nothing: the job is not paused, and the slot ran.
+  CHECK_FALSE(a.s->resume("report", lease::missed_slots::catch_up_latest));
+  c.finish_handlers(b);
+  c.run_until(at(181s));
+  CHECK(started_at(c, at(120s)) == 1);
+  CHECK(started_at(c, at(180s)) == 1);  // the schedule goes on
+}
+
+TEST_CASE("resume with catch-up: a latest slot older than catch_up is not run, and an event says why") {
+  cluster c{at(1s)};
+  auto o = spec_options("api-1", 1);
+  o.catch_up = 20s;
+  auto& a = c.add(o);
+  a.s->start();
+  REQUIRE(a.s->pause("report"));
+  c.run_until(at(150s));  // the latest slot, 120 s, is 30 s old at the resume
+  CHECK(a.s->resume("report", lease::missed_slots::catch_up_latest));
+  c.run_until(at(151s));
+  CHECK(a.started.empty());
+  CHECK_FALSE(c.record(at(120s)).has_value());
+  REQUIRE(a.has(event_kind::late, at(120s)));
+  const std::string why = a.of(event_kind::late).back().message;
+  CHECK(why.find("older than its catch_up") != std::string::npos);
+  CHECK(why.find("next slot runs as usual") != std::string::npos);
+}
+
+TEST_CASE("resume with catch-up does not run again a slot that ran before the pause") {
+  cluster c{at(55s)};  // slot 0 is 55 s old: start() catches nothing up
+  auto o = spec_options("api-1", 1);
+  o.catch_up = 50s;
+  auto& a = c.add(o);
+  a.s->start();
+  c.run_until(at(61s));
+  REQUIRE(a.started.size() == 1);  // 60 s ran…
+  c.finish_handlers(a);
+  REQUIRE(a.s->pause("report"));  // …then the pause, and a resume 40 s after the slot
+  c.run_until(at(100s));
+  CHECK(a.s->resume("report", lease::missed_slots::catch_up_latest));
+  c.run_until(at(101s));
+  CHECK(a.started.size() == 1);
+  CHECK(c.record(at(60s))->attempt == 1);
+  CHECK(a.count(event_kind::catch_up) == 0);
+}
+
+TEST_CASE("resume with catch-up needs the job on the instance asked; pause and resume are refused after stop()") {
+  cluster c{at(1s)};
+  auto& a = c.add(spec_options("api-1", 1));
+  a.s->start();
+  CHECK_THROWS_WITH(a.s->resume("billing", lease::missed_slots::catch_up_latest),
+                    Catch::Contains("has no job named \"billing\"") && Catch::Contains("cannot catch up"));
+  CHECK_FALSE(a.s->resume("billing"));  // a plain resume of any job is the store's: not paused, nothing changed
+  a.s->stop(1s);
+  CHECK_THROWS_WITH(a.s->pause("report"), Catch::Contains("stop() was called on this instance"));
+  CHECK_THROWS_WITH(a.s->resume("report"), Catch::Contains("stop() was called on this instance"));
+}

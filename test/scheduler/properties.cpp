@@ -60,7 +60,7 @@ T one_of(T first, Ts... rest) {
 struct coverage_counts {
   std::size_t histories = 0, with_takeover = 0, handlers = 0, store_calls = 0, timed_takeovers = 0;
   std::size_t removes = 0, readds = 0, runs_after_readd = 0, slots_accounted = 0, pauses = 0, runs_after_resume = 0;
-  std::size_t stops = 0, stopped_taken_over = 0, registration_calls = 0;
+  std::size_t stops = 0, stopped_taken_over = 0, registration_calls = 0, resume_catch_ups = 0;
   std::size_t triggers = 0, manual_started = 0, manual_takeovers = 0, triggers_refused = 0, trigger_polls = 0;
   std::array<std::size_t, static_cast<std::size_t>(lease::event_kind::stopped) + 1> kinds{};
   void print() const {
@@ -69,7 +69,8 @@ struct coverage_counts {
               << " lease ends held to the takeover deadline (I6), " << removes << " jobs removed and " << readds
               << " added again while running (" << runs_after_readd << " handler starts after one), " << slots_accounted
               << " (instance, slot) pairs held to \"every slot says why\", " << pauses << " pauses ("
-              << runs_after_resume << " handler starts after a resume), " << triggers << " triggers ("
+              << runs_after_resume << " handler starts after a resume, " << resume_catch_ups
+              << " slots missed while paused caught up by a resume), " << triggers << " triggers ("
               << manual_started << " manual runs started, " << manual_takeovers << " manual attempts taken over, "
               << triggers_refused << " with a skip or paused event (not run, or waited in buffer_one); " << trigger_polls << " trigger polls); " << stops << " operator stops that handed over a run ("
               << stopped_taken_over << " stopped runs taken over after a resume); " << registration_calls
@@ -148,7 +149,7 @@ void random_history(coverage_counts& coverage, bool long_jobs) {
   const int steps = pick(3, 12);
   for (int s = 0; s < steps; ++s) {
     const auto who = static_cast<std::size_t>(pick(0, n));
-    switch (pick(0, 26)) {
+    switch (pick(0, 27)) {
       case 0: case 1: case 2: sim.run_for(ms(pick(100, long_jobs ? 20000 : 8000))); break;
       case 3: sim.crash(who); break;
       case 4: sim.restart(who); break;
@@ -183,6 +184,9 @@ void random_history(coverage_counts& coverage, bool long_jobs) {
       // handed over; their runners ask their handlers to stop. A resume
       // (case 20) lets a backup take each over as its next attempt.
       case 24: case 25: coverage.stops += sim.stop_job("job" + std::to_string(pick(0, jobs))) > 0 ? 1 : 0; break;
+      // An operator resumes a job through one instance's API, asking it to
+      // catch up the latest slot missed while paused (within catch_up).
+      case 26: sim.resume_on(who, "job" + std::to_string(pick(0, jobs)), lease::missed_slots::catch_up_latest); break;
     }
     sim.check_registrations_now();
     // Now and then a trigger right after another step (a run in progress, a
@@ -223,6 +227,8 @@ void random_history(coverage_counts& coverage, bool long_jobs) {
     if (!p.paused && !p.job.empty() && !first_resume) first_resume = p.at;
   }
   for (const auto& r : h.handlers) coverage.runs_after_resume += first_resume && r.start > *first_resume ? 1 : 0;
+  for (const auto& e : h.events)  // a catch-up won after a resume (start()'s catch-ups come before any)
+    coverage.resume_catch_ups += e.kind == lease::event_kind::catch_up && first_resume && e.at > *first_resume ? 1 : 0;
   coverage.triggers += h.triggers.size();
   for (const auto& t : h.triggers) {
     const lease::run_key key{t.job, t.slot};
@@ -256,6 +262,7 @@ TEST_CASE("random histories of 3 to 5 instances with faults and clock skew satis
   coverage.print();
   CHECK(coverage.manual_started > 0);  // triggers were actually run
   CHECK(coverage.stops > 0);  // operators stopped runs in progress
+  CHECK(coverage.resume_catch_ups > 0);  // resumes caught up a slot missed while paused
   CHECK(coverage.kinds[static_cast<std::size_t>(lease::event_kind::stopped)] > 0);
 }
 

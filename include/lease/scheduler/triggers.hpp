@@ -36,46 +36,29 @@ time_point scheduler<S, C, E, P>::trigger(std::string_view name) {
   static_assert(TriggerStore<S>,
                 "lease::scheduler::trigger needs a store that models lease::TriggerStore (trigger(job) and "
                 "triggers(jobs), lease/store/concept.hpp): this store cannot keep an operator's trigger");
+  std::string job(name);
+  refuse_once_stopping("trigger", job);
   {
     std::scoped_lock lock(names_mutex_);
-    if (phase_ == phase::stopping || phase_ == phase::stopped || inbox_->stop_was_asked())
-      throw std::logic_error("lease::scheduler::trigger: stop() was called on this instance; trigger job \"" +
-                             std::string(name) + "\" from a running instance or with the store (leasectl)");
     if (!names_.contains(name))
       throw std::invalid_argument("lease::scheduler::trigger: this instance has no job named \"" + std::string(name) +
                                   "\" (add() it first, or trigger it with the store: leasectl)");
   }
-  std::string job(name);
-  if constexpr (!is_manual_clock<C>) {
-    if (phase_ != phase::idle && loop_thread_.load() != std::this_thread::get_id()) {
-      // The store object is the loop thread's: the loop asks it, and claims at once.
-      auto answer = std::make_shared<std::promise<time_point>>();
-      std::future<time_point> got = answer->get_future();
-      if (!inbox_->post_call([this, answer, job] {
-            try {
-              answer->set_value(apply_trigger(job));
-            } catch (...) {
-              answer->set_exception(std::current_exception());
-            }
-          }))
-        throw std::logic_error("lease::scheduler::trigger: the instance has stopped; trigger job \"" + job +
-                               "\" from a running instance or with the store (leasectl)");
-      return got.get();
-    }
-  }
-  if (phase_ == phase::idle) {
-    // Nothing to claim yet: start()'s first poll picks it up (or the first
-    // push, which the store sends anyway).
-    if constexpr (TriggerStore<S>) return store_.trigger(job);
-  }
-  // Deterministic mode (the caller is the loop's thread), or a sink on the
-  // loop thread: the store is asked now, the claim goes at the next poll().
-  time_point slot{};
-  if constexpr (TriggerStore<S>) slot = store_.trigger(job);
-  inbox_->post_call([this, job, slot] {
-    if (auto it = job_index_.find(job); it != job_index_.end()) take_trigger(it->second, {job, slot});
+  return on_loop<time_point>("trigger", job, [this, job](bool looping) {
+    // A step of the loop asks the store and claims at once. Before start()
+    // nothing is claimed: start()'s first poll picks it up (or the first
+    // push, which the store sends anyway). Deterministic mode (the caller is
+    // the loop's thread) or an event sink: the store is asked now, the claim
+    // goes at the next poll().
+    if (looping) return apply_trigger(job);
+    time_point slot{};
+    if constexpr (TriggerStore<S>) slot = store_.trigger(job);
+    if (phase_ != phase::idle)
+      inbox_->post_call([this, job, slot] {
+        if (auto it = job_index_.find(job); it != job_index_.end()) take_trigger(it->second, {job, slot});
+      });
+    return slot;
   });
-  return slot;
 }
 
 /// On the loop: asks the store, then claims the trigger at once (with or

@@ -273,6 +273,21 @@ class cluster {
     }
   }
 
+  /// An operator resumes job `name` through instance `i`'s API
+  /// (scheduler::resume(), with `missed`: catch_up_latest claims the latest
+  /// slot missed while paused, if within catch_up), unless the instance is
+  /// down (as trigger_on). A refusal or a store error is recorded; the
+  /// operator does not retry.
+  void resume_on(std::size_t i, const std::string& name, lease::missed_slots missed) {
+    instance& in = *instances_.at(i);
+    if (in.crashed || in.frozen_until || in.blocked > 0 || in.sched->stopped()) return;
+    try {
+      in.sched->resume(name, missed);
+    } catch (const std::exception& e) {
+      world_->hist.faults.push_back({now(), "resume of job " + name + " refused (" + e.what() + ")"});
+    }
+  }
+
   /// Instance `i`'s next `calls` store calls reach the store `d` late: its
   /// loop waits in each call meanwhile, the rest of the world goes on.
   void delay_store(std::size_t i, duration d, int calls) { slow_store(i, d, calls, false); }
