@@ -68,7 +68,7 @@ static_assert(lease::PushStore<counted_store> && lease::PushTriggerStore<counted
 /// Instances over one counted_store; each job's handler records its context
 /// and runs only when the test lets it (manual executor).
 template <class Policy = lease::skip_t>
-struct counted_cluster {
+struct counted_cluster : drive<counted_cluster<Policy>> {
   struct cnode {
     using sched = lease::scheduler<counted_store, lease::fake_clock, recording_executor, Policy>;
     recording_executor exec;
@@ -105,28 +105,8 @@ struct counted_cluster {
     n.s->add("report", lease::every(interval), [](lease::run_context&) {});
     return n;
   }
-  void start_all() {
-    for (auto& n : nodes) n->s->start();
-  }
-  void poll_all() {
-    for (auto& n : nodes)
-      if (!n->down) n->s->poll();
-  }
-  void run_until(time_point t) {
-    for (;;) {
-      poll_all();
-      std::optional<time_point> next;
-      for (auto& n : nodes) {
-        if (n->down) continue;
-        if (auto w = n->s->next_wakeup(); w && (!next || *w < *next)) next = w;
-      }
-      if (!next || *next > t) break;
-      if (*next > clock.now()) clock.set(*next);
-    }
-    if (t > clock.now()) clock.set(t);
-    poll_all();
-  }
-  void run_for(duration d) { run_until(clock.now() + d); }
+  using drive<counted_cluster<Policy>>::run_until;
+
   std::optional<lease::run_record> record(time_point slot, const std::string& job = "report") {
     return store.lease::memory_store<lease::fake_clock>::get({job, slot});  // not counted
   }

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "drive.hpp"
 #include "lease/clock/fake.hpp"
 #include "lease/event.hpp"
 #include "lease/executor/manual.hpp"
@@ -164,7 +165,7 @@ inline lease::options spec_options(std::string name, std::uint64_t seed) {
 }
 
 template <class Policy = lease::skip_t>
-struct cluster {
+struct cluster : drive<cluster<Policy>> {
   lease::fake_clock clock;
   faulty_store store;
   std::vector<std::unique_ptr<node<Policy>>> nodes;
@@ -188,35 +189,8 @@ struct cluster {
     return *nodes.back();
   }
 
-  void poll_all() {
-    for (auto& n : nodes)
-      if (!n->down) n->s->poll();
-  }
-
-  /// Moves the clock to `t`, stopping at every instant an instance wants to
-  /// be polled, and polls every live instance there (in the order added).
-  /// Handlers stay "running" until the test runs their tasks.
-  void run_until(time_point t) {
-    for (;;) {
-      poll_all();
-      std::optional<time_point> next;
-      for (auto& n : nodes) {
-        if (n->down) continue;
-        if (auto w = n->s->next_wakeup(); w && (!next || *w < *next)) next = w;
-      }
-      if (!next || *next > t) break;
-      if (*next > clock.now()) clock.set(*next);
-    }
-    if (t > clock.now()) clock.set(t);
-    poll_all();
-  }
-  void run_for(duration d) { run_until(clock.now() + d); }
-
-  /// Lets node `n`'s waiting handlers run now, then polls so their results reach the store.
-  void finish_handlers(node<Policy>& n) {
-    n.exec.run_all();
-    poll_all();
-  }
+  using drive<cluster<Policy>>::poll_all;
+  using drive<cluster<Policy>>::run_until;
 
   std::optional<lease::run_record> record(time_point slot, std::string job = "report") {
     return store.inner().get({std::move(job), slot});

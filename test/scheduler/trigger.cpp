@@ -37,7 +37,7 @@ static_assert(lease::PushTriggerStore<mem>);
 
 /// test::cluster (harness.hpp) over a TriggerStore.
 template <class Store = mem, class Policy = lease::skip_t>
-struct tcluster {
+struct tcluster : drive<tcluster<Store, Policy>> {
   struct tnode {
     using sched = lease::scheduler<Store, lease::fake_clock, recording_executor, Policy>;
     recording_executor exec;
@@ -68,32 +68,8 @@ struct tcluster {
     nodes.push_back(std::move(n));
     return *nodes.back();
   }
-  void start_all() {
-    for (auto& n : nodes) n->s->start();
-  }
-  void poll_all() {
-    for (auto& n : nodes)
-      if (!n->down) n->s->poll();
-  }
-  void run_until(time_point t) {
-    for (;;) {
-      poll_all();
-      std::optional<time_point> next;
-      for (auto& n : nodes) {
-        if (n->down) continue;
-        if (auto w = n->s->next_wakeup(); w && (!next || *w < *next)) next = w;
-      }
-      if (!next || *next > t) break;
-      if (*next > clock.now()) clock.set(*next);
-    }
-    if (t > clock.now()) clock.set(t);
-    poll_all();
-  }
-  void run_for(duration d) { run_until(clock.now() + d); }
-  void finish_handlers(tnode& n) {
-    n.exec.run_all();
-    poll_all();
-  }
+  using drive<tcluster<Store, Policy>>::poll_all;
+
   /// Handlers started for `slot`, on every instance.
   [[nodiscard]] std::vector<lease::run_context> started_at(time_point slot) const {
     std::vector<lease::run_context> out;
