@@ -61,9 +61,11 @@ TEST_CASE("A cron read back from its registration has the same slots, in its zon
     const schedule_test::cron_model m = schedule_test::random_cron(*rc::gen::arbitrary<bool>());
     const char* zone = *rc::gen::element("UTC", "Europe/Berlin", "America/New_York", "Australia/Lord_Howe",
                                          "Asia/Kolkata");
+    const lease::dst_policy dst{*rc::gen::element(lease::dst_gap::run_after, lease::dst_gap::skip),
+                                *rc::gen::element(lease::dst_repeat::first_only, lease::dst_repeat::both)};
     std::optional<lease::cron> c;
     try {
-      c.emplace(m.text, zone);
+      c.emplace(m.text, zone, dst);
     } catch (const lease::cron_error&) {
       // An expression that can never fire is no schedule: no instance
       // registers it, and read back it is nothing.
@@ -73,8 +75,15 @@ TEST_CASE("A cron read back from its registration has the same slots, in its zon
     const auto back = read_back(*c);
     RC_ASSERT(back.has_value());
     RC_ASSERT(std::holds_alternative<lease::cron>(*back));
+    RC_ASSERT(std::get<lease::cron>(*back).dst() == dst);
+    RC_ASSERT(std::get<lease::cron>(*back).expression() == m.text);
+    // Times near the zone's DST transitions too, where the policies differ.
+    const date::time_zone* tz = std::string_view(zone) == "UTC" ? nullptr : date::locate_zone(zone);
     for (int i = 0; i < 3; ++i) {
-      const time_point t = random_time(2000, 2040);
+      time_point t = random_time(2000, 2037);
+      if (tz != nullptr && *rc::gen::arbitrary<bool>())
+        t = time_point{tz->get_info(date::floor<std::chrono::seconds>(t)).end} -
+            ms{*rc::gen::inRange<std::int64_t>(0, 3 * 3600'000)};
       RC_ASSERT(lease::next_slot(*back, t) == c->next(t));
     }
   });
@@ -120,6 +129,9 @@ TEST_CASE("Texts no every or cron registers read as nothing") {
   CHECK_FALSE(parse_registered("0 3 * *", "UTC"));
   CHECK_FALSE(parse_registered("0 0 30 2 *", "UTC"));
   CHECK_FALSE(parse_registered("0 3 * * *", "Nowhere/Atlantis"));
+  // A DST clause not as registered_dst() writes it.
+  CHECK_FALSE(parse_registered("30 2 * * * (DST: skip)", "Europe/Berlin"));
+  CHECK_FALSE(parse_registered("30 2 * * * (DST: repeat both, gap skip)", "Europe/Berlin"));
 }
 
 TEST_CASE("Registered texts read back as what they say") {
@@ -136,5 +148,13 @@ TEST_CASE("Registered texts read back as what they say") {
         utc("2026-03-01 12:50:00"));
   CHECK(next("0 3 * * *", "Europe/Berlin", "2026-07-01 12:00:00") == utc("2026-07-02 01:00:00"));  // CEST
   CHECK(next("@daily", "UTC", "2026-07-01 12:00:00") == utc("2026-07-02 00:00:00"));
+  // 02:30 is skipped in Berlin on 2026-03-29: the default runs at 03:00 CEST, "gap skip" not that day.
+  CHECK(next("30 2 * * *", "Europe/Berlin", "2026-03-28 12:00:00") == utc("2026-03-29 01:00:00"));
+  CHECK(next("30 2 * * * (DST: gap skip)", "Europe/Berlin", "2026-03-28 12:00:00") == utc("2026-03-30 00:30:00"));
+  // 02:30 happens twice on 2026-10-25: "repeat both" runs at the second one (CET) too.
+  CHECK(next("30 2 * * *", "Europe/Berlin", "2026-10-25 00:30:00") == utc("2026-10-26 01:30:00"));
+  CHECK(next("30 2 * * * (DST: repeat both)", "Europe/Berlin", "2026-10-25 00:30:00") == utc("2026-10-25 01:30:00"));
+  CHECK(next("30 2 * * * (DST: gap skip, repeat both)", "Europe/Berlin", "2026-03-28 12:00:00") ==
+        utc("2026-03-30 00:30:00"));
   CHECK(next("*/10 * * * * *", "Asia/Kolkata", "2026-07-01 12:00:01") == utc("2026-07-01 12:00:10"));
 }

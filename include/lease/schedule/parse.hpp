@@ -10,6 +10,7 @@
 //   "every 5m", "every 1500ms"                         ""              lease::every(5min), every(1500ms)
 //   "every 1h anchored 15m after 1970-01-01 00:00 UTC" ""              lease::every(1h, epoch + 15min)
 //   "0 3 * * mon-fri", "@daily", "*/5 * * * * *"       "Europe/Berlin"  lease::cron(text, zone)
+//   "30 2 * * * (DST: gap skip)"                       "Europe/Berlin"  lease::cron("30 2 * * *", zone, {.gap = skip})
 //   "custom schedule", a user's schedule's text()      any             nothing (std::nullopt)
 //
 // An every's text is only read in the exact form every::text() writes (the
@@ -19,10 +20,10 @@
 // zone, never with "": a text registered without a zone is never read as a
 // cron, and one with a zone never as an every.
 //
+// A cron's DST policy, when it is not the default, follows its expression
+// (cron/dst.hpp, detail::registered_dst).
+//
 // Limits, each giving slots that may differ from the instance's own:
-// * The DST policy of a cron (cron/dst.hpp) is not registered: the cron read
-//   back has the default one. With another policy only the slots at a DST
-//   transition differ (a skipped or repeated local time).
 // * Time zones come from this host's tz database, which may be older or newer
 //   than the instances'. A zone it does not know reads as nothing.
 // * An interval or anchor over 10'000 years reads as nothing.
@@ -118,7 +119,18 @@ inline std::optional<every> parse_every(std::string_view text) {
       if (e && e->text() == text) return registered_schedule{*e};
       return std::nullopt;
     }
-    return registered_schedule{cron(text, zone)};
+    // A DST policy other than the default is written after the expression.
+    dst_policy dst{};
+    for (const dst_policy p : {dst_policy{dst_gap::skip, dst_repeat::first_only},
+                               dst_policy{dst_gap::run_after, dst_repeat::both},
+                               dst_policy{dst_gap::skip, dst_repeat::both}}) {
+      if (const std::string suffix = detail::registered_dst(p); text.ends_with(suffix)) {
+        text.remove_suffix(suffix.size());
+        dst = p;
+        break;
+      }
+    }
+    return registered_schedule{cron(text, zone, dst)};
   } catch (const std::invalid_argument&) {  // cron_error: not a cron expression, or an unknown zone
     return std::nullopt;
   } catch (const std::runtime_error&) {  // the tz database could not be read
