@@ -94,7 +94,7 @@ struct next_slot {
     no,            ///< there is one
     unregistered,  ///< no current registration: never registered here, or every instance that had it stopped renewing it
     unreadable,    ///< a user's schedule, a cron or zone this host cannot read, or no slot left
-    disagree,      ///< current registrations with different schedules or zones: each instance claims its own's slots
+    disagree,      ///< current registrations with different schedules (or DST policies) or zones: each instance claims the slots of its own
   } why = none::no;
 };
 
