@@ -59,23 +59,43 @@ lc --store "$URL" jobs
 # by a millisecond; and a slow machine may take a second or more to get here.)
 out=$(sed -E -e 's/api-[12] [0-9]+ s ago/<seen>/' -e 's/api-3 [0-9]+ s ago/api-3 <n> s ago/' <<<"$out")
 if has registry; then
-  expect "jobs" 0 "NAME     SCHEDULE                PAUSED  TRIGGERED  LAST SLOT                 LAST STATUS  RUNNER  ATTEMPT  INSTANCES
-cleanup  every 60s               no      -          <time>  failed       api-3   1        1, api-3 <n> s ago
-report   0 6 * * * Europe/Paris  yes     -          <time>  running      api-2   2        2, <seen>"
-  cleanup_regs='[{"instance":"api-3","schedule":"every 60s","zone":"","last_seen":"<time>","last_seen_ms":<ms>}]'
+  # NEXT SLOT: cleanup's from its registered "every 1m"; report is paused.
+  expect "jobs" 0 "NAME     SCHEDULE                NEXT SLOT                 PAUSED  TRIGGERED  LAST SLOT                 LAST STATUS  RUNNER  ATTEMPT  INSTANCES
+cleanup  every 1m                <time>  no      -          <time>  failed       api-3   1        1, api-3 <n> s ago
+report   0 6 * * * Europe/Paris  paused                    yes     -          <time>  running      api-2   2        2, <seen>"
+  cleanup_regs='[{"instance":"api-3","schedule":"every 1m","zone":"","last_seen":"<time>","last_seen_ms":<ms>}]'
   report_regs='[{"instance":"api-1","schedule":"0 6 * * *","zone":"Europe/Paris","last_seen":"<time>","last_seen_ms":<ms>},{"instance":"api-2","schedule":"0 6 * * *","zone":"Europe/Paris","last_seen":"<time>","last_seen_ms":<ms>}]'
 else
-  expect "jobs" 0 "NAME     SCHEDULE  PAUSED  TRIGGERED  LAST SLOT                 LAST STATUS  RUNNER  ATTEMPT  INSTANCES
-cleanup  -         no      -          <time>  failed       api-3   1        -
-report   -         yes     -          <time>  running      api-2   2        -"
+  # No registration: no schedule to tell a next slot from.
+  expect "jobs" 0 "NAME     SCHEDULE  NEXT SLOT  PAUSED  TRIGGERED  LAST SLOT                 LAST STATUS  RUNNER  ATTEMPT  INSTANCES
+cleanup  -         -          no      -          <time>  failed       api-3   1        -
+report   -         paused     yes     -          <time>  running      api-2   2        -"
   cleanup_regs='[]' report_regs='[]'
+fi
+# --json: the schedule's next slot, paused or not; null without a registration.
+if has registry; then
+  cleanup_next='"next_slot":"<time>","next_slot_ms":<ms>' report_next=$cleanup_next
+else
+  cleanup_next='"next_slot":null' report_next=$cleanup_next
 fi
 
 lc --store "$URL" jobs --json
 expect "jobs --json" 0 '[
- {"name":"cleanup","paused":false,"trigger":null,"fence":<ms>,"last_run":{"job":"cleanup","slot":"<time>","slot_ms":<ms>,"manual":false,"status":"failed","attempt":1,"handovers":0,"runner":"api-3","fence":<ms>,"lease_end":"<time>","lease_end_ms":<ms>,"released":false},"instances":'"$cleanup_regs"'},
- {"name":"report","paused":true,"trigger":null,"fence":<ms>,"last_run":{"job":"report","slot":"<time>","slot_ms":<ms>,"manual":false,"status":"running","attempt":2,"handovers":1,"runner":"api-2","fence":<ms>,"lease_end":"<time>","lease_end_ms":<ms>,"released":false},"instances":'"$report_regs"'}
+ {"name":"cleanup","paused":false,"trigger":null,'"$cleanup_next"',"fence":<ms>,"last_run":{"job":"cleanup","slot":"<time>","slot_ms":<ms>,"manual":false,"status":"failed","attempt":1,"handovers":0,"runner":"api-3","fence":<ms>,"lease_end":"<time>","lease_end_ms":<ms>,"released":false},"instances":'"$cleanup_regs"'},
+ {"name":"report","paused":true,"trigger":null,'"$report_next"',"fence":<ms>,"last_run":{"job":"report","slot":"<time>","slot_ms":<ms>,"manual":false,"status":"running","attempt":2,"handovers":1,"runner":"api-2","fence":<ms>,"lease_end":"<time>","lease_end_ms":<ms>,"released":false},"instances":'"$report_regs"'}
 ]'
+
+if has registry; then
+  # The slots themselves: cleanup's on a whole minute within a minute of
+  # now, report's ("0 6 * * *" in Paris) on a whole hour within a day.
+  json=$("$L" --store "$URL" jobs --json)
+  now_ms=$(($(date +%s) * 1000))
+  read -r c_ms r_ms < <(grep -oE '"next_slot_ms":[0-9]+' <<<"$json" | cut -d: -f2 | tr '\n' ' ')
+  [[ -n ${r_ms:-} && $((c_ms % 60000)) == 0 && $((c_ms - now_ms)) -gt -5000 && $((c_ms - now_ms)) -le 65000 ]] ||
+    fail "jobs --json: cleanup's next_slot_ms $c_ms is not the next whole minute after $now_ms"
+  [[ -n ${r_ms:-} && $((r_ms % 3600000)) == 0 && $((r_ms - now_ms)) -gt -5000 && $((r_ms - now_ms)) -le 86405000 ]] ||
+    fail "jobs --json: report's next_slot_ms $r_ms is not a whole hour within a day of $now_ms"
+fi
 
 lc --store "$URL" runs report
 expect "runs report" 0 "SLOT                      BY        STATUS   ATTEMPT  HANDOVERS  RUNNER  FENCE          LEASE END                 RELEASED
@@ -136,7 +156,7 @@ expect "stop" 0 'job report stopped: paused, and 2 runs in progress handed over 
 # (A claim of a stopped run finds it live until its lease ends: running.)
 [[ $("$SEED" "$URL" claim report) =~ ^(paused|running)$ ]] || fail "an instance's claim of report won after stop"
 lc --store "$URL" purge cleanup --unseen-for 1h
-expect_err "purge of a job registered recently" 5 "not purged: instance api-3 registered job cleanup [0-9]+ s ago \(schedule every 60s\), within --unseen-for 3600 s"
+expect_err "purge of a job registered recently" 5 "not purged: instance api-3 registered job cleanup [0-9]+ s ago \(schedule every 1m\), within --unseen-for 3600 s"
 lc --store "$URL" purge report --unseen-for 0
 expect_err "purge of a stopped job" 5 "report's run of slot [0-9T:.Z-]+ on api-[29] was stopped, but its handler may run until its lease ends at"
 lc --store "$URL" pause old-job
@@ -157,7 +177,7 @@ lc --store "$URL" runs nosuch
 expect_err "runs of a missing job" 4 "has no state for job 'nosuch'"
 if [[ $URL == *://* ]]; then  # another key prefix or schema: other instances' jobs, none here
   lc --store "$URL" --namespace other jobs
-  expect "jobs in another namespace" 0 "NAME  SCHEDULE  PAUSED  TRIGGERED  LAST SLOT  LAST STATUS  RUNNER  ATTEMPT  INSTANCES"
+  expect "jobs in another namespace" 0 "NAME  SCHEDULE  NEXT SLOT  PAUSED  TRIGGERED  LAST SLOT  LAST STATUS  RUNNER  ATTEMPT  INSTANCES"
 fi
 
 # Errors: a bad URL, usage errors, a missing file.

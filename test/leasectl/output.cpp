@@ -1,7 +1,8 @@
 // test/leasectl/output.cpp — what leasectl prints for each command, exactly,
 // on memory_store and a fake clock (check.sh checks the same on the real
 // stores with times normalised): the columns, "expired" for a running run
-// whose lease ended, --json's fields, and exit codes 3 and 4.
+// whose lease ended, NEXT SLOT from the registered schedules, --json's
+// fields, and exit codes 3 and 4.
 #include <catch2/catch.hpp>
 
 #include <lease/clock/fake.hpp>
@@ -29,16 +30,76 @@ TEST_CASE("jobs: a table by name, and one JSON array", "[leasectl]") {
   seeded s;
   const auto now = s.store.now();
   CHECK(leasectl::jobs_table(s.store.list_jobs(), now) ==
-        R"(NAME     SCHEDULE                PAUSED  TRIGGERED  LAST SLOT                 LAST STATUS  RUNNER  ATTEMPT  INSTANCES
-cleanup  every 60s               no      -          2026-11-29T06:01:00.000Z  failed       api-3   1        1, api-3 0 s ago
-report   0 6 * * * Europe/Paris  yes     -          2026-11-29T06:01:00.000Z  running      api-2   2        2, api-1 0 s ago
+        R"(NAME     SCHEDULE                NEXT SLOT                 PAUSED  TRIGGERED  LAST SLOT                 LAST STATUS  RUNNER  ATTEMPT  INSTANCES
+cleanup  every 1m                2026-11-29T06:03:00.000Z  no      -          2026-11-29T06:01:00.000Z  failed       api-3   1        1, api-3 0 s ago
+report   0 6 * * * Europe/Paris  paused                    yes     -          2026-11-29T06:01:00.000Z  running      api-2   2        2, api-1 0 s ago
 )");
   CHECK(leasectl::jobs_json(s.store.list_jobs(), now) ==
         R"([
- {"name":"cleanup","paused":false,"trigger":null,"fence":1795932120000,"last_run":{"job":"cleanup","slot":"2026-11-29T06:01:00.000Z","slot_ms":1795932060000,"manual":false,"status":"failed","attempt":1,"handovers":0,"runner":"api-3","fence":1795932120000,"lease_end":"2026-11-29T06:12:00.000Z","lease_end_ms":1795932720000,"released":false},"instances":[{"instance":"api-3","schedule":"every 60s","zone":"","last_seen":"2026-11-29T06:02:00.000Z","last_seen_ms":1795932120000}]},
- {"name":"report","paused":true,"trigger":null,"fence":1795932120002,"last_run":{"job":"report","slot":"2026-11-29T06:01:00.000Z","slot_ms":1795932060000,"manual":false,"status":"running","attempt":2,"handovers":1,"runner":"api-2","fence":1795932120002,"lease_end":"2026-11-29T06:12:00.000Z","lease_end_ms":1795932720000,"released":false},"instances":[{"instance":"api-1","schedule":"0 6 * * *","zone":"Europe/Paris","last_seen":"2026-11-29T06:02:00.000Z","last_seen_ms":1795932120000},{"instance":"api-2","schedule":"0 6 * * *","zone":"Europe/Paris","last_seen":"2026-11-29T06:02:00.000Z","last_seen_ms":1795932120000}]}
+ {"name":"cleanup","paused":false,"trigger":null,"next_slot":"2026-11-29T06:03:00.000Z","next_slot_ms":1795932180000,"fence":1795932120000,"last_run":{"job":"cleanup","slot":"2026-11-29T06:01:00.000Z","slot_ms":1795932060000,"manual":false,"status":"failed","attempt":1,"handovers":0,"runner":"api-3","fence":1795932120000,"lease_end":"2026-11-29T06:12:00.000Z","lease_end_ms":1795932720000,"released":false},"instances":[{"instance":"api-3","schedule":"every 1m","zone":"","last_seen":"2026-11-29T06:02:00.000Z","last_seen_ms":1795932120000}]},
+ {"name":"report","paused":true,"trigger":null,"next_slot":"2026-11-30T05:00:00.000Z","next_slot_ms":1796014800000,"fence":1795932120002,"last_run":{"job":"report","slot":"2026-11-29T06:01:00.000Z","slot_ms":1795932060000,"manual":false,"status":"running","attempt":2,"handovers":1,"runner":"api-2","fence":1795932120002,"lease_end":"2026-11-29T06:12:00.000Z","lease_end_ms":1795932720000,"released":false},"instances":[{"instance":"api-1","schedule":"0 6 * * *","zone":"Europe/Paris","last_seen":"2026-11-29T06:02:00.000Z","last_seen_ms":1795932120000},{"instance":"api-2","schedule":"0 6 * * *","zone":"Europe/Paris","last_seen":"2026-11-29T06:02:00.000Z","last_seen_ms":1795932120000}]}
 ]
 )");
+}
+
+TEST_CASE("jobs: NEXT SLOT is the registered schedule's next slot after the store's now, or says why not", "[leasectl]") {
+  lease::fake_clock clock{sys_days{2026y / 11 / 26} + 6h + 2min};
+  lease::memory_store<lease::fake_clock> store{clock};
+  using reg = lease::job_registration;
+  // Three days ago: instances that are gone since (they never renewed).
+  const reg old[] = {{"f-changed", "api-old", "every 1h", "", {}}, {"g-gone", "api-old", "0 3 * * *", "UTC", {}}};
+  store.register_jobs(old);
+  clock.advance(days(3));  // now 2026-11-29T06:02Z, a Sunday
+  const reg regs[] = {
+      {"a-every", "api-1", "every 1h anchored 15m after 1970-01-01 00:00 UTC", "", {}},
+      {"b-cron", "api-1", "0 3 * * *", "America/New_York", {}},  // 03:00 EST is 08:00Z
+      {"c-custom", "api-1", "custom schedule", "", {}},
+      {"d-disagree", "api-1", "*/5 * * * *", "UTC", {}},
+      {"d-disagree", "api-2", "*/5 * * * *", "Europe/Paris", {}},
+      {"f-changed", "api-1", "every 5m", "", {}},  // api-old's "every 1h" is 3 days old: it counts for nothing
+      {"h-paused", "api-1", "every 5m", "", {}},
+  };
+  store.register_jobs(regs);
+  store.pause("h-paused");
+  lease::claim_request req;  // a job that ran here but that no instance registered
+  req.run = {"e-unregistered", sys_days{2026y / 11 / 29} + 6h};
+  req.runner = "api-1";
+  req.token = "t1";
+  req.lease = 10min;
+  req.deadline = req.run.slot + 1h;
+  REQUIRE(store.claim(req).outcome == lease::claim_outcome::won);
+
+  const auto jobs = store.list_jobs();
+  CHECK(leasectl::jobs_table(jobs, store.now()) ==
+        R"(NAME            SCHEDULE                                          NEXT SLOT                 PAUSED  TRIGGERED  LAST SLOT                 LAST STATUS  RUNNER  ATTEMPT  INSTANCES
+a-every         every 1h anchored 15m after 1970-01-01 00:00 UTC  2026-11-29T06:15:00.000Z  no      -          -                         -            -       -        1, api-1 0 s ago
+b-cron          0 3 * * * America/New_York                        2026-11-29T08:00:00.000Z  no      -          -                         -            -       -        1, api-1 0 s ago
+c-custom        custom schedule                                   -                         no      -          -                         -            -       -        1, api-1 0 s ago
+d-disagree      */5 * * * * UTC                                   instances disagree        no      -          -                         -            -       -        2, api-1 0 s ago
+e-unregistered  -                                                 -                         no      -          2026-11-29T06:00:00.000Z  running      api-1   1        -
+f-changed       every 5m                                          2026-11-29T06:05:00.000Z  no      -          -                         -            -       -        2, api-1 0 s ago
+g-gone          0 3 * * * UTC                                     -                         no      -          -                         -            -       -        1, api-old 3 d ago
+h-paused        every 5m                                          paused                    yes     -          -                         -            -       -        1, api-1 0 s ago
+)");
+  const auto json = leasectl::jobs_json(jobs, store.now());
+  const auto next_in_json = [&](const std::string& job) {
+    const auto at = json.find("{\"name\":\"" + job + "\"");
+    REQUIRE(at != std::string::npos);
+    const auto from = json.find("\"next_slot\":", at);
+    return json.substr(from, json.find(",\"fence\"", from) - from);
+  };
+  CHECK(next_in_json("a-every") == R"("next_slot":"2026-11-29T06:15:00.000Z","next_slot_ms":1795932900000)");
+  CHECK(next_in_json("b-cron") == R"("next_slot":"2026-11-29T08:00:00.000Z","next_slot_ms":1795939200000)");
+  CHECK(next_in_json("c-custom") == R"("next_slot":null)");
+  CHECK(next_in_json("d-disagree") == R"("next_slot":null)");
+  CHECK(next_in_json("e-unregistered") == R"("next_slot":null)");
+  CHECK(next_in_json("g-gone") == R"("next_slot":null)");
+  // Paused: the schedule's slot all the same ("paused":true says it does not run).
+  CHECK(next_in_json("h-paused") == R"("next_slot":"2026-11-29T06:05:00.000Z","next_slot_ms":1795932300000)");
+
+  // A slot is strictly after now: at 06:15:00.000 exactly, the next one.
+  clock.advance(13min);
+  CHECK(leasectl::next_of(store.list_jobs().front(), store.now()).at == sys_days{2026y / 11 / 29} + 7h + 15min);
 }
 
 TEST_CASE("runs: newest slot first, and a running run past its lease end is expired", "[leasectl]") {
@@ -55,7 +116,7 @@ TEST_CASE("runs: newest slot first, and a running run past its lease end is expi
 ]
 )");
   CHECK(leasectl::jobs_table({}, s.store.now()) ==
-        "NAME  SCHEDULE  PAUSED  TRIGGERED  LAST SLOT  LAST STATUS  RUNNER  ATTEMPT  INSTANCES\n");
+        "NAME  SCHEDULE  NEXT SLOT  PAUSED  TRIGGERED  LAST SLOT  LAST STATUS  RUNNER  ATTEMPT  INSTANCES\n");
   CHECK(leasectl::runs_json({}, s.store.now()) == "[]\n");
 }
 
@@ -64,11 +125,11 @@ TEST_CASE("a job paused before it ever ran has no last run, and any name stays o
   store.pause("never \"ran\"\n");
   const auto jobs = store.list_jobs();
   CHECK(leasectl::jobs_table(jobs, store.now()) ==
-        R"(NAME             SCHEDULE  PAUSED  TRIGGERED  LAST SLOT  LAST STATUS  RUNNER  ATTEMPT  INSTANCES
-never \"ran\"\n  -         yes     -          -          -            -       -        -
+        R"(NAME             SCHEDULE  NEXT SLOT  PAUSED  TRIGGERED  LAST SLOT  LAST STATUS  RUNNER  ATTEMPT  INSTANCES
+never \"ran\"\n  -         paused     yes     -          -          -            -       -        -
 )");
   CHECK(leasectl::jobs_json(jobs, store.now()) ==
-        "[\n {\"name\":\"never \\\"ran\\\"\\n\",\"paused\":true,\"trigger\":null,\"fence\":0,\"last_run\":null,\"instances\":[]}\n]\n");
+        "[\n {\"name\":\"never \\\"ran\\\"\\n\",\"paused\":true,\"trigger\":null,\"next_slot\":null,\"fence\":0,\"last_run\":null,\"instances\":[]}\n]\n");
 }
 
 namespace {
@@ -135,7 +196,7 @@ TEST_CASE("trigger: a new request, one already pending, and what stands in its w
   const std::string cleanup = "cleanup";
   CHECK(s.store.triggers(std::span(&cleanup, 1)).size() == 1);  // one request, not two
   CHECK_THAT(leasectl::jobs_table(s.store.list_jobs(), s.store.now()),
-             Catch::Contains("cleanup  every 60s               no      2026-11-29T06:02:00.000Z  "));
+             Catch::Contains("cleanup  every 1m                2026-11-29T06:03:00.000Z  no      2026-11-29T06:02:00.000Z  "));
 
   r = leasectl::run(s.store, {leasectl::verb::trigger, "report", 20, false}, spec);
   CHECK_THAT(r.out, Catch::Contains("note: job report is paused: the trigger is answered `paused` and does not run"));
@@ -228,7 +289,7 @@ TEST_CASE("purge: refused with who still has the job or which run holds a lease,
   CHECK(r.code == leasectl::refused);
   CHECK(r.out.empty());
   CHECK(r.err ==
-        "leasectl: not purged: instance api-3 registered job cleanup 0 s ago (schedule every 60s), within --unseen-for "
+        "leasectl: not purged: instance api-3 registered job cleanup 0 s ago (schedule every 1m), within --unseen-for "
         "3600 s. Remove the job from that instance first, or wait. Nothing was changed.\n");
   s.clock.advance(hours(2));
   r = leasectl::run(s.store, c, spec);

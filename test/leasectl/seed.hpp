@@ -8,7 +8,7 @@
 //   cleanup  slot now−60 s:  attempt 1 by api-3, failed
 //
 // and, on a RegistryStore, registrations: report by api-1 and api-2
-// ("0 6 * * *", Europe/Paris), cleanup by api-3 ("every 60s", no zone).
+// ("0 6 * * *", Europe/Paris), cleanup by api-3 ("every 1m", no zone).
 //
 // now is the store's clock floored to the second. Throws runtime_error when
 // a claim, finish or release does not answer as the rules say.
@@ -19,6 +19,7 @@
 #include <string>
 
 #include <lease/run.hpp>
+#include <lease/schedule/every.hpp>
 #include <lease/store/inspect.hpp>
 
 namespace leasectl_test {
@@ -53,7 +54,8 @@ void seed(S& s) {
   if constexpr (lease::RegistryStore<S>) {
     const lease::job_registration regs[] = {{"report", "api-1", "0 6 * * *", "Europe/Paris", {}},
                                             {"report", "api-2", "0 6 * * *", "Europe/Paris", {}},
-                                            {"cleanup", "api-3", "every 60s", "", {}}};
+                                            // (what lease::every(60s) registers: "every 1m")
+                                            {"cleanup", "api-3", lease::every(seconds(60)).text(), "", {}}};
     s.register_jobs(regs);
   }
 }

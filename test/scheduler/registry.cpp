@@ -42,6 +42,7 @@ TEST_CASE("start() registers every job in one call: instance id, the cron expres
   counted_cluster<> c{at(10s)};
   auto& a = c.add_instance(spec_options("api-1", 1));
   a.s->add("nightly", lease::cron("0 3 * * *", "Europe/Paris"), noop);
+  a.s->add("spring", lease::cron("30 2 * * *", "Europe/Paris", {.gap = lease::dst_gap::skip}), noop);
   a.s->add("cleanup", lease::every(30s), noop);
   a.s->add("offset", lease::every(1h, time_point{} + 15min), noop);
   a.s->add("odd", lease::every(1500ms), noop);
@@ -50,7 +51,7 @@ TEST_CASE("start() registers every job in one call: instance id, the cron expres
   CHECK(c.store.count("register_jobs") == 0);  // nothing before start()
   c.start_all();
   c.run_until(at(10s));
-  CHECK(c.store.count("register_jobs") == 1);  // all six in one round trip
+  CHECK(c.store.count("register_jobs") == 1);  // all seven in one round trip
   auto expect = [&](const std::string& job, const std::string& schedule, const std::string& zone) {
     INFO(job);
     const auto regs = c.registrations(job);
@@ -61,6 +62,7 @@ TEST_CASE("start() registers every job in one call: instance id, the cron expres
     CHECK(regs[0].last_seen == at(10s));
   };
   expect("nightly", "0 3 * * *", "Europe/Paris");
+  expect("spring", "30 2 * * * (DST: gap skip)", "Europe/Paris");  // a policy other than the default, after it
   expect("cleanup", "every 30s", "");
   expect("offset", "every 1h anchored 15m after 1970-01-01 00:00 UTC", "");
   expect("odd", "every 1500ms", "");

@@ -1,6 +1,6 @@
 // leasectl — an operator's look into a lease store, and its hands on it:
 //
-//   leasectl --store URL jobs [--json]              every job the store holds state for
+//   leasectl --store URL jobs [--json]              every job the store holds state for, and its next slot
 //   leasectl --store URL runs JOB [--limit N]       a job's runs, newest slot first
 //   leasectl --store URL pause JOB                  no claim of JOB wins, on any instance
 //   leasectl --store URL resume JOB                 lifts the pause
@@ -61,7 +61,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--json", c.json, "one JSON document instead of a table or a sentence");
 
-  auto* jobs = app.add_subcommand("jobs", "every job the store holds state for, by name");
+  auto* jobs = app.add_subcommand(
+      "jobs", "every job the store holds state for, by name: its schedule, next slot, pause, last run, instances");
   auto* runs = app.add_subcommand("runs", "a job's runs, newest slot first");
   runs->add_option("JOB", c.job, "the job's name")->required();
   runs->add_option("--limit", c.limit, "at most this many runs")->capture_default_str()->check(CLI::Range(1, 1000000));

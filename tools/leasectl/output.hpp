@@ -5,12 +5,15 @@
 // as events print them); in JSON each time also comes as `<name>_ms`, ms
 // since the Unix epoch, as lease::to_json does for events. A running run
 // whose lease ended is shown "expired": the store has not marked it, but no
-// instance holds it (doc/protocol.md §1).
+// instance holds it (doc/protocol.md §1). NEXT SLOT is computed here, from
+// the schedule text the instances registered (next_of() below): no store
+// keeps it.
 #pragma once
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,6 +21,7 @@
 #include <lease/detail/printable.hpp>
 #include <lease/event/json.hpp>
 #include <lease/run.hpp>
+#include <lease/schedule/parse.hpp>
 #include <lease/scheduler/detail/format.hpp>
 #include <lease/store/inspect.hpp>
 
@@ -74,16 +78,68 @@ namespace leasectl {
   return n;
 }
 
+/// A registration not renewed for this long is of an instance that no
+/// longer has the job (or is down): twice the longest register_every that
+/// options::validated() accepts (1 day), so an instance that has the job
+/// renews it well within that. It counts for nothing in NEXT SLOT.
+inline constexpr lease::duration current_registration{2 * 86'400'000};
+
+/// A job's next slot, as NEXT SLOT and next_slot show it.
+struct next_slot {
+  /// The first slot strictly after the store's now, of the schedule every
+  /// current registration has; nullopt when there is none to tell (see `why`).
+  std::optional<lease::time_point> at;
+  /// Why there is no slot, when there is none.
+  enum class none : std::uint8_t {
+    no,            ///< there is one
+    unregistered,  ///< no current registration: never registered here, or every instance that had it stopped renewing it
+    unreadable,    ///< a user's schedule, a cron or zone this host cannot read, or no slot left
+    disagree,      ///< current registrations with different schedules (or DST policies) or zones: each instance claims the slots of its own
+  } why = none::no;
+};
+
+/// The next slot after `now`, the store's clock: the clock every time in the
+/// table is read on and claims are judged by (leasectl's own clock may be a
+/// laptop's). Slots themselves depend on the schedule alone (schedule/
+/// concept.hpp, L4), so no instance's clock is needed. It is the next slot
+/// whether or not the job is paused (jobs_table says "paused" instead).
+[[nodiscard]] inline next_slot next_of(const lease::stored_job& j, lease::time_point now) {
+  const lease::job_registration* first = nullptr;
+  for (const auto& r : j.instances) {
+    if (now - r.last_seen > current_registration) continue;
+    if (first == nullptr) first = &r;
+    else if (r.schedule != first->schedule || r.zone != first->zone) return {std::nullopt, next_slot::none::disagree};
+  }
+  if (first == nullptr) return {std::nullopt, next_slot::none::unregistered};
+  const auto s = lease::parse_registered(first->schedule, first->zone);
+  if (!s) return {std::nullopt, next_slot::none::unreadable};
+  const lease::time_point at = lease::next_slot(*s, now);
+  if (at == lease::time_point::max()) return {std::nullopt, next_slot::none::unreadable};
+  return {at, next_slot::none::no};
+}
+
+/// NEXT SLOT's cell: the time; "paused" for a paused job (no slot of it runs
+/// until a resume, whatever its schedule says); "instances disagree"; "-"
+/// when there is nothing to tell (no current registration, or a schedule
+/// leasectl cannot read: a user's schedule).
+[[nodiscard]] inline std::string next_cell(const lease::stored_job& j, lease::time_point now) {
+  if (j.paused) return "paused";
+  const next_slot n = next_of(j, now);
+  if (n.at) return lease::detail::fmt(*n.at);
+  return n.why == next_slot::none::disagree ? "instances disagree" : "-";
+}
+
 /// SCHEDULE: as the instance that registered the job last has it ("0 6 * *
-/// * Europe/Paris"); INSTANCES: how many registered it, and the newest
-/// one's last registration ("2, api-1 3 s ago"). FENCE is in --json.
+/// * Europe/Paris"); NEXT SLOT: next_cell(); INSTANCES: how many registered
+/// it, and the newest one's last registration ("2, api-1 3 s ago"). FENCE is
+/// in --json.
 [[nodiscard]] inline std::string jobs_table(const std::vector<lease::stored_job>& jobs, lease::time_point now) {
   std::vector<std::vector<std::string>> rows;
   for (const auto& j : jobs) {
     const auto& r = j.last_run;
     const lease::job_registration* reg = newest(j);
     rows.push_back({cell(j.name),
-                    reg ? cell(reg->schedule + (reg->zone.empty() ? "" : " " + reg->zone)) : "-",
+                    reg ? cell(reg->schedule + (reg->zone.empty() ? "" : " " + reg->zone)) : "-", next_cell(j, now),
                     j.paused ? "yes" : "no", j.trigger ? lease::detail::fmt(*j.trigger) : "-",
                     r ? lease::detail::fmt(r->slot) : "-", r ? status_word(*r, now) : "-",
                     r && !r->runner.empty() ? cell(r->runner) : "-", r ? std::to_string(r->attempt) : "-",
@@ -91,7 +147,8 @@ namespace leasectl {
                               " ago"
                         : "-"});
   }
-  return table({"NAME", "SCHEDULE", "PAUSED", "TRIGGERED", "LAST SLOT", "LAST STATUS", "RUNNER", "ATTEMPT", "INSTANCES"},
+  return table({"NAME", "SCHEDULE", "NEXT SLOT", "PAUSED", "TRIGGERED", "LAST SLOT", "LAST STATUS", "RUNNER", "ATTEMPT",
+                "INSTANCES"},
                rows);
 }
 
@@ -182,6 +239,13 @@ class json_object {
       o.time("trigger", *j.trigger);
     else
       o.raw("trigger", "null");
+    // The schedule's next slot, paused or not ("paused" says whether it runs);
+    // null when next_of() has none (no current registration, a schedule
+    // leasectl cannot read, instances that disagree).
+    if (const next_slot n = next_of(j, now); n.at)
+      o.time("next_slot", *n.at);
+    else
+      o.raw("next_slot", "null");
     std::vector<std::string> regs;
     for (const auto& r : j.instances)
       regs.push_back(detail::json_object{}

@@ -13,6 +13,8 @@
 // (they decide which slots exist).
 #pragma once
 
+#include <string>
+
 namespace lease {
 
 /// What a slot whose local time falls in a spring-forward gap does.
@@ -55,5 +57,23 @@ struct dst_policy {
 
   friend bool operator==(const dst_policy&, const dst_policy&) = default;
 };
+
+namespace detail {
+
+/// A policy as a registration writes it after the cron's expression (so that
+/// leasectl reads back the slots the instance has, and two instances with
+/// different policies are seen to disagree): "" for the default, else
+/// " (DST: gap skip)", " (DST: repeat both)" or " (DST: gap skip, repeat
+/// both)", the names of the members and values as code writes them.
+/// (schedule/parse.hpp reads them back.)
+inline std::string registered_dst(dst_policy p) {
+  if (p == dst_policy{}) return {};
+  std::string out = " (DST: ";
+  if (p.gap == dst_gap::skip) out += "gap skip";
+  if (p.repeat == dst_repeat::both) out += p.gap == dst_gap::skip ? ", repeat both" : "repeat both";
+  return out + ")";
+}
+
+}  // namespace detail
 
 }  // namespace lease

@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "lease/schedule/concept.hpp"
+#include "lease/schedule/cron/dst.hpp"
 
 namespace lease::detail {
 
@@ -26,8 +27,10 @@ class any_schedule {
   /// The schedule as registered, for scheduler::jobs().
   [[nodiscard]] const std::string& text() const noexcept { return text_; }
   /// The schedule as a RegistryStore records it (job_registration::schedule):
-  /// a cron's expression as written, an every's text() ("every 30s"), a
-  /// user's schedule's text() if it has one, else "custom schedule".
+  /// a cron's expression as written (and its DST policy when it is not the
+  /// default: "30 2 * * * (DST: gap skip)"), an every's text() ("every
+  /// 30s"), a user's schedule's text() if it has one, else "custom
+  /// schedule". schedule/parse.hpp reads an every's and a cron's back.
   [[nodiscard]] const std::string& registered() const noexcept { return registered_; }
   /// Its time zone (job_registration::zone): a cron's zone name, a
   /// schedule's zone() if it has one, else "".
@@ -57,9 +60,14 @@ class any_schedule {
   static std::string registered_text(const S& s) {
     if constexpr (requires {
                     { s.expression() } -> std::convertible_to<std::string>;
-                  })
-      return std::string(s.expression());
-    else if constexpr (requires {
+                  }) {
+      std::string out(s.expression());
+      if constexpr (requires {
+                      { s.dst() } -> std::convertible_to<dst_policy>;
+                    })
+        out += registered_dst(s.dst());
+      return out;
+    } else if constexpr (requires {
                          { s.text() } -> std::convertible_to<std::string>;
                        })
       return std::string(s.text());
