@@ -217,7 +217,9 @@ result run(S& s, const command& c, const store_spec& spec) {
                   ""};
         return {ok,
                 "job " + job +
-                    (changed ? " resumed: its next slot is claimed as usual" : " was not paused: nothing changed") +
+                    (changed ? " resumed: its next slot is claimed as usual; slots due while it was paused do not run "
+                               "(`leasectl trigger " + job + "` runs it once now)"
+                             : " was not paused: nothing changed") +
                     "\n",
                 ""};
       } else {
