@@ -460,7 +460,6 @@ class sqlite_store {
     return out;
   }
 
-
   /// StopStore (doc/store-rules.md, "Stop"): pauses `job` and hands over
   /// every running, unreleased run of it (released, one more handover, its
   /// lease end kept: the old handler may run until then, so no attempt
