@@ -15,6 +15,10 @@
 #include "lease/store/sqlite.hpp"
 #include "sqlite/temp_dir.hpp"
 
+// The suite generates stop, register_jobs and purge steps only for a store
+// that models these: it must not skip them silently.
+static_assert(lease::StopStore<lease::sqlite_store> && lease::RegistryStore<lease::sqlite_store>);
+
 TEST_CASE("sqlite_store answers every random history exactly as the rules do") {
   lease::testing::temp_dir dir;
   int n = 0;

@@ -97,11 +97,11 @@ TEST_CASE("a file with an unknown lease schema version is refused, saying which 
   lease::testing::temp_dir dir;
   const std::string path = dir.file("jobs.db");
   { lease::sqlite_store s{path}; }
-  raw_exec(path, "UPDATE lease_schema SET version = 5");
+  raw_exec(path, "UPDATE lease_schema SET version = 6");
   const auto e = error_of([&] { lease::sqlite_store s{path}; });
   CHECK(e.code() == lease::errc::corrupt);
   CHECK(e.code() == lease::sqlite_errc::unknown_schema_version);
-  CHECK_THAT(e.what(), Contains(path) && Contains("version 5") && Contains("version 4"));
+  CHECK_THAT(e.what(), Contains(path) && Contains("version 6") && Contains("version 5"));
 }
 
 TEST_CASE("a lease schema with a table missing or changed is refused as corrupt") {
@@ -127,6 +127,12 @@ TEST_CASE("a lease schema with a table missing or changed is refused as corrupt"
     const auto e = error_of([&] { lease::sqlite_store s{path}; });
     CHECK(e.code() == lease::errc::corrupt);
     CHECK_THAT(e.what(), Contains(path) && Contains("lease_jobs_triggered"));
+  }
+  SECTION("the registrations missing from a version 5 file") {
+    raw_exec(path, "DROP TABLE lease_registrations");
+    const auto e = error_of([&] { lease::sqlite_store s{path}; });
+    CHECK(e.code() == lease::errc::corrupt);
+    CHECK_THAT(e.what(), Contains(path) && Contains("version 5") && Contains("lease_registrations"));
   }
 }
 

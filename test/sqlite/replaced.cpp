@@ -269,9 +269,36 @@ void trigger_works(lease::sqlite_store& s, lease::fake_clock& clock, const std::
     if (j.name == job) CHECK_FALSE(j.trigger.has_value());
 }
 
+/// After an upgrade: a registration of `job` (which must have state and no
+/// live run) is stored and listed, keeps the job from a purge while recent,
+/// and a purge then deletes every trace of it.
+void registry_works(lease::sqlite_store& s, lease::fake_clock& clock, const std::string& job,
+                    const std::string& schedule) {
+  clock.advance(1s);
+  s.register_jobs(std::vector<lease::job_registration>{{job, "api-1", schedule, "Europe/Paris", {}}});
+  bool listed = false;
+  for (const auto& j : s.list_jobs()) {
+    if (j.name != job) continue;
+    listed = true;
+    REQUIRE(j.instances.size() == 1);
+    CHECK(j.instances[0].instance == "api-1");
+    CHECK(j.instances[0].schedule == schedule);
+    CHECK(j.instances[0].zone == "Europe/Paris");
+    CHECK(j.instances[0].last_seen == clock.now());
+  }
+  CHECK(listed);
+  const auto kept = s.purge(job, 1h);
+  CHECK(kept.outcome == lease::purge_outcome::registered);
+  clock.advance(2h);
+  CHECK(s.purge(job, 1h).outcome == lease::purge_outcome::purged);
+  for (const auto& j : s.list_jobs()) CHECK(j.name != job);
+  CHECK(s.list_runs(job, 10).empty());
+  CHECK(s.purge(job, 1h).outcome == lease::purge_outcome::not_found);
+}
+
 }  // namespace
 
-TEST_CASE("a version 1 store file is upgraded to version 4 and has lost nothing") {
+TEST_CASE("a version 1 store file is upgraded to version 5 and has lost nothing") {
   lease::testing::temp_dir dir;
   const std::string path = dir.file("jobs.db");
   lease::fake_clock clock{t0};
@@ -280,7 +307,8 @@ TEST_CASE("a version 1 store file is upgraded to version 4 and has lost nothing"
     REQUIRE(s.claim(request("report", t0, "tok-a")).outcome == claim_outcome::won);
     REQUIRE(sqlite3_exec(s.native_handle(), "DROP TABLE lease_meta; DROP INDEX lease_jobs_triggered; "
                          "ALTER TABLE lease_jobs DROP COLUMN trigger_slot; ALTER TABLE lease_runs DROP COLUMN manual; "
-                         "ALTER TABLE lease_jobs DROP COLUMN paused; UPDATE lease_schema SET version = 1", nullptr,
+                         "ALTER TABLE lease_jobs DROP COLUMN paused; DROP TABLE lease_registrations; "
+                         "UPDATE lease_schema SET version = 1", nullptr,
                          nullptr, nullptr) == SQLITE_OK);
   }
   auto s = on(path, clock, true);
@@ -289,11 +317,12 @@ TEST_CASE("a version 1 store file is upgraded to version 4 and has lost nothing"
   CHECK(s.get({"report", t0})->token == "tok-a");
   CHECK_FALSE(s.get({"report", t0})->manual);
   CHECK(s.claim(request("report", t0, "tok-b")).outcome == claim_outcome::running);
-  CHECK(schema_version(s) == 4);
+  CHECK(schema_version(s) == 5);
   CHECK_FALSE(s.paused("report"));
   clock.advance(1s);
   trigger_works(s, clock, "report");  // through versions 2 and 3 to 4: the trigger and manual columns exist
   CHECK(s.pause("report"));           // and the pause column
+  registry_works(s, clock, "report", "every 60s");  // and to 5: the registrations
 }
 
 namespace {
@@ -326,7 +355,7 @@ TEST_CASE("a version 2 store file opened read-only is refused with a sentence, n
   }
 }
 
-TEST_CASE("a version 2 store file is upgraded to version 4: runs and fences kept, no job paused, pauses then stored") {
+TEST_CASE("a version 2 store file is upgraded to version 5: runs and fences kept, no job paused, pauses then stored") {
   lease::testing::temp_dir dir;
   const std::string path = dir.file("jobs.db");
   // A version 2 file with a run in progress and a job's fence.
@@ -362,8 +391,12 @@ TEST_CASE("a version 2 store file is upgraded to version 4: runs and fences kept
     CHECK_FALSE(won.record.manual);
   }
   CHECK_FALSE(s.paused("report"));
-  CHECK(schema_version(s) == 4);
+  CHECK(schema_version(s) == 5);
   trigger_works(s, clock, "report");  // through version 3 to 4
+  registry_works(s, clock, "cleanup", "every 60s");  // and to 5
+  // report's fence, 9000000000000 ms, is years ahead: a purge of it is
+  // too_soon (its runs have ended by now), so fences never repeat.
+  CHECK(s.purge("report", 0ms).outcome == lease::purge_outcome::too_soon);
 }
 
 namespace {
@@ -422,16 +455,16 @@ TEST_CASE("a version 3 store file opened read-only is refused with a sentence, n
     FAIL("a version 3 file opened read-only was served");
   } catch (const lease::store_error& e) {
     CHECK(e.code() == lease::errc::unavailable);
-    CHECK_THAT(e.what(), Contains(path) && Contains("version 3") && Contains("release's 4") &&
+    CHECK_THAT(e.what(), Contains(path) && Contains("version 3") && Contains("release's 5") &&
                              Contains("open it once read-write"));
   }
   // The file is still usable: opened read-write, it is upgraded.
   lease::fake_clock clock{t0 + 1s};
   auto s = on(path, clock);
-  CHECK(schema_version(s) == 4);
+  CHECK(schema_version(s) == 5);
 }
 
-TEST_CASE("a version 3 store file is upgraded to version 4: runs, fences and pauses kept, no trigger pending, "
+TEST_CASE("a version 3 store file is upgraded to version 5: runs, fences and pauses kept, no trigger pending, "
           "triggers then stored") {
   lease::testing::temp_dir dir;
   const std::string path = dir.file("jobs.db");
@@ -440,7 +473,7 @@ TEST_CASE("a version 3 store file is upgraded to version 4: runs, fences and pau
   auto s = on(path, clock, true);  // an existing file: no creation quarantine either
   CHECK(s.take_notices().empty());
   CHECK_FALSE(s.lost_at().has_value());
-  CHECK(schema_version(s) == 4);
+  CHECK(schema_version(s) == 5);
   const auto kept = s.get({"report", t0});
   REQUIRE(kept);
   CHECK(kept->token == "tok-a");
@@ -495,6 +528,109 @@ TEST_CASE("a version 3 store file is upgraded to version 4: runs, fences and pau
     CHECK(runs[0].manual);
     CHECK_FALSE(runs[1].manual);
   }
+  registry_works(s, clock, "batch", "*/5 * * * *");  // through version 4 to 5
+}
+
+namespace {
+
+/// The version 4 schema exactly as the previous release created it.
+constexpr const char* v4_schema = R"sql(
+CREATE TABLE lease_schema (version INTEGER NOT NULL);
+INSERT INTO lease_schema (version) VALUES (4);
+CREATE TABLE lease_meta (
+  name  TEXT    NOT NULL PRIMARY KEY,
+  value INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE lease_jobs (
+  job          BLOB    NOT NULL PRIMARY KEY,
+  fence        INTEGER NOT NULL,
+  paused       INTEGER NOT NULL DEFAULT 0,
+  trigger_slot INTEGER
+) WITHOUT ROWID;
+CREATE INDEX lease_jobs_triggered ON lease_jobs (trigger_slot) WHERE trigger_slot IS NOT NULL;
+CREATE TABLE lease_runs (
+  job       BLOB    NOT NULL,
+  slot      INTEGER NOT NULL,
+  attempt   INTEGER NOT NULL,
+  token     BLOB    NOT NULL,
+  fence     INTEGER NOT NULL,
+  runner    BLOB    NOT NULL,
+  status    INTEGER NOT NULL,
+  lease_end INTEGER NOT NULL,
+  released  INTEGER NOT NULL,
+  handovers INTEGER NOT NULL,
+  manual    INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (job, slot)
+) WITHOUT ROWID;
+CREATE INDEX lease_runs_running ON lease_runs (job, slot) WHERE status = 0;
+)sql";
+
+/// A version 4 file as the previous release left it: a run in progress of
+/// "report" (fence 9000000000000), "batch" paused with an ended run, and a
+/// pending trigger of "cleanup", which never ran.
+std::string v4_file_with_data(lease::time_point lease_end) {
+  const std::string slot = std::to_string(t0.time_since_epoch().count());
+  return std::string(v4_schema) + "INSERT INTO lease_meta VALUES ('created_at', 1);" +
+         "INSERT INTO lease_jobs VALUES (CAST('report' AS BLOB), 9000000000000, 0, NULL);" +
+         "INSERT INTO lease_jobs VALUES (CAST('batch' AS BLOB), 7, 1, NULL);" +
+         "INSERT INTO lease_jobs VALUES (CAST('cleanup' AS BLOB), 0, 0, " + slot + ");" +
+         "INSERT INTO lease_runs VALUES (CAST('report' AS BLOB), " + slot +
+         ", 1, CAST('tok-a' AS BLOB), 9000000000000, CAST('runner-tok-a' AS BLOB), 0, " +
+         std::to_string(lease_end.time_since_epoch().count()) + ", 0, 0, 0);" +
+         "INSERT INTO lease_runs VALUES (CAST('batch' AS BLOB), " + slot +
+         ", 1, CAST('tok-b' AS BLOB), 7, CAST('runner-tok-b' AS BLOB), 1, " + slot + ", 0, 0, 0);";
+}
+
+}  // namespace
+
+TEST_CASE("a version 4 store file opened read-only is refused with a sentence, not a missing table") {
+  lease::testing::temp_dir dir;
+  const std::string path = dir.file("jobs.db");
+  raw_exec(path, v4_file_with_data(t0 + 30s));
+  try {
+    lease::sqlite_store s{"file:" + path + "?mode=ro"};
+    FAIL("a version 4 file opened read-only was served");
+  } catch (const lease::store_error& e) {
+    CHECK(e.code() == lease::errc::unavailable);
+    CHECK_THAT(e.what(), Contains(path) && Contains("version 4") && Contains("release's 5") &&
+                             Contains("open it once read-write"));
+  }
+}
+
+TEST_CASE("a version 4 store file is upgraded to version 5: runs, fences, pauses and triggers kept, no job "
+          "registered, then registrations, stops and purges stored") {
+  lease::testing::temp_dir dir;
+  const std::string path = dir.file("jobs.db");
+  raw_exec(path, v4_file_with_data(t0 + 30s));
+  lease::fake_clock clock{t0 + 1s};
+  auto s = on(path, clock, true);  // an existing file: no creation quarantine either
+  CHECK(s.take_notices().empty());
+  CHECK_FALSE(s.lost_at().has_value());
+  CHECK(schema_version(s) == 5);
+  const auto listed = s.list_jobs();
+  REQUIRE(listed.size() == 3);
+  CHECK(listed[0].name == "batch");
+  CHECK(listed[0].paused);
+  CHECK(listed[1].name == "cleanup");
+  CHECK(listed[1].trigger == t0);
+  CHECK_FALSE(listed[1].last_run);
+  CHECK(listed[2].name == "report");
+  CHECK(listed[2].fence == 9000000000000);
+  REQUIRE(listed[2].last_run);
+  CHECK(listed[2].last_run->token == "tok-a");
+  for (const auto& j : listed) CHECK(j.instances.empty());
+  CHECK(s.claim(request("report", t0, "tok-x")).outcome == claim_outcome::running);
+
+  // stop on the upgraded file: report's run in progress handed over, its lease kept.
+  CHECK(s.stop("report") == 1);
+  const auto stopped = s.get({"report", t0});
+  REQUIRE(stopped);
+  CHECK(stopped->released);
+  CHECK(stopped->handovers == 1);
+  CHECK(stopped->lease_end == t0 + 30s);
+  CHECK(s.paused("report"));
+  CHECK(s.purge("report", 0ms).outcome == lease::purge_outcome::running);
+  registry_works(s, clock, "batch", "*/5 * * * *");
 }
 
 TEST_CASE("a path with control characters and invalid UTF-8 is escaped in error messages") {

@@ -4,6 +4,7 @@
 // shows (`lease::store = lease::sqlite_store{"jobs.db"}`).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <string>
@@ -99,5 +100,80 @@ TEST_CASE("a scheduler whose store file is deleted reports it, stops the forgott
   CHECK(second_loss >= t0 + 20s);
   for (const auto& e : events)
     if (e.kind == lease::event_kind::won) CHECK(e.at >= second_loss + 3s);
+  s.stop();
+}
+
+TEST_CASE("a scheduler on a sqlite file registers its job, an operator's stop through another store object stops "
+          "its handler, and the run is taken over only after the resume") {
+  lease::testing::temp_dir dir;
+  const std::string path = dir.file("jobs.db");
+  const lease::time_point t0{std::chrono::sys_days{std::chrono::year{2026} / 1 / 1}};
+  lease::fake_clock clock{t0 - 1s};
+  lease::sqlite_options o;
+  o.clock = [clock] { return clock.now(); };
+  o.quarantine_new_file = false;  // a fresh test file is not a lost one
+  lease::manual_executor exec;
+  auto s = lease::make_scheduler(lease::store = lease::sqlite_store{path, o}, lease::clock = clock,
+                                 lease::executor = exec,
+                                 lease::settings = lease::options{.lease = 3s, .instance = "a", .seed = 1});
+  lease::sqlite_store ops{path, o};  // leasectl's
+  std::vector<lease::event> events;
+  s.on_event([&](const lease::event& e) { events.push_back(e); });
+  std::map<std::pair<lease::time_point, std::uint32_t>, bool> asked_to_stop;  // (slot, attempt) -> stop requested
+  s.add("report", lease::every(10s),
+        [&](lease::run_context& ctx) { asked_to_stop[{ctx.slot, ctx.attempt}] = ctx.stop.stop_requested(); });
+  s.start();
+  auto step = [&](std::chrono::milliseconds d) {
+    clock.advance(d);
+    s.poll();
+  };
+  auto count = [&](lease::event_kind k) {
+    return std::count_if(events.begin(), events.end(), [&](const lease::event& e) { return e.kind == k; });
+  };
+  for (int i = 0; i < 30; ++i) step(50ms);  // t0 + 0.5 s: the slot t0 is won and dispatched
+  REQUIRE(ops.get({"report", t0}).has_value());
+
+  // The instance registered its job in the file at its start.
+  const auto jobs = ops.list_jobs();
+  REQUIRE(jobs.size() == 1);
+  REQUIRE(jobs[0].instances.size() == 1);
+  CHECK(jobs[0].instances[0].instance == "a");
+  CHECK(jobs[0].instances[0].schedule == "every 10s");
+  CHECK(jobs[0].instances[0].last_seen <= clock.now());
+  const auto refused = ops.purge("report", 10min);  // leasectl purge: the instance still has it
+  CHECK(refused.outcome == lease::purge_outcome::registered);
+  REQUIRE(refused.instance);
+  CHECK(refused.instance->instance == "a");
+
+  CHECK(ops.stop("report") == 1);
+  for (int i = 0; i < 60; ++i) step(50ms);  // 3 s: the runner's next heartbeat is refused
+  CHECK(count(lease::event_kind::stopped) == 1);
+  CHECK(count(lease::event_kind::lost) == 0);
+  exec.run_all();  // the stopped handler runs now and finds its stop token requested
+  CHECK(asked_to_stop[{t0, 1}]);
+  for (int i = 0; i < 280; ++i) {  // to t0 + 17.5 s: the slot t0 + 10 s is answered paused
+    step(50ms);
+    exec.run_all();
+  }
+  CHECK(count(lease::event_kind::takeover) == 0);
+  CHECK(count(lease::event_kind::won) == 1);
+  CHECK(asked_to_stop.size() == 1);
+  const auto stopped = ops.get({"report", t0});
+  REQUIRE(stopped);
+  CHECK(stopped->released);
+  CHECK(stopped->status == lease::run_status::running);
+
+  REQUIRE(ops.resume("report"));
+  for (int i = 0; i < 60; ++i) {  // 3 s: its own backup check takes the stopped run over
+    step(50ms);
+    exec.run_all();
+  }
+  CHECK(count(lease::event_kind::takeover) == 1);
+  CHECK(asked_to_stop.count({t0, 2}) == 1);
+  CHECK_FALSE(asked_to_stop[{t0, 2}]);
+  const auto back = ops.get({"report", t0});
+  REQUIRE(back);
+  CHECK(back->attempt == 2);
+  CHECK(back->handovers == 1);
   s.stop();
 }

@@ -27,6 +27,19 @@
 //     statement is built from the names. A manual claim reads and clears the
 //     trigger inside its own transaction (rules::claim's answer_trigger).
 //     SQLite cannot push: instances poll triggers() (not a PushTriggerStore).
+//   * stop (StopStore) is one BEGIN IMMEDIATE transaction: the pause's
+//     upsert, then one UPDATE of the job's running, unreleased runs
+//     (released, handovers + 1, lease end kept); a claim of the job either
+//     committed before it (its run is handed over) or comes after and finds
+//     the job paused.
+//   * register_jobs (RegistryStore) is one BEGIN IMMEDIATE transaction of
+//     one prepared upsert per registration into lease_registrations, at one
+//     reading of the clock under the lock; purge is one BEGIN IMMEDIATE
+//     transaction that reads the job's rows in rules::purge's order and, if
+//     nothing holds it, deletes them from the three tables. A claim of the
+//     job is wholly before or wholly after it. A purge is no loss of state
+//     to any store object on the file (they watch the file's inode, never a
+//     job's fence: see schema.hpp).
 // Loading the job's rows into a rules::run_table and calling the pure rules
 // was the alternative; it costs a read of the job's whole retained history
 // (up to history_size + the late-claim window of runs) per claim. The hand
@@ -447,17 +460,139 @@ class sqlite_store {
     return out;
   }
 
+  /// StopStore (doc/store-rules.md, "Stop"): pauses `job` and hands over
+  /// every running, unreleased run of it (released, one more handover, its
+  /// lease end kept: the old handler may run until then, so no attempt
+  /// starts before). One BEGIN IMMEDIATE transaction, so a claim of the job
+  /// is wholly before it (its run is handed over) or after it (paused).
+  /// Returns how many runs were handed over.
+  std::size_t stop(std::string_view job) {
+    check_file();
+    transaction tx(*this, "stop");
+    {
+      sqlite3_stmt* s = stmt(q::pause);
+      detail::stmt_use use(s);
+      detail::bind_bytes(s, 1, job);
+      detail::step(s, "cannot pause the job to stop");
+    }
+    std::size_t stopped = 0;
+    {
+      sqlite3_stmt* s = stmt(q::stop_runs);
+      detail::stmt_use use(s);
+      detail::bind_bytes(s, 1, job);
+      detail::step(s, "cannot hand over the job's runs");
+      stopped = static_cast<std::size_t>(sqlite3_changes(db_.get()));
+    }
+    tx.commit();
+    return stopped;
+  }
+
+  /// RegistryStore (doc/store-rules.md, "Registration and purge"): stores
+  /// each (job, instance) registration with its schedule and zone, last_seen
+  /// = store-now, replacing that pair's earlier one (a later element of the
+  /// same call wins). One BEGIN IMMEDIATE transaction, one prepared upsert
+  /// per element: an instance's every job in one write.
+  void register_jobs(std::span<const job_registration> regs) {
+    if (regs.empty()) return;
+    check_file();
+    transaction tx(*this, "registration of jobs");
+    const std::int64_t at = ms(now());
+    sqlite3_stmt* s = stmt(q::register_job);
+    for (const job_registration& r : regs) {
+      detail::stmt_use use(s);
+      detail::bind_bytes(s, 1, r.job);
+      detail::bind_bytes(s, 2, r.instance);
+      detail::bind_bytes(s, 3, r.schedule);
+      detail::bind_bytes(s, 4, r.zone);
+      detail::bind_int(s, 5, at);
+      detail::step(s, "cannot register a job");
+    }
+    tx.commit();
+  }
+
+  /// RegistryStore: deletes every trace of `job` (runs, fence, pause,
+  /// trigger, registrations) unless it has none (not_found), an instance
+  /// registered it within `unseen_for` (registered, the newest registration),
+  /// a run of it is live (running, the newest live run), or store-now in ms
+  /// is not past its fence (too_soon) — rules::purge, in that order. One
+  /// BEGIN IMMEDIATE transaction: no claim of the job interleaves.
+  purge_result purge(std::string_view job, duration unseen_for) {
+    check_file();
+    transaction tx(*this, "purge");
+    const time_point at = now();
+    purge_result res;
+    // Has the job state at all: a job row (fence, pause, trigger; every run
+    // is inserted with its job's fence) or a registration.
+    std::optional<std::int64_t> fence;
+    {
+      sqlite3_stmt* s = stmt(q::read_fence);
+      detail::stmt_use use(s);
+      detail::bind_bytes(s, 1, job);
+      if (detail::step(s, "cannot read the job's fence")) fence = detail::column_int(s, 0);
+    }
+    bool registered = false;
+    {
+      sqlite3_stmt* s = stmt(q::newest_registration);
+      detail::stmt_use use(s);
+      detail::bind_bytes(s, 1, job);
+      detail::bind_int(s, 2, ms(at));
+      detail::bind_int(s, 3, unseen_for.count());
+      if (detail::step(s, "cannot read the job's registrations")) {
+        registered = true;
+        if (detail::column_int(s, 5) != 0) res.instance = read_registration(s);
+      }
+    }
+    if (!fence && !registered) return res;  // not_found (nothing written: the rollback ends the transaction)
+    if (res.instance) {
+      res.outcome = purge_outcome::registered;
+      return res;
+    }
+    {
+      sqlite3_stmt* s = stmt(q::running);  // newest first
+      detail::stmt_use use(s);
+      detail::bind_bytes(s, 1, job);
+      while (detail::step(s, "cannot read the job's running runs")) {
+        if (at < time_point{duration{detail::column_int(s, 7)}}) {
+          res.outcome = purge_outcome::running;
+          res.run = read_record(s);
+          return res;
+        }
+      }
+    }
+    if (fence && *fence < 0)
+      detail::throw_sqlite(sqlite_errc::bad_value, path_, "lease_jobs holds a negative fence");
+    if (ms(at) <= 0 || ms(at) <= fence.value_or(0)) {
+      res.outcome = purge_outcome::too_soon;
+      return res;
+    }
+    for (q which : {q::purge_runs, q::purge_job, q::purge_registrations}) {
+      sqlite3_stmt* s = stmt(which);
+      detail::stmt_use use(s);
+      detail::bind_bytes(s, 1, job);
+      detail::step(s, "cannot delete the job's state");
+    }
+    tx.commit();
+    res.outcome = purge_outcome::purged;
+    return res;
+  }
+
   /// InspectStore: every job the file holds a fence, a pause, a pending
-  /// trigger or a run for, ordered by name (bytes), with its newest run. One
-  /// SELECT (one snapshot).
+  /// trigger, a run or a registration for, ordered by name (bytes), with its
+  /// newest run and its registrations ordered by instance id (bytes). One
+  /// SELECT (one snapshot), one row per registration.
   std::vector<stored_job> list_jobs() {
     check_file();
     sqlite3_stmt* s = stmt(q::list_jobs);
     detail::stmt_use use(s);
     std::vector<stored_job> out;
     while (detail::step(s, "cannot list the jobs")) {
+      std::string name = detail::column_bytes(s, 0);
+      if (!out.empty() && out.back().name == name) {  // the job's next registration
+        out.back().instances.push_back(read_registration(s, 15));
+        continue;
+      }
       stored_job j;
-      j.name = detail::column_bytes(s, 0);
+      j.name = std::move(name);
       const std::int64_t fence = detail::column_int(s, 11);
       if (fence < 0)
         detail::throw_sqlite(sqlite_errc::bad_value, path_,
@@ -467,6 +602,7 @@ class sqlite_store {
       j.paused = detail::column_int(s, 12) != 0;
       j.trigger = column_time(s, 13);
       if (detail::column_int(s, 14) != 0) j.last_run = read_record(s);
+      if (detail::column_int(s, 20) != 0) j.instances.push_back(read_registration(s, 15));
       out.push_back(std::move(j));
     }
     return out;
@@ -518,7 +654,8 @@ class sqlite_store {
     begin, commit, rollback, get, find, running, interrupt_older, set_status, read_fence, write_fence,
     insert_run, take_over, prune, heartbeat, finish, release, unfinished, read_lost_at, write_lost_at,
     read_paused, pause, resume, list_jobs, list_runs, read_trigger, set_trigger, answer_trigger,
-    pending_triggers, count_
+    pending_triggers, stop_runs, register_job, newest_registration, purge_runs, purge_job, purge_registrations,
+    count_
   };
 
 #define LEASE_SQLITE_COLUMNS "job, slot, attempt, token, fence, runner, status, lease_end, released, handovers, manual"
@@ -573,14 +710,20 @@ class sqlite_store {
       "INSERT INTO lease_jobs (job, fence, paused) VALUES (?1, 0, 1) "
       "ON CONFLICT (job) DO UPDATE SET paused = 1 WHERE paused = 0",
       "UPDATE lease_jobs SET paused = 0 WHERE job = ?1 AND paused <> 0",
-      // Every job with a fence, a pause, a pending trigger or a run, and its
-      // newest run (a primary-key seek per job), ordered by name as bytes
-      // (BLOB: memcmp). A run is only inserted with its job's fence, so
-      // lease_jobs has them all.
-      "SELECT j.job, r.slot, r.attempt, r.token, r.fence, r.runner, r.status, r.lease_end, r.released, r.handovers, "
-      "r.manual, j.fence, j.paused, j.trigger_slot, r.job IS NOT NULL FROM lease_jobs j LEFT JOIN lease_runs r "
-      "ON r.job = j.job AND r.slot = (SELECT max(slot) FROM lease_runs WHERE job = j.job) "
-      "WHERE j.fence <> 0 OR j.paused <> 0 OR j.trigger_slot IS NOT NULL OR r.job IS NOT NULL ORDER BY j.job",
+      // Every job with a fence, a pause, a pending trigger, a run or a
+      // registration, its newest run (a primary-key seek per job) and its
+      // registrations (one row each), ordered by name, then instance id, as
+      // bytes (BLOB: memcmp). A run is only inserted with its job's fence,
+      // so lease_jobs and lease_registrations name every job.
+      "WITH n(job) AS (SELECT job FROM lease_jobs UNION SELECT job FROM lease_registrations) "
+      "SELECT n.job, r.slot, r.attempt, r.token, r.fence, r.runner, r.status, r.lease_end, r.released, r.handovers, "
+      "r.manual, coalesce(j.fence, 0), coalesce(j.paused, 0), j.trigger_slot, r.job IS NOT NULL, "
+      "g.job, g.instance, g.schedule, g.zone, g.last_seen, g.job IS NOT NULL "
+      "FROM n LEFT JOIN lease_jobs j ON j.job = n.job "
+      "LEFT JOIN lease_runs r ON r.job = n.job AND r.slot = (SELECT max(slot) FROM lease_runs WHERE job = n.job) "
+      "LEFT JOIN lease_registrations g ON g.job = n.job "
+      "WHERE j.fence <> 0 OR j.paused <> 0 OR j.trigger_slot IS NOT NULL OR r.job IS NOT NULL OR g.job IS NOT NULL "
+      "ORDER BY n.job, g.instance",
       "SELECT " LEASE_SQLITE_COLUMNS " FROM lease_runs WHERE job = ?1 ORDER BY slot DESC LIMIT ?2",
       "SELECT trigger_slot FROM lease_jobs WHERE job = ?1",
       // Only when none is pending (trigger() read it in the same transaction);
@@ -590,6 +733,20 @@ class sqlite_store {
       // A manual claim answers the pending trigger of its very slot only.
       "UPDATE lease_jobs SET trigger_slot = NULL WHERE job = ?1 AND trigger_slot = ?2",
       "SELECT job, trigger_slot FROM lease_jobs INDEXED BY lease_jobs_triggered WHERE trigger_slot IS NOT NULL",
+      // stop: every running, unreleased run handed over, its lease end kept.
+      "UPDATE lease_runs INDEXED BY lease_runs_running SET released = 1, handovers = handovers + 1 "
+      "WHERE job = ?1 AND status = 0 AND released = 0",
+      "INSERT INTO lease_registrations (job, instance, schedule, zone, last_seen) VALUES (?1, ?2, ?3, ?4, ?5) "
+      "ON CONFLICT (job, instance) DO UPDATE SET schedule = excluded.schedule, zone = excluded.zone, "
+      "last_seen = excluded.last_seen",
+      // purge: a row if the job has any registration; the newest one seen
+      // within unseen_for (?3) of now (?2) first, ties by the smallest
+      // instance id (rules::purge keeps the first of equals, in id order).
+      "SELECT job, instance, schedule, zone, last_seen, ?2 - last_seen < ?3 FROM lease_registrations WHERE job = ?1 "
+      "ORDER BY ?2 - last_seen < ?3 DESC, last_seen DESC, instance LIMIT 1",
+      "DELETE FROM lease_runs WHERE job = ?1",
+      "DELETE FROM lease_jobs WHERE job = ?1",
+      "DELETE FROM lease_registrations WHERE job = ?1",
   };
 #undef LEASE_SQLITE_NOW
 #undef LEASE_SQLITE_COLUMNS
@@ -720,6 +877,18 @@ class sqlite_store {
     const std::int64_t manual = detail::column_int(s, 10);
     if (manual != 0 && manual != 1) bad("a manual flag that is neither 0 nor 1");
     r.manual = manual == 1;
+    return r;
+  }
+
+  /// A registration from columns job, instance, schedule, zone, last_seen
+  /// starting at `first`.
+  static job_registration read_registration(sqlite3_stmt* s, int first = 0) {
+    job_registration r;
+    r.job = detail::column_bytes(s, first);
+    r.instance = detail::column_bytes(s, first + 1);
+    r.schedule = detail::column_bytes(s, first + 2);
+    r.zone = detail::column_bytes(s, first + 3);
+    r.last_seen = time_point{duration{detail::column_int(s, first + 4)}};
     return r;
   }
 
@@ -1085,5 +1254,7 @@ static_assert(PauseStore<sqlite_store>);
 static_assert(InspectStore<sqlite_store>);
 static_assert(TriggerStore<sqlite_store>);
 static_assert(!PushTriggerStore<sqlite_store>);  // SQLite cannot push: instances poll triggers()
+static_assert(StopStore<sqlite_store>);
+static_assert(RegistryStore<sqlite_store>);
 
 }  // namespace lease

@@ -1,13 +1,14 @@
 // lease/store/sqlite/schema.hpp — the lease tables in a SQLite file (schema
-// version 4), and opening a file: create the schema in an empty database,
-// upgrade version 1 (add lease_meta), version 2 (add lease_jobs.paused) and
-// version 3 (add lease_jobs.trigger_slot and lease_runs.manual), accept our
-// own, refuse everything else with a clear error.
+// version 5), and opening a file: create the schema in an empty database,
+// upgrade version 1 (add lease_meta), version 2 (add lease_jobs.paused),
+// version 3 (add lease_jobs.trigger_slot and lease_runs.manual) and version 4
+// (add lease_registrations), accept our own, refuse everything else with a
+// clear error.
 //
 // Internal (lease::detail); the layout is documented here for operators who
 // look at a jobs.db with the sqlite3 shell.
 //
-//   lease_schema(version)          one row: the schema version (4)
+//   lease_schema(version)          one row: the schema version (5)
 //   lease_meta(name, value)        facts about the file itself, ms on the
 //                                  store's clock: 'created_at' (when lease
 //                                  created the schema), 'lost_at' (when the
@@ -42,6 +43,23 @@
 //   lease_runs_running             partial index of running runs, so the
 //                                  overlap and interrupt checks of a claim
 //                                  touch the few running runs, not the history
+//   lease_registrations(job, instance, schedule, zone, last_seen)
+//                                  which instances have which jobs
+//                                  (register_jobs); key (job, instance), all
+//                                  four names BLOB (any bytes; the key orders
+//                                  instances by memcmp, as std::string does);
+//                                  last_seen: ms on the store's clock. A job
+//                                  only registered has no lease_jobs row:
+//                                  "the job has state" is a row in either
+//                                  table (purge's not_found, list_jobs).
+//
+// Purge needs nothing more in the file. Unlike PostgreSQL (whose handles
+// remember the fences they saw, and take a fence gone back for a wiped
+// schema: lease_store.purged_at), a sqlite_store detects a loss of state
+// only by the path naming another file (device + inode) than the one it has
+// open; a purge deletes rows in the same file, so no handle can take it for
+// a loss, and the fence of a new attempt after it is at least store-now in
+// ms, above the purged one (purge answers too_soon until then).
 #pragma once
 
 #include <algorithm>
@@ -61,11 +79,11 @@
 namespace lease::detail {
 
 /// The schema version this library reads and writes.
-inline constexpr std::int64_t sqlite_schema_version = 4;
+inline constexpr std::int64_t sqlite_schema_version = 5;
 
 inline constexpr const char* sqlite_schema_ddl = R"sql(
 CREATE TABLE lease_schema (version INTEGER NOT NULL);
-INSERT INTO lease_schema (version) VALUES (4);
+INSERT INTO lease_schema (version) VALUES (5);
 CREATE TABLE lease_meta (
   name  TEXT    NOT NULL PRIMARY KEY,
   value INTEGER NOT NULL
@@ -92,6 +110,14 @@ CREATE TABLE lease_runs (
   PRIMARY KEY (job, slot)
 ) WITHOUT ROWID;
 CREATE INDEX lease_runs_running ON lease_runs (job, slot) WHERE status = 0;
+CREATE TABLE lease_registrations (
+  job       BLOB    NOT NULL,
+  instance  BLOB    NOT NULL,
+  schedule  BLOB    NOT NULL,
+  zone      BLOB    NOT NULL,
+  last_seen INTEGER NOT NULL,
+  PRIMARY KEY (job, instance)
+) WITHOUT ROWID;
 )sql";
 
 /// Version 1 → 2: the meta table. A version-1 file lost nothing by being
@@ -122,6 +148,21 @@ ALTER TABLE lease_runs ADD COLUMN manual INTEGER NOT NULL DEFAULT 0;
 UPDATE lease_schema SET version = 4;
 )sql";
 
+/// Version 4 → 5: instances' registrations of their jobs. A version-4 file
+/// has none (its instances did not register): the table starts empty, and
+/// the instances of this release fill it at their start.
+inline constexpr const char* sqlite_upgrade_4_to_5 = R"sql(
+CREATE TABLE lease_registrations (
+  job       BLOB    NOT NULL,
+  instance  BLOB    NOT NULL,
+  schedule  BLOB    NOT NULL,
+  zone      BLOB    NOT NULL,
+  last_seen INTEGER NOT NULL,
+  PRIMARY KEY (job, instance)
+) WITHOUT ROWID;
+UPDATE lease_schema SET version = 5;
+)sql";
+
 /// Names of the schema objects the user put in the file (SQLite's own
 /// sqlite_* objects excluded).
 [[nodiscard]] inline std::vector<std::string> sqlite_object_names(sqlite3* db) {
@@ -132,7 +173,7 @@ UPDATE lease_schema SET version = 4;
   return names;
 }
 
-/// Checks that the file holds lease schema version 1, 2, 3 or 4 with its tables.
+/// Checks that the file holds lease schema version 1 to 5 with its tables.
 /// Returns the version, or 0 if the database is empty (nothing to check:
 /// create it).
 [[nodiscard]] inline std::int64_t sqlite_check_schema(sqlite3* db, std::string_view path) {
@@ -171,10 +212,12 @@ UPDATE lease_schema SET version = 4;
                  "has lease schema version " + std::to_string(versions[0]) +
                      "; this library reads and writes only version " +
                      std::to_string(sqlite_schema_version) +
-                     " (and upgrades versions 1 to 3): open it with the lease release that wrote it, or give "
+                     " (and upgrades versions 1 to 4): open it with the lease release that wrote it, or give "
                      "the store another path");
-  for (std::string_view t : {"lease_jobs", "lease_runs", "lease_runs_running", "lease_meta", "lease_jobs_triggered"})
-    if (!has(t) && (t != "lease_meta" || versions[0] >= 2) && (t != "lease_jobs_triggered" || versions[0] >= 4))
+  for (std::string_view t :
+       {"lease_jobs", "lease_runs", "lease_runs_running", "lease_meta", "lease_jobs_triggered", "lease_registrations"})
+    if (!has(t) && (t != "lease_meta" || versions[0] >= 2) && (t != "lease_jobs_triggered" || versions[0] >= 4) &&
+        (t != "lease_registrations" || versions[0] >= 5))
       throw_sqlite(sqlite_errc::unknown_schema_version, path,
                    "says lease schema version " + std::to_string(versions[0]) + " but has no " + std::string(t) +
                        ": the file was changed by something else; give the store another path");
@@ -206,7 +249,7 @@ struct sqlite_opened {
 /// Opens `path` (created if missing; a `file:` URI is accepted, e.g.
 /// `file:jobs.db?mode=ro` for a read-only inspector), sets the busy timeout,
 /// WAL and the sync level, and makes sure the file holds the lease schema
-/// (upgrading versions 1 to 3). If it creates the schema, it records `created_at`
+/// (upgrading versions 1 to 4). If it creates the schema, it records `created_at`
 /// and, if `lost_at` is set, that lost_at, in the same transaction: no
 /// moment exists at which the new file is visible without them.
 [[nodiscard]] inline sqlite_opened sqlite_open(const std::string& path, std::int64_t busy_timeout_ms, bool durable,
@@ -247,8 +290,9 @@ struct sqlite_opened {
       throw_sqlite(db.get(), SQLITE_READONLY, path,
                    "has no lease schema yet and is opened read-only, so it cannot be created");
     // An older version, read-only: its tables lack what this release's
-    // statements name (lease_meta, the pause, trigger and manual columns), and it cannot be
-    // upgraded here. Say so, rather than fail on "no such column".
+    // statements name (lease_meta, the pause, trigger and manual columns, the
+    // registrations), and it cannot be upgraded here. Say so, rather than
+    // fail on "no such column".
     if (read_only)
       throw_sqlite(db.get(), SQLITE_READONLY, path,
                    "has lease schema version " + std::to_string(version) + ", older than this release's " +
@@ -279,6 +323,8 @@ struct sqlite_opened {
           exec(db.get(), sqlite_upgrade_2_to_3, path, "cannot upgrade the lease schema from version 2 to 3");
         if (now_version <= 3)
           exec(db.get(), sqlite_upgrade_3_to_4, path, "cannot upgrade the lease schema from version 3 to 4");
+        if (now_version <= 4)
+          exec(db.get(), sqlite_upgrade_4_to_5, path, "cannot upgrade the lease schema from version 4 to 5");
       }
       exec(db.get(), "COMMIT", path, "cannot commit the lease schema");
     } catch (...) {
