@@ -22,6 +22,12 @@
 // channel; listen_triggers() hears it on a thread and connection of its own
 // (PushTriggerStore, store/redis/trigger_subscriber.hpp).
 //
+// stop() pauses a job and hands its runs over (lease end kept) in one script
+// on the job's slot; register_jobs() keeps each instance's registration in
+// the job's instances hash (one script per job, pipelined); purge() answers
+// rules::purge in one script on the job's slot and leaves a tombstone there
+// (scripts.hpp purge_lua: a purged job's fence is not taken for a loss).
+//
 // A loss of the server's state (restart without persistence, eviction,
 // FLUSHALL, failover to a lagging replica) is detected, not believed:
 // store/redis/watch.hpp says how, and why that way. Once detected, no attempt

@@ -19,7 +19,9 @@
 
 namespace lease::detail::redis {
 
-/// The keys of one job (see scripts.hpp for what each holds).
+/// The keys of one job (see scripts.hpp for what each holds): its runs hash,
+/// its ended runs' zset, its registrations' hash. list_jobs finds a job by
+/// its runs or instances key.
 struct job_keys {
   std::string runs, ended, instances;
 };
