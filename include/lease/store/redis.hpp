@@ -694,6 +694,8 @@ class redis_store {
   /// it is neither, or not one of this prefix's.
   std::optional<std::string> job_of(std::string_view key, std::string_view head) const {
     if (key.substr(0, head.size()) != head) return std::nullopt;
+    // The pattern matches every key of a job: skip its ended zset unread.
+    if (!key.ends_with("}:runs") && !key.ends_with("}:instances")) return std::nullopt;
     std::size_t length = 0;
     const char* first = key.data() + head.size();
     const auto [end, ec] = std::from_chars(first, key.data() + key.size(), length);
