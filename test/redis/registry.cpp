@@ -15,6 +15,7 @@
 #include <catch2/catch.hpp>
 
 #include "lease/clock/fake.hpp"
+#include "lease/rules.hpp"
 #include "lease/store/redis.hpp"
 #include "redis/server.hpp"
 
@@ -208,4 +209,27 @@ TEST_CASE("redis: stop on the server's clock hands the runs over keeping their l
   // A takeover waits for the lease, then for the resume.
   CHECK(op.claim(request(job, slot, "b1", claim_reason::takeover)).outcome == claim_outcome::running);
   CHECK(op.purge(job, 1s).outcome == purge_outcome::running);
+}
+
+TEST_CASE("redis: a job whose only state was a pause, resumed, is still there for purge (purged, as the rules say, "
+          "not not_found) and is not listed") {
+  lease::testing::redis_server srv;
+  lease::fake_clock clock{at(1'700'000'000'000)};
+  auto store = store_on(srv.url(), lease::testing::fresh_prefix("resumed"), clock);
+  lease::rules::run_table model;
+  for (const std::string job : {"never ran", "purged before"}) {
+    if (job == "purged before") {  // a tombstone in its runs hash already: still not state
+      (void)store.pause(job);
+      REQUIRE(store.purge(job, 0s).outcome == purge_outcome::purged);
+    }
+    CHECK(store.pause(job));
+    CHECK(store.resume(job));
+    (void)lease::rules::pause(model, job, clock.now());
+    (void)lease::rules::resume(model, job, clock.now());
+    CHECK(store.list_jobs() == lease::rules::list_jobs(model));
+    const auto want = lease::rules::purge(model, job, 0s, clock.now());
+    REQUIRE(want.outcome == purge_outcome::purged);
+    CHECK(store.purge(job, 0s) == want);
+    CHECK(store.purge(job, 0s).outcome == purge_outcome::not_found);
+  }
 }
