@@ -18,6 +18,7 @@
 #include "lease/rules.hpp"
 #include "lease/store/redis.hpp"
 #include "redis/server.hpp"
+#include "redis/wait.hpp"
 
 using namespace std::chrono_literals;
 using namespace std::string_literals;
@@ -232,4 +233,48 @@ TEST_CASE("redis: a job whose only state was a pause, resumed, is still there fo
     CHECK(store.purge(job, 0s) == want);
     CHECK(store.purge(job, 0s).outcome == purge_outcome::not_found);
   }
+}
+
+TEST_CASE("redis: a stop or purge whose reply is lost is outcome_unknown with a sentence saying what to look at, "
+          "never a silent 0 or not_found from sending it again") {
+  lease::testing::redis_server srv;
+  lease::fake_clock clock{at(1'700'000'000'000)};
+  lease::redis_options o;
+  o.url = srv.url();
+  o.prefix = lease::testing::fresh_prefix("lost");
+  o.clock = [clock] { return clock.now(); };
+  o.command_timeout = 150ms;
+  lease::redis_store store{o};
+  REQUIRE(store.claim(request("j", clock.now(), "t1")).outcome == claim_outcome::won);
+  // Each call reaches a server already asleep (a PING of another connection
+  // goes unanswered), times out, and is applied once the server wakes.
+  auto lost = [&](auto op) {
+    std::jthread sleeper([&] { srv.command({"DEBUG", "SLEEP", "0.8"}); });
+    REQUIRE(lease::testing::wait_for([&] { return srv.busy(); }, 5s));
+    std::string what;
+    std::error_code code;
+    try {
+      op();
+    } catch (const lease::store_error& e) {
+      what = e.what();
+      code = e.code();
+    }
+    sleeper.join();
+    CAPTURE(what);
+    CHECK(code == lease::errc::outcome_unknown);
+    CHECK(what.find("may or may not have been applied") != std::string::npos);
+    return what;
+  };
+  CHECK(lost([&] { (void)store.stop("j"); }).find("stop it again if it is not paused") != std::string::npos);
+  const auto paused = lease::testing::wait_for([&] {
+    try {
+      return store.paused("j");
+    } catch (const lease::store_error&) {
+      return false;
+    }
+  });
+  CHECK(paused);
+  CHECK(store.get({"j", clock.now()})->released);
+  clock.advance(1h);
+  CHECK(lost([&] { (void)store.purge("j", 0s); }).find("look for the job (list_jobs)") != std::string::npos);
 }
