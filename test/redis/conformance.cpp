@@ -7,6 +7,10 @@
 
 // A TriggerStore: the suite's trigger, poll and manual-claim steps run too.
 static_assert(lease::PushTriggerStore<lease::redis_store>);
+// A StopStore and a RegistryStore: the stop, register_jobs and purge steps
+// run too (never skipped silently), here and on the clusters (cluster.cpp,
+// routing.cpp).
+static_assert(lease::StopStore<lease::redis_store> && lease::RegistryStore<lease::redis_store>);
 
 TEST_CASE("redis_store answers every random history exactly as the rules do") {
   lease::testing::redis_server srv;

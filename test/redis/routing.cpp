@@ -101,6 +101,42 @@ TEST_CASE("on a redis cluster a heartbeat batch and a finish batch over every ma
   CHECK(store.get(ends[1].run)->released);
 }
 
+TEST_CASE("on a redis cluster registrations of jobs on every master are one round per master, listed, stopped "
+          "and purged in each job's slot") {
+  lease::testing::redis_cluster c(3);
+  lease::fake_clock clock{time_point{lease::duration{1'700'000'000'000}}};
+  const std::string prefix = "reg*[?]";
+  auto store = cluster_store(c, prefix, clock);
+  std::vector<lease::job_registration> regs;
+  std::vector<int> per_node(3, 0);
+  for (int i = 0; i < 30; ++i) {
+    const std::string job = "job-" + std::to_string(i);
+    regs.push_back({job, "api-2", "*/5 * * * *", "UTC", {}});
+    regs.push_back({job, "api-1", "*/5 * * * *", "UTC", {}});
+    ++per_node[static_cast<std::size_t>(c.owner_of(slot_of(prefix, job)))];
+  }
+  for (int n : per_node) REQUIRE(n > 0);
+  CHECK(store.list_jobs().empty());  // connects to every master first (connection setup counts as round trips)
+  const auto before = store.round_trips();
+  store.register_jobs(regs);
+  CHECK(store.round_trips() - before == 3);
+  auto jobs = store.list_jobs();
+  REQUIRE(jobs.size() == 30);
+  for (const auto& j : jobs) {
+    REQUIRE(j.instances.size() == 2);
+    CHECK(j.instances[0].instance == "api-1");
+    CHECK(j.instances[1].last_seen == clock.now());
+  }
+  REQUIRE(store.claim(request("job-7", clock.now(), "t")).outcome == claim_outcome::won);
+  CHECK(store.stop("job-7") == 1);
+  CHECK(store.get({"job-7", clock.now()})->released);
+  CHECK(store.purge("job-7", 1h).outcome == lease::purge_outcome::registered);
+  clock.advance(2h);
+  for (int i = 0; i < 30; ++i) CHECK(store.purge("job-" + std::to_string(i), 1h).outcome == lease::purge_outcome::purged);
+  CHECK(store.list_jobs().empty());
+  CHECK(store.moved() == 0);
+}
+
 TEST_CASE("on a redis cluster a slot migrated mid-run is followed through ASK and MOVED, and the run is intact") {
   lease::testing::redis_cluster c(3);
   lease::fake_clock clock{time_point{lease::duration{1'700'000'000'000}}};

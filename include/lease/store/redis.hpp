@@ -22,6 +22,12 @@
 // channel; listen_triggers() hears it on a thread and connection of its own
 // (PushTriggerStore, store/redis/trigger_subscriber.hpp).
 //
+// stop() pauses a job and hands its runs over (lease end kept) in one script
+// on the job's slot; register_jobs() keeps each instance's registration in
+// the job's instances hash (one script per job, pipelined); purge() answers
+// rules::purge in one script on the job's slot and leaves a tombstone there
+// (scripts.hpp purge_lua: a purged job's fence is not taken for a loss).
+//
 // A loss of the server's state (restart without persistence, eviction,
 // FLUSHALL, failover to a lagging replica) is detected, not believed:
 // store/redis/watch.hpp says how, and why that way. Once detected, no attempt
@@ -321,6 +327,105 @@ class redis_store {
   /// Whether `job` is paused.
   bool paused(std::string_view job) { return job_script(detail::redis::script::paused, job, "paused") == 1; }
 
+  /// StopStore (doc/store-rules.md, "Stop"): pauses `job` and hands over
+  /// every running, unreleased run of it as its runner's release() would but
+  /// keeping its lease end, in one script on the job's slot (claims of the
+  /// job are before or after it, whole). Announces the job on its release
+  /// channel when it handed one over, as release() does, so backups re-check
+  /// it. Returns how many. A lost reply is outcome_unknown: a second stop
+  /// would hand over nothing and answer 0, hiding what the first did. With
+  /// `replicas` > 0, not_replicated as for pause().
+  std::size_t stop(std::string_view job) {
+    std::int64_t n = 0;
+    try {
+      n = job_script(detail::redis::script::stop, job, "stop");
+    } catch (const detail::redis::transport_error& e) {
+      if (!e.maybe_applied()) throw;
+      detail::redis::raise(redis_errc::reply_lost,
+                           std::string(e.what()) + "; the stop of job '" + detail::redis::printable(job, 80) +
+                               "' may or may not have been applied",
+                           "look at the job (list_jobs, list_runs): stop it again if it is not paused");
+    }
+    if (n < 0) bad_reply("stop");
+    require_replicated("stop", job);
+    return static_cast<std::size_t>(n);
+  }
+
+  /// RegistryStore (doc/store-rules.md, "Registration and purge"): upserts
+  /// each (job, instance) registration with its schedule and zone, last_seen
+  /// = the store's clock (Redis TIME read by each job's script, or
+  /// options().clock). Each job's registrations are one script on its slot
+  /// (its instances hash), all pipelined: one round trip (on a cluster one
+  /// per master, all at once). Safe to repeat: a lost reply is unavailable.
+  void register_jobs(std::span<const job_registration> regs) {
+    if (regs.empty()) return;
+    // By job, in the order given (a later registration of the same instance wins).
+    std::vector<std::string_view> jobs;
+    std::vector<std::vector<const job_registration*>> of;
+    for (const job_registration& g : regs) {
+      auto at = std::find(jobs.begin(), jobs.end(), std::string_view(g.job));
+      if (at == jobs.end()) {
+        jobs.push_back(g.job);
+        of.emplace_back();
+        at = jobs.end() - 1;
+      }
+      of[static_cast<std::size_t>(at - jobs.begin())].push_back(&g);
+    }
+    std::vector<detail::redis::job_keys> keys;
+    keys.reserve(jobs.size());
+    for (std::string_view j : jobs) keys.push_back(detail::redis::keys_for(opts_.prefix, j));
+    const std::string now = now_arg();
+    (void)conn_->eval_many(detail::redis::script::register_jobs, jobs.size(), [&](std::size_t i, argv_t& a) {
+      push_keys(a, keys[i], detail::redis::script::register_jobs);
+      a.push_back(now);
+      for (const job_registration* g : of[i]) a.insert(a.end(), {g->instance, g->schedule, g->zone});
+    });
+  }
+
+  /// RegistryStore: rules::purge in one script on the job's slot (claims,
+  /// stops, registrations of the job are before or after it, whole),
+  /// answering in the rules' order. A purge leaves a tombstone in the job's
+  /// slot (scripts.hpp purge_lua says why): a fence of the job that a handle
+  /// still remembers is not taken for a loss of state. A lost reply is
+  /// outcome_unknown: a second purge of a purged job answers not_found.
+  purge_result purge(std::string_view job, duration unseen_for) {
+    const auto keys = detail::redis::keys_for(opts_.prefix, job);
+    const std::string now = now_arg(), unseen = std::to_string(unseen_for.count());
+    detail::redis::reply_ptr reply;
+    try {
+      reply = conn_->eval(detail::redis::script::purge, [&](argv_t& a) {
+        push_keys(a, keys, detail::redis::script::purge);
+        a.insert(a.end(), {std::string_view(now), std::string_view(unseen)});
+      });
+    } catch (const detail::redis::transport_error& e) {
+      if (!e.maybe_applied()) throw;
+      detail::redis::raise(redis_errc::reply_lost,
+                           std::string(e.what()) + "; the purge of job '" + detail::redis::printable(job, 80) +
+                               "' may or may not have been applied",
+                           "look for the job (list_jobs) before purging it again");
+    }
+    const redisReply* r = reply.get();
+    if (r->type != REDIS_REPLY_ARRAY || r->elements < 1) bad_reply("purge");
+    const std::int64_t outcome = as_int(r->element[0], "purge");
+    if (outcome < 0 || outcome > static_cast<int>(purge_outcome::too_soon)) bad_reply("purge");
+    purge_result res;
+    res.outcome = static_cast<purge_outcome>(outcome);
+    const std::size_t want = res.outcome == purge_outcome::registered ? 5
+                             : res.outcome == purge_outcome::running  ? 1 + detail::redis::record_width
+                                                                      : 1;
+    if (r->elements != want) bad_reply("purge");
+    if (res.outcome == purge_outcome::registered) res.instance = parse_registration(r->element + 1, job, "purge");
+    if (res.outcome == purge_outcome::running) res.run = parse_record(r->element + 1, job, "purge");
+    // The job's fence went with it: a fence this handle saw is no evidence
+    // of a loss any more (the other handles' scripts read the tombstone).
+    if (res.outcome == purge_outcome::purged) {
+      auto it = watch_->fences.find(job);
+      if (it != watch_->fences.end()) watch_->fences.erase(it);
+    }
+    if (res.outcome == purge_outcome::purged) require_replicated("purge", job);
+    return res;
+  }
+
   /// TriggerStore (doc/store-rules.md, "Trigger now"): asks for one manual
   /// run of `job` at slot = the store's clock (the claims' clock: Redis TIME,
   /// or options().clock), unless one is pending; returns the pending
@@ -393,8 +498,9 @@ class redis_store {
   }
 
   /// InspectStore: every job this store's prefix holds a fence, a pause, a
-  /// pending trigger or a run for, ordered by name (bytes), with its newest run. The jobs' runs
-  /// hashes are found with SCAN (never KEYS: it would block the server) on
+  /// pending trigger, a run or a registration for, ordered by name (bytes),
+  /// with its newest run and its registrations by instance id (bytes). The
+  /// jobs' runs hashes and registrations are found with SCAN (never KEYS: it would block the server) on
   /// every master, their names read back from the keys (length-prefixed:
   /// keys.hpp), then one read-only script per job, pipelined (one round per
   /// master on a cluster). Not one snapshot: a job changed meanwhile shows
@@ -414,7 +520,8 @@ class redis_store {
                                     });
     for (std::size_t i = 0; i < names.size(); ++i) {
       const redisReply* r = replies[i].get();
-      if (r->type != REDIS_REPLY_ARRAY || (r->elements != 3 && r->elements != 3 + detail::redis::record_width))
+      if (r->type != REDIS_REPLY_ARRAY || (r->elements != 4 && r->elements != 4 + detail::redis::record_width) ||
+          r->element[3]->type != REDIS_REPLY_ARRAY || r->element[3]->elements % 4 != 0)
         bad_reply("job_summary");
       stored_job j;
       const std::int64_t fence = as_int(r->element[0], "job_summary");
@@ -422,8 +529,15 @@ class redis_store {
       j.fence = static_cast<std::uint64_t>(fence);
       j.paused = as_int(r->element[1], "job_summary") != 0;
       if (r->element[2]->type != REDIS_REPLY_NIL) j.trigger = time_point{duration{parse_i64(r->element[2], "job_summary")}};
-      if (r->elements > 3) j.last_run = parse_record(r->element + 3, names[i], "job_summary");
-      if (j.fence == 0 && !j.paused && !j.trigger && !j.last_run) continue;  // nothing left (a key emptied since the SCAN)
+      if (r->elements > 4) j.last_run = parse_record(r->element + 4, names[i], "job_summary");
+      const redisReply* regs = r->element[3];
+      for (std::size_t k = 0; k < regs->elements; k += 4)
+        j.instances.push_back(parse_registration(regs->element + k, names[i], "job_summary"));
+      // By instance id, bytewise (std::string's order: char_traits compares as unsigned char).
+      std::sort(j.instances.begin(), j.instances.end(),
+                [](const job_registration& a, const job_registration& b) { return a.instance < b.instance; });
+      // Nothing left: a key emptied since the SCAN, a resumed job, a purge's tombstone.
+      if (j.fence == 0 && !j.paused && !j.trigger && !j.last_run && j.instances.empty()) continue;
       j.name = std::move(names[i]);
       out.push_back(std::move(j));
     }
@@ -534,10 +648,11 @@ class redis_store {
     return std::make_unique<detail::redis::router>(std::move(s), true, std::move(seeds));
   }
 
-  /// Every job name with a runs hash under this store's prefix: SCAN MATCH
-  /// "{<prefix>:*}:runs" on every master (the prefix's glob characters
-  /// escaped), each key decoded and kept only if it is exactly the key
-  /// keys_for gives its name (another prefix's keys can match the pattern).
+  /// Every job name with a runs hash or registrations under this store's
+  /// prefix: SCAN MATCH "{<prefix>:*}:*" on every master (the prefix's glob
+  /// characters escaped), each key decoded and kept only if it is exactly
+  /// the runs or instances key keys_for gives its name (another prefix's
+  /// keys, and the jobs' other keys, can match the pattern).
   /// Sorted bytewise, without duplicates (a slot that moved between masters
   /// mid-SCAN may be seen on both).
   std::vector<std::string> scan_jobs() {
@@ -547,7 +662,7 @@ class redis_store {
       if (c == '*' || c == '?' || c == '[' || c == ']' || c == '\\') pattern.push_back('\\');
       pattern.push_back(c);
     }
-    pattern += ":*}:runs";
+    pattern += ":*}:*";
     const std::string head = "{" + opts_.prefix + ":";
     std::vector<std::string> names;
     for (std::size_t node : conn_->masters()) {
@@ -574,10 +689,13 @@ class redis_store {
     return names;
   }
 
-  /// The job whose runs key `key` is ("{<prefix>:<length>:<job>}:runs",
-  /// `head` = "{<prefix>:"), or nothing if it is not one of this prefix's.
+  /// The job whose runs or instances key `key` is
+  /// ("{<prefix>:<length>:<job>}:runs", `head` = "{<prefix>:"), or nothing if
+  /// it is neither, or not one of this prefix's.
   std::optional<std::string> job_of(std::string_view key, std::string_view head) const {
     if (key.substr(0, head.size()) != head) return std::nullopt;
+    // The pattern matches every key of a job: skip its ended zset unread.
+    if (!key.ends_with("}:runs") && !key.ends_with("}:instances")) return std::nullopt;
     std::size_t length = 0;
     const char* first = key.data() + head.size();
     const auto [end, ec] = std::from_chars(first, key.data() + key.size(), length);
@@ -585,7 +703,8 @@ class redis_store {
     const std::size_t at = static_cast<std::size_t>(end - key.data()) + 1;
     if (key.size() < at || key.size() - at < length) return std::nullopt;
     std::string job(key.substr(at, length));
-    if (detail::redis::keys_for(opts_.prefix, job).runs != key) return std::nullopt;
+    const auto keys = detail::redis::keys_for(opts_.prefix, job);
+    if (keys.runs != key && keys.instances != key) return std::nullopt;
     return job;
   }
 
@@ -594,13 +713,20 @@ class redis_store {
     if (subscriber_) subscriber_->watch(job);
     return detail::redis::keys_for(opts_.prefix, job);
   }
-  /// numkeys and the keys `which` declares (scripts.hpp key_counts).
+  /// numkeys and the keys `which` declares (scripts.hpp key_sets), in order.
   static void push_keys(argv_t& a, const detail::redis::job_keys& k, detail::redis::script which) {
-    static constexpr std::string_view counts[] = {"0", "1", "2"};
-    const unsigned n = detail::redis::key_counts[static_cast<unsigned>(which)];
-    a.push_back(counts[n]);
-    const std::string_view all[] = {k.runs, k.ended};
-    a.insert(a.end(), all, all + n);
+    static constexpr std::string_view counts[] = {"0", "1", "2", "3"};
+    const unsigned set = detail::redis::key_sets[static_cast<unsigned>(which)];
+    const std::string_view all[] = {k.runs, k.ended, k.instances};
+    const std::size_t at = a.size();
+    a.push_back(counts[0]);
+    unsigned n = 0;
+    for (unsigned i = 0; i < 3; ++i)
+      if (set & (1u << i)) {
+        a.push_back(all[i]);
+        ++n;
+      }
+    a[at] = counts[n];
   }
   static std::string ms(time_point t) { return std::to_string(t.time_since_epoch().count()); }
   [[nodiscard]] std::string now_arg() const { return opts_.clock ? ms(opts_.clock()) : std::string(); }
@@ -978,6 +1104,17 @@ class redis_store {
     return rec;
   }
 
+  /// {instance, schedule, zone, last_seen} of a reply as a registration of `job`.
+  static job_registration parse_registration(redisReply* const* f, std::string_view job, std::string_view what) {
+    job_registration g;
+    g.job = std::string(job);
+    g.instance = std::string(as_str(f[0], what));
+    g.schedule = std::string(as_str(f[1], what));
+    g.zone = std::string(as_str(f[2], what));
+    g.last_seen = time_point{duration{as_int(f[3], what)}};
+    return g;
+  }
+
   redis_options opts_;
   std::unique_ptr<detail::redis::router> conn_;
   std::unique_ptr<detail::redis::watch> watch_;
@@ -996,5 +1133,7 @@ static_assert(PushStore<redis_store>);
 static_assert(InspectStore<redis_store>);
 static_assert(PauseStore<redis_store>);
 static_assert(PushTriggerStore<redis_store>);
+static_assert(StopStore<redis_store>);
+static_assert(RegistryStore<redis_store>);
 
 }  // namespace lease

@@ -19,9 +19,11 @@
 
 namespace lease::detail::redis {
 
-/// The keys of one job (see scripts.hpp for what each holds).
+/// The keys of one job (see scripts.hpp for what each holds): its runs hash,
+/// its ended runs' zset, its registrations' hash. list_jobs finds a job by
+/// its runs or instances key.
 struct job_keys {
-  std::string runs, ended;
+  std::string runs, ended, instances;
 };
 
 /// Throws store_error(errc::invalid_argument) for a prefix holding a brace.
@@ -36,7 +38,7 @@ inline void check_prefix(std::string_view prefix) {
   std::string tag;
   tag.reserve(prefix.size() + job.size() + 24);
   tag.append("{").append(prefix).append(":").append(std::to_string(job.size())).append(":").append(job).append("}:");
-  return {tag + "runs", tag + "ended"};
+  return {tag + "runs", tag + "ended", tag + "instances"};
 }
 
 /// The job's release channel (sharded pub/sub, store/redis/subscriber.hpp):

@@ -2,7 +2,7 @@
 // script per operation, each run atomically by EVALSHA in one round trip.
 //
 // A faithful port of lease/rules.hpp (the conformance suite compares them
-// answer by answer). Two keys per job, under one hash tag so every script
+// answer by answer). Three keys per job, under one hash tag so every script
 // touches a single cluster slot (see keys.hpp):
 //   KEYS[1] runs   hash  "<slot>" (decimal ms) -> cmsgpack {attempt, token,
 //                        fence, runner, status, lease_end, released, handovers,
@@ -17,7 +17,13 @@
 //                        "t" -> the slot (decimal ms) of the job's pending
 //                        trigger (rules::trigger), likewise: a manual claim
 //                        answers it atomically, on the job's slot
-//   KEYS[2] ended  zset  the ended runs' slots (score = slot), for pruning
+//                        "e" -> "1": the job has state of the rules' (a
+//                        resume() left nothing else: purge finds the job)
+//                        "x" -> the store clock (ms) of the job's last
+//                        purge: the purge's tombstone, see purge_lua
+//   ended      zset  the ended runs' slots (score = slot), for pruning
+//   instances  hash  instance id -> cmsgpack {schedule, zone, last_seen}:
+//                    the job's registrations (register_jobs)
 // and the job's release channel "<tag>:released" (finish and release
 // SPUBLISH to it: push hand-over, subscriber.hpp), the store's trigger
 // channel (keys.hpp trigger_channel: trigger PUBLISHes the job's name to it,
@@ -53,8 +59,8 @@ namespace lease::detail::redis {
 
 /// The scripts, by index into `scripts`.
 enum class script : unsigned { claim, heartbeat, finish, release, get, unfinished, marker, pause, resume, paused,
-                               job_summary, list_runs, trigger };
-inline constexpr std::size_t script_count = 13;
+                               job_summary, list_runs, trigger, stop, register_jobs, purge };
+inline constexpr std::size_t script_count = 16;
 
 // Helpers shared by the scripts. Each script pastes only the ones it uses:
 // a script's whole text runs on every call, and on the heartbeat path (a
@@ -127,7 +133,7 @@ inline constexpr std::size_t script_count = 13;
 inline constexpr std::string_view claim_lua =
     "#!lua\n"
     "local slot = ARGV[2]\n"
-    "local got = redis.call('HMGET', KEYS[1], slot, 'i', 'q', 'p', 't')\n"
+    "local got = redis.call('HMGET', KEYS[1], slot, 'i', 'q', 'p', 't', 'x')\n"
     "local r = got[1]\n" LEASE_REDIS_LUA_INLINE_REC LEASE_REDIS_LUA_INLINE_NOW
     // The job index: fence counter, newest slot, running slots, ended count.
     "local idx = got[2]\n"
@@ -141,7 +147,9 @@ inline constexpr std::string_view claim_lua =
     "  idx = {0, false, {}, 0}\n"
     "end\n"
     // Loss of state: a fence counter below one this handle saw can only mean
-    // the job's keys were lost (fences never go back). The quarantine start
+    // the job's keys were lost (fences never go back) — unless the job was
+    // purged since ('x', purge_lua): its fence went with it, and every fence
+    // of it is at most the purge's clock. The quarantine start
     // is the latest of the job's own ('q'), the store's (ARGV) and now if
     // the loss is detected by this very claim.
     "local lost = tonumber(got[3])\n"
@@ -149,7 +157,7 @@ inline constexpr std::string_view claim_lua =
     "if g and (not lost or g > lost) then lost = g end\n"
     "local detected = 0\n"
     "local known = tonumber(ARGV[12])\n"
-    "if known > idx[1] then\n"
+    "if known > idx[1] and not (idx[1] == 0 and got[6] and known <= tonumber(got[6])) then\n"
     "  detected = 1\n"
     "  if not lost or now > lost then lost = now end\n"
     "  idx[1] = known\n"
@@ -318,7 +326,7 @@ inline constexpr std::string_view heartbeat_lua =
     "if not r or r[5] ~= 0 or r[7] ~= 0 or r[2] ~= ARGV[3] then\n"
     "  local known = tonumber(ARGV[5])\n"
     "  if known == 0 then return 0 end\n"
-    "  local got = redis.call('HMGET', KEYS[1], 'i', 'q')\n"
+    "  local got = redis.call('HMGET', KEYS[1], 'i', 'q', 'x')\n"
     "  local idx = {0, false, {}, 0}\n"
     "  if got[1] then\n"
     "    local ok\n"
@@ -327,7 +335,9 @@ inline constexpr std::string_view heartbeat_lua =
     "      error({err = 'LEASECORRUPT the job index in ' .. KEYS[1] .. ' is not lease data'})\n"
     "    end\n"
     "  end\n"
-    "  if known <= idx[1] then return 0 end\n" LEASE_REDIS_LUA_INLINE_NOW
+    "  if known <= idx[1] then return 0 end\n"
+    "  if idx[1] == 0 and got[3] and known <= tonumber(got[3]) then return 0 end\n"  // purged, not lost
+    LEASE_REDIS_LUA_INLINE_NOW
     "  local lost = tonumber(got[2])\n"
     "  if not lost or now > lost then lost = now end\n"
     "  idx[1] = known\n"
@@ -421,7 +431,19 @@ inline constexpr std::string_view marker_lua =
 /// (rules::pause, resume, paused). Reply 1 if it changed (pause, resume) or
 /// is set (paused), else 0.
 inline constexpr std::string_view pause_lua = "#!lua\nreturn redis.call('HSETNX', KEYS[1], 'p', '1')\n";
-inline constexpr std::string_view resume_lua = "#!lua\nreturn redis.call('HDEL', KEYS[1], 'p')\n";
+/// A resume keeps the job's state, as rules::resume does: if the pause was
+/// all it had (but a purge's tombstone), "e" stays in its place, so that a
+/// purge finds the job (purged, not not_found) as the rules do.
+inline constexpr std::string_view resume_lua =
+    "#!lua\n"
+    "local n = redis.call('HDEL', KEYS[1], 'p')\n"
+    "if n == 1 then\n"
+    "  local left = redis.call('HLEN', KEYS[1])\n"
+    "  if left == 0 or (left == 1 and redis.call('HEXISTS', KEYS[1], 'x') == 1) then\n"
+    "    redis.call('HSET', KEYS[1], 'e', '1')\n"
+    "  end\n"
+    "end\n"
+    "return n\n";
 inline constexpr std::string_view paused_lua = "#!lua flags=no-writes\nreturn redis.call('HEXISTS', KEYS[1], 'p')\n";
 
 /// trigger (TriggerStore, rules::trigger): KEYS runs; ARGV now, the store's
@@ -446,14 +468,24 @@ inline constexpr std::string_view trigger_lua =
     "return t\n";
 
 /// job_summary (InspectStore list_jobs, one call per job found by SCAN):
-/// KEYS runs; ARGV now (unused). Reply {fence, paused (0/1), pending
-/// trigger's slot or nil} followed by the job's newest run (the index's
-/// newest slot), flat, if it has one.
+/// KEYS runs, instances; ARGV now (unused). Reply {fence, paused (0/1),
+/// pending trigger's slot or nil, registrations {instance, schedule, zone,
+/// last_seen}... flat, in the hash's order} followed by the job's newest run
+/// (the index's newest slot), flat, if it has one.
 inline constexpr std::string_view job_summary_lua =
     "#!lua flags=no-writes\n" LEASE_REDIS_LUA_DECODE LEASE_REDIS_LUA_RECORD
     "local got = redis.call('HMGET', KEYS[1], 'i', 'p', 't')\n"
     "local x = index(got[1])\n"
-    "local out = {x[1], got[2] and 1 or 0, got[3] or false}\n"
+    "local regs = {}\n"
+    "local all = redis.call('HGETALL', KEYS[2])\n"
+    "for i = 1, #all, 2 do\n"
+    "  local ok, g = pcall(cmsgpack.unpack, all[i + 1])\n"
+    "  if not ok or type(g) ~= 'table' or #g ~= 3 then\n"
+    "    error({err = 'LEASECORRUPT a registration in ' .. KEYS[2] .. ' is not lease data'})\n"
+    "  end\n"
+    "  regs[#regs + 1] = all[i]; regs[#regs + 1] = g[1]; regs[#regs + 1] = g[2]; regs[#regs + 1] = g[3]\n"
+    "end\n"
+    "local out = {x[1], got[2] and 1 or 0, got[3] or false, regs}\n"
     "if x[2] then\n"
     "  local r = rec(redis.call('HGET', KEYS[1], x[2]), x[2])\n"
     "  if r then record(out, x[2], r) end\n"
@@ -487,6 +519,113 @@ inline constexpr std::string_view list_runs_lua =
     "end\n"
     "return out\n";
 
+/// stop (StopStore, rules::stop): KEYS runs; ARGV now (unused). Pauses the
+/// job (its "p" field, as pause_lua) and hands over each running,
+/// unreleased run as release_lua does but keeping its lease end: released,
+/// handovers + 1. The run stays live until its lease ends, so no attempt
+/// starts while its handler may still run (its next heartbeat is refused).
+/// Reply the number handed over; when it is above 0, the job's release
+/// channel is told (as release_lua does: backups re-check the job).
+inline constexpr std::string_view stop_lua =
+    "#!lua\n" LEASE_REDIS_LUA_DECODE
+    "local slots = index(redis.call('HGET', KEYS[1], 'i'))[3]\n"
+    "local writes, n = {}, 0\n"
+    "for i = 1, #slots, 500 do\n"
+    "  local chunk = {unpack(slots, i, math.min(i + 499, #slots))}\n"
+    "  local vals = redis.call('HMGET', KEYS[1], unpack(chunk))\n"
+    "  for k, s in ipairs(chunk) do\n"
+    "    local r = rec(vals[k], s)\n"
+    "    if r and r[5] == 0 and r[7] == 0 then\n"
+    "      r[7] = 1; r[8] = r[8] + 1; n = n + 1\n"
+    "      writes[#writes + 1] = s; writes[#writes + 1] = cmsgpack.pack(r)\n"
+    "    end\n"
+    "  end\n"
+    "end\n"
+    "redis.call('HSET', KEYS[1], 'p', '1')\n"
+    "for i = 1, #writes, 1000 do redis.call('HSET', KEYS[1], unpack(writes, i, math.min(i + 999, #writes))) end\n"
+    "if n > 0 then\n" LEASE_REDIS_LUA_ANNOUNCE "end\n"
+    "return n\n";
+
+/// register_jobs (RegistryStore, rules::register_jobs), one call per job:
+/// KEYS instances; ARGV now, then (instance, schedule, zone) per
+/// registration. Upserts each, last_seen = the store clock (ARGV now, or
+/// Redis TIME); a later one of the same instance wins, as in the rules.
+/// Reply the number written.
+inline constexpr std::string_view register_jobs_lua =
+    "#!lua\n" LEASE_REDIS_LUA_NOW
+    "local now = store_now()\n"
+    "local n = 0\n"
+    "for i = 2, #ARGV - 2, 3 do\n"
+    "  redis.call('HSET', KEYS[1], ARGV[i], cmsgpack.pack({ARGV[i + 1], ARGV[i + 2], now}))\n"
+    "  n = n + 1\n"
+    "end\n"
+    "return n\n";
+
+/// purge (RegistryStore, rules::purge): KEYS runs, ended, instances; ARGV
+/// now, unseen_for (ms). Answers in the rules' order, as purge_outcome's
+/// values: {1} not_found (no key of the job holds state: a runs hash that
+/// holds only a tombstone is none), {2, instance, schedule, zone,
+/// last_seen} registered (the newest registration with now - last_seen <
+/// unseen_for; ties: the first instance id, bytewise), {3, record} running
+/// (the newest live run), {4} too_soon (now in ms not past the job's
+/// fence), else {0} purged: every key of the job deleted, and the runs hash
+/// written anew holding only the tombstone "x" = the purge's clock (the
+/// latest of two purges).
+///
+/// Why a tombstone: a handle detects a loss of state by a job's fence
+/// counter below a fence it saw (watch.hpp); a purge resets the counter to
+/// 0 on purpose, and every handle that ran the job still remembers its
+/// fence. Every fence of the job is at most the purge's clock (purged only
+/// once now > fence), and every fence won after it is above it (a won
+/// fence is at least store-now in ms), so the claim and heartbeat scripts
+/// take a known fence at most "x" against a counter of 0 for the purge, not
+/// a loss. It lives in the job's runs hash, which those scripts read anyway
+/// (one more field of their HMGET, in the job's slot on a cluster too); a
+/// loss of that hash takes the tombstone with it, and is then detected as
+/// before. It costs one small hash per purged job, kept for good (a handle
+/// may remember a fence as long as it lives).
+inline constexpr std::string_view purge_lua =
+    "#!lua\n" LEASE_REDIS_LUA_NOW LEASE_REDIS_LUA_DECODE LEASE_REDIS_LUA_RECORD
+    "local now = store_now()\n"
+    "local got = redis.call('HMGET', KEYS[1], 'i', 'x')\n"
+    "local fields = redis.call('HLEN', KEYS[1])\n"
+    "if got[2] then fields = fields - 1 end\n"
+    "local all = redis.call('HGETALL', KEYS[3])\n"
+    "if fields == 0 and #all == 0 then return {1} end\n"
+    // Bytewise, not Lua's '<' (strcoll: the server's locale).
+    "local function less(a, b)\n"
+    "  for i = 1, math.min(#a, #b) do\n"
+    "    local x, y = string.byte(a, i), string.byte(b, i)\n"
+    "    if x ~= y then return x < y end\n"
+    "  end\n"
+    "  return #a < #b\n"
+    "end\n"
+    "local unseen = tonumber(ARGV[2])\n"
+    "local best\n"
+    "for i = 1, #all, 2 do\n"
+    "  local ok, g = pcall(cmsgpack.unpack, all[i + 1])\n"
+    "  if not ok or type(g) ~= 'table' or #g ~= 3 then\n"
+    "    error({err = 'LEASECORRUPT a registration in ' .. KEYS[3] .. ' is not lease data'})\n"
+    "  end\n"
+    "  if now - g[3] < unseen and (not best or g[3] > best[4] or (g[3] == best[4] and less(all[i], best[1]))) then\n"
+    "    best = {all[i], g[1], g[2], g[3]}\n"
+    "  end\n"
+    "end\n"
+    "if best then return {2, best[1], best[2], best[3], best[4]} end\n"
+    "local idx = index(got[1])\n"
+    "local slots = idx[3]\n"
+    "table.sort(slots, function(a, b) return tonumber(a) > tonumber(b) end)\n"
+    "for _, s in ipairs(slots) do\n"
+    "  local r = rec(redis.call('HGET', KEYS[1], s), s)\n"
+    "  if r and r[5] == 0 and now < r[6] then return record({3}, s, r) end\n"
+    "end\n"
+    "if now <= 0 or now <= idx[1] then return {4} end\n"
+    "local mark = now\n"
+    "if got[2] and tonumber(got[2]) > mark then mark = tonumber(got[2]) end\n"
+    "redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])\n"
+    "redis.call('HSET', KEYS[1], 'x', string.format('%.0f', mark))\n"
+    "return {0}\n";
+
 #undef LEASE_REDIS_LUA_NOW
 #undef LEASE_REDIS_LUA_INLINE_NOW
 #undef LEASE_REDIS_LUA_INLINE_REC
@@ -499,12 +638,18 @@ inline constexpr std::string_view list_runs_lua =
 /// Every script, indexed by `script`.
 inline constexpr std::array<std::string_view, script_count> scripts{
     claim_lua, heartbeat_lua, finish_lua, release_lua, get_lua, unfinished_lua, marker_lua,
-    pause_lua, resume_lua, paused_lua, job_summary_lua, list_runs_lua, trigger_lua};
+    pause_lua, resume_lua, paused_lua, job_summary_lua, list_runs_lua, trigger_lua, stop_lua, register_jobs_lua,
+    purge_lua};
 
-/// How many of the job's keys (runs, ended — in that order) each script
-/// declares: only those it touches, as Redis Cluster requires, and no more
-/// bytes per call than it needs. The marker script takes the store key instead.
-inline constexpr std::array<unsigned, script_count> key_counts{2, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+/// Which of the job's keys each script declares, as bits: runs 1, ended 2,
+/// instances 4 (declared in that order): only those it touches, as Redis
+/// Cluster requires, and no more bytes per call than it needs. The marker
+/// script takes the store key instead (one key).
+inline constexpr unsigned key_runs = 1, key_ended = 2, key_instances = 4;
+inline constexpr std::array<unsigned, script_count> key_sets{
+    key_runs | key_ended, key_runs, key_runs | key_ended, key_runs, key_runs, key_runs, key_runs, key_runs,
+    key_runs, key_runs, key_runs | key_instances, key_runs, key_runs, key_runs, key_instances,
+    key_runs | key_ended | key_instances};
 
 /// Fields of a record in a reply: slot, then the 8 stored fields and manual (0/1).
 inline constexpr std::size_t record_width = 10;

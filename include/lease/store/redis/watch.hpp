@@ -13,7 +13,11 @@
 //      below it can only be a loss (fences never go back; pruning keeps the
 //      counter). Checked inside the job's own script: atomic, and on Redis
 //      Cluster within the job's slot. Every instance claims every slot, so
-//      every live instance knows the fences of its jobs.
+//      every live instance knows the fences of its jobs. An operator's
+//      purge() resets a job's counter on purpose: it leaves a tombstone in
+//      the job's runs hash (field "x", the purge's clock, above every fence
+//      the job had), and a counter of 0 under a tombstone at or above the
+//      known fence is that purge, not a loss (scripts.hpp purge_lua).
 //   2. the store's marker: an id written at first use under
 //      `{<prefix>}:store`, remembered by the handle. Checked at every
 //      (re)connect (a restart or failover always breaks the connection) and,
