@@ -127,6 +127,22 @@ expect "resume again --json" 0 '{"job":"report","paused":false,"changed":false}'
 lc --store "$URL" jobs
 [[ $rc == 0 && $out == *$'\n'"report "*" no "* ]] || fail "jobs after resume: report not shown as resumed: $out"
 
+# Every job at once: each known job paused (one call each), then each resumed.
+lc --store "$URL" pause --all
+expect "pause --all" 0 'job cleanup paused
+job report paused
+2 jobs paused (2 just now): no claim of any wins on any instance until `leasectl resume --all`. A job the store first hears of after this is not paused'
+[[ $("$SEED" "$URL" claim cleanup) == paused ]] || fail "an instance's claim of cleanup was not refused after pause --all"
+lc --store "$URL" resume --all --json
+expect "resume --all --json" 0 '[
+ {"job":"cleanup","paused":false,"changed":true},
+ {"job":"report","paused":false,"changed":true}
+]'
+lc --store "$URL" resume --all
+expect "resume --all again" 0 'no job in the store is paused: nothing changed'
+lc --store "$URL" pause report --all
+expect_err "pause JOB --all" 2 "give JOB or --all, not both"
+
 # Trigger: one request (a second one is the same), claimed by exactly one
 # instance as a manual run, which its history shows.
 if has trigger; then

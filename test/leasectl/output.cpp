@@ -307,3 +307,34 @@ TEST_CASE("purge: refused with who still has the job or which run holds a lease,
   CHECK(r.code == leasectl::refused);
   CHECK_THAT(r.out, Catch::StartsWith(R"({"job":"report","outcome":"running","run":{"job":"report")"));
 }
+
+TEST_CASE("pause --all pauses every job the store knows, resume --all every paused one, each said", "[leasectl]") {
+  seeded s;  // report is paused already; cleanup is not
+  s.store.trigger("only-triggered");  // known to the store, never ran
+  const auto spec = leasectl::parse_store_url("jobs.db");
+  leasectl::command c{leasectl::verb::pause, "", 20, false};
+  c.all = true;
+  auto r = leasectl::run(s.store, c, spec);
+  CHECK(r.code == leasectl::ok);
+  CHECK(r.out ==
+        "job cleanup paused\n"
+        "job only-triggered paused\n"
+        "job report was already paused\n"
+        "3 jobs paused (2 just now): no claim of any wins on any instance until `leasectl resume --all`. A job the "
+        "store first hears of after this is not paused\n");
+  CHECK(s.store.paused("cleanup"));
+  CHECK(s.store.paused("only-triggered"));
+  c.what = leasectl::verb::resume;
+  c.json = true;
+  r = leasectl::run(s.store, c, spec);
+  CHECK(r.out ==
+        "[\n"
+        " {\"job\":\"cleanup\",\"paused\":false,\"changed\":true},\n"
+        " {\"job\":\"only-triggered\",\"paused\":false,\"changed\":true},\n"
+        " {\"job\":\"report\",\"paused\":false,\"changed\":true}\n"
+        "]\n");
+  for (const auto& j : s.store.list_jobs()) CHECK_FALSE(j.paused);
+  c.json = false;
+  r = leasectl::run(s.store, c, spec);
+  CHECK(r.out == "no job in the store is paused: nothing changed\n");
+}

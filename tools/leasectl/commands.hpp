@@ -8,6 +8,8 @@
 #include <cstddef>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include <lease/store/concept.hpp>
 #include <lease/store/inspect.hpp>
@@ -31,6 +33,7 @@ struct command {
   std::chrono::milliseconds interval{1000};  ///< watch: between two reads
   std::size_t count = 0;                     ///< watch: stop after this many reads (0: never)
   std::chrono::seconds unseen_for{86'400};   ///< purge: no instance registered the job for this long
+  bool all = false;                          ///< pause, resume: every job the store knows instead of `job`
 };
 
 inline const char* kind_name(store_kind k) {
@@ -150,6 +153,59 @@ result purge(S& s, const command& c, const store_spec& spec) {
   return {refused, "", "leasectl: not purged\n"};
 }
 
+/// `leasectl pause --all` / `resume --all`: every job the store knows (its
+/// listing: jobs that ran, were paused or triggered, or that an instance
+/// registered) paused, or every paused one resumed — one store call per job,
+/// in name order. Not one atomic step: a job the store first hears of after
+/// the listing is not paused, and a store that fails halfway leaves the jobs
+/// before the failure done (the error says so; run it again).
+template <class S>
+result pause_all(S& s, const command& c, const store_spec& spec) {
+  const bool pausing = c.what == verb::pause;
+  if constexpr (lease::InspectStore<S> && lease::PauseStore<S>) {
+    std::vector<std::pair<std::string, bool>> done;  // job, changed
+    for (const auto& j : s.list_jobs()) {
+      if (!pausing && !j.paused) continue;
+      try {
+        done.emplace_back(j.name, pausing ? s.pause(j.name) : s.resume(j.name));
+      } catch (const lease::store_error& e) {
+        std::string before;
+        for (const auto& [name, changed] : done) before += (before.empty() ? "" : ", ") + cell(name);
+        throw lease::store_error(e.code(), std::string(e.what()) + " — while " + (pausing ? "pausing" : "resuming") +
+                                               " job " + cell(j.name) + "; " +
+                                               (done.empty() ? "no job was " + std::string(pausing ? "paused" : "resumed")
+                                                             : "done before it: " + before) +
+                                               ". Run it again: a job already " + (pausing ? "paused" : "resumed") +
+                                               " is left as it is");
+      }
+    }
+    if (c.json) {
+      std::vector<std::string> items;
+      for (const auto& [name, changed] : done)
+        items.push_back(detail::json_object{}.text("job", name).boolean("paused", pausing).boolean("changed", changed).str());
+      return {ok, detail::array(items), ""};
+    }
+    std::string out;
+    std::size_t changed_n = 0;
+    for (const auto& [name, changed] : done) {
+      out += "job " + cell(name) + (changed ? (pausing ? " paused" : " resumed") : " was already paused") + "\n";
+      changed_n += changed ? 1 : 0;
+    }
+    const std::string n = std::to_string(done.size()) + (done.size() == 1 ? " job" : " jobs");
+    if (pausing)
+      out += done.empty() ? "the store knows no job: nothing was paused\n"
+                          : n + " paused (" + std::to_string(changed_n) + " just now): no claim of any wins on any instance "
+                            "until `leasectl resume --all`. A job the store first hears of after this is not paused\n";
+    else
+      out += done.empty() ? "no job in the store is paused: nothing changed\n"
+                          : n + " resumed: each job's next slot is claimed as usual; slots due while paused do not run\n";
+    return {ok, out, ""};
+  } else {
+    return cannot_do(spec, std::string(pausing ? "pause" : "resume") + " every job",
+                     "list_jobs and pause/resume (InspectStore, PauseStore)");
+  }
+}
+
 /// `leasectl watch [JOB]`: reads the store every c.interval and hands each
 /// change to print(line) as it is seen (watch.hpp says what a change is),
 /// until c.count reads were made (never, for 0: until the operator stops it).
@@ -201,6 +257,7 @@ result run(S& s, const command& c, const store_spec& spec) {
       }
     case verb::pause:
     case verb::resume:
+      if (c.all) return pause_all(s, c, spec);
       if constexpr (lease::PauseStore<S>) {
         const bool pausing = c.what == verb::pause;
         const bool changed = pausing ? s.pause(c.job) : s.resume(c.job);

@@ -2,8 +2,8 @@
 //
 //   leasectl --store URL jobs [--json]              every job the store holds state for, and its next slot
 //   leasectl --store URL runs JOB [--limit N]       a job's runs, newest slot first
-//   leasectl --store URL pause JOB                  no claim of JOB wins, on any instance
-//   leasectl --store URL resume JOB                 lifts the pause
+//   leasectl --store URL pause JOB | --all          no claim of JOB (of any job) wins, on any instance
+//   leasectl --store URL resume JOB | --all         lifts the pause (of every paused job)
 //   leasectl --store URL trigger JOB                one manual run of JOB now, by one instance
 //   leasectl --store URL watch [JOB]                one line per change, as it happens
 //   leasectl --store URL stop JOB                   pause JOB and hand over its runs in progress
@@ -67,9 +67,16 @@ int main(int argc, char** argv) {
   runs->add_option("JOB", c.job, "the job's name")->required();
   runs->add_option("--limit", c.limit, "at most this many runs")->capture_default_str()->check(CLI::Range(1, 1000000));
   auto* pause = app.add_subcommand("pause", "no claim of JOB wins on any instance until resume (runs in progress go on)");
-  pause->add_option("JOB", c.job, "the job's name")->required();
+  pause->add_option("JOB", c.job, "the job's name");
+  pause->add_flag("--all", c.all, "every job the store knows (one pause each; a job it first hears of later is not paused)");
   auto* resume = app.add_subcommand("resume", "lift a pause: the job's next slot is claimed as usual");
-  resume->add_option("JOB", c.job, "the job's name")->required();
+  resume->add_option("JOB", c.job, "the job's name");
+  resume->add_flag("--all", c.all, "every paused job");
+  for (auto* sub : {pause, resume})  // JOB or --all, not both, not neither
+    sub->callback([sub, &c] {
+      if (c.all == c.job.empty()) return;
+      throw CLI::ValidationError(sub->get_name(), c.all ? "give JOB or --all, not both" : "JOB or --all is required");
+    });
   auto* trigger = app.add_subcommand(
       "trigger", "one run of JOB now, outside its schedule, by exactly one instance that has it (subject to its overlap mode)");
   trigger->add_option("JOB", c.job, "the job's name")->required();
