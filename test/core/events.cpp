@@ -166,7 +166,7 @@ TEST_CASE("a watched run that used up its attempts is reported interrupted with 
   CHECK_FALSE(interrupted.takeover_latency);
 }
 
-TEST_CASE("an overlap skip carries its claim's round trip; a late burst counts the slots it skipped") {
+TEST_CASE("an overlap skip carries its claim's round trip, a late burst counts the slots it skipped") {
   cluster c{at(1s)};
   auto o = spec_options("api-1", 1);
   o.max_late = 600s;

@@ -254,7 +254,7 @@ TEST_CASE("Options either are rejected naming a broken option, or no time comput
   });
 }
 
-TEST_CASE("trigger_poll must be positive and at most 1 day; each refusal names it") {
+TEST_CASE("trigger_poll must be positive and at most 1 day, each refusal names it") {
   options o;
   REQUIRE(o.validated().trigger_poll == 1s);  // the default: one poll per instance per second (SQLite)
   o.trigger_poll = 0ms;  // would poll in a busy loop
@@ -267,7 +267,7 @@ TEST_CASE("trigger_poll must be positive and at most 1 day; each refusal names i
   REQUIRE_THROWS_WITH(o.validated(), Contains("trigger_poll must be at most 1 day"));
 }
 
-TEST_CASE("register_every must be at least 1 s and at most 1 day; each refusal names it") {
+TEST_CASE("register_every must be at least 1 s and at most 1 day, each refusal names it") {
   options o;
   REQUIRE(o.validated().register_every == 60s);  // the default: one registration per instance per minute
   o.register_every = 999ms;  // every instance would write to the store more than once a second, idle

@@ -113,7 +113,7 @@ TEST_CASE("Every one- and two-byte sequence decodes as UTF-8 exactly when the st
   }
 }
 
-TEST_CASE("Every scalar value round-trips through the decoder; surrogates and overlong forms do not decode") {
+TEST_CASE("Every scalar value round-trips through the decoder, surrogates and overlong forms do not decode") {
   for (char32_t c = 0; c <= 0x10ffff; ++c) {
     const std::string s = encode(c);
     const auto d = decode_utf8(s);

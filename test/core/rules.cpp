@@ -396,7 +396,7 @@ TEST_CASE("a paused job wins no new run: the claim is answered paused and nothin
   CHECK(c.claim(t0).outcome == claim_outcome::late);
 }
 
-TEST_CASE("after a resume the first claim that can win wins; the slots refused while paused stay not run") {
+TEST_CASE("after a resume the first claim that can win wins, the slots refused while paused stay not run") {
   cluster c;
   REQUIRE(c.store.pause("report"));
   CHECK(c.claim(t0).outcome == claim_outcome::paused);
@@ -514,7 +514,7 @@ TEST_CASE("list_runs gives the job's runs newest slot first, at most limit, and 
 
 // Trigger now (doc/store-rules.md, "Trigger now").
 
-TEST_CASE("a trigger asks for one manual run at the store's now; exactly one manual claim of it wins") {
+TEST_CASE("a trigger asks for one manual run at the store's now, exactly one manual claim of it wins") {
   cluster c;
   c.clock.advance(7s);
   const auto slot = c.store.trigger("report");  // a job that never ran can be triggered
@@ -613,7 +613,7 @@ TEST_CASE("a trigger of a paused job is answered paused and does not wait for th
   CHECK(c.claim(slot, "api-1", lease::claim_reason::manual).outcome == claim_outcome::none);
 }
 
-TEST_CASE("a trigger in a quarantine stays pending and runs once the quarantine ended; a loss forgets triggers") {
+TEST_CASE("a trigger in a quarantine stays pending and runs once the quarantine ended, a loss forgets triggers") {
   cluster c;
   const std::string job = "report";
   (void)c.store.trigger("report");
@@ -642,7 +642,7 @@ TEST_CASE("list_jobs shows a pending trigger and list_runs marks a manual run") 
 
 // Stop (a pause that hands over the runs in progress), registration and purge.
 
-TEST_CASE("stop pauses the job and hands over its runs in progress; they stay stopped until a resume") {
+TEST_CASE("stop pauses the job and hands over its runs in progress, they stay stopped until a resume") {
   cluster c;
   const auto won = c.claim(t0, "api-1");
   REQUIRE(won.outcome == claim_outcome::won);

@@ -285,7 +285,7 @@ TEST_CASE("a trigger by one store reaches another store's trigger listener, not 
   CHECK(watcher.listener_connects() == 0);
 }
 
-TEST_CASE("the trigger listener's connection killed: it reconnects and says 'poll once' (f(\"\")), and hears the next "
+TEST_CASE("the trigger listener's connection killed: it reconnects and says 'poll once' (an empty job name), and hears the next "
           "trigger") {
   lease::fake_clock clock{at(1'700'000'000'000)};
   const std::string schema = lease::testing::fresh_schema("tkill");

@@ -296,7 +296,7 @@ TEST_CASE("a backup whose check comes due with a newer slot lets the newer slot'
   CHECK(c.record(at(60s))->status == run_status::interrupted);
 }
 
-TEST_CASE("a backup re-checks a watched run every [1, 2] × heartbeat") {
+TEST_CASE("a backup re-checks a watched run every 1 to 2 × heartbeat") {
   three t(9, 50s);
   t.sim.run_for(60s + 40s);
   const auto& ops = t.sim.recorded().ops;

@@ -45,7 +45,7 @@ const lease::job_info* find(const std::vector<lease::job_info>& v, std::string_v
 
 // ---- Per-job settings ---------------------------------------------------------
 
-TEST_CASE("a job's own lease and heartbeat are used for its runs; intervals due together share one store call") {
+TEST_CASE("a job's own lease and heartbeat are used for its runs, intervals due together share one store call") {
   cluster c{at(1s)};
   auto& a = c.add(spec_options("api-2", 1));  // "report": the instance's lease 30 s, heartbeat 5 s
   a.s->add("ping", lease::every(60s), [](lease::run_context&) {}, job_options{.lease = 6s});  // heartbeat 1 s

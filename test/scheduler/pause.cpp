@@ -21,7 +21,7 @@ int started_at(cluster<>& c, time_point slot) {
 
 }  // namespace
 
-TEST_CASE("a job paused in the store starts on no instance; each says paused for each slot; after a resume the next slot runs once") {
+TEST_CASE("a job paused in the store starts on no instance, each says paused for each slot, after a resume the next slot runs once") {
   cluster c{at(1s)};
   auto& a = c.add(spec_options("api-1", 1));
   auto& b = c.add(spec_options("api-2", 2));
@@ -92,7 +92,7 @@ TEST_CASE("a run in progress when its job is paused goes on and its result is re
   CHECK(runner.count(event_kind::success) == 1);
 }
 
-TEST_CASE("a dead runner's run is not taken over while its job is paused; after a resume a backup takes it over") {
+TEST_CASE("a dead runner's run is not taken over while its job is paused, after a resume a backup takes it over") {
   cluster c{at(1s)};
   auto& a = c.add(spec_options("runner", 1), "report", 300s);
   auto& b = c.add(spec_options("backup", 2), "report", 300s);
@@ -121,7 +121,7 @@ TEST_CASE("a dead runner's run is not taken over while its job is paused; after 
 // holds on every instance; a resume asked to catch up runs the latest slot
 // missed while paused, once, on one instance — the default runs none.
 
-TEST_CASE("pause through one instance's API holds on every instance; resume without catch-up runs no missed slot") {
+TEST_CASE("pause through one instance's API holds on every instance, resume without catch-up runs no missed slot") {
   cluster c{at(1s)};
   auto& a = c.add(spec_options("api-1", 1));
   auto& b = c.add(spec_options("api-2", 2));
@@ -207,7 +207,7 @@ TEST_CASE("resume with catch-up does not run again a slot that ran before the pa
   CHECK(a.count(event_kind::catch_up) == 0);
 }
 
-TEST_CASE("resume with catch-up needs the job on the instance asked; pause and resume are refused after stop()") {
+TEST_CASE("resume with catch-up needs the job on the instance asked, pause and resume are refused after stop()") {
   cluster c{at(1s)};
   auto& a = c.add(spec_options("api-1", 1));
   a.s->start();

@@ -70,7 +70,7 @@ TEST_CASE("start() registers every job in one call: instance id, the cron expres
   expect("theirs", "custom schedule", "");
 }
 
-TEST_CASE("registration every register_every: last_seen keeps up, two instances each register; a job added at run time is registered at once") {
+TEST_CASE("registration every register_every: last_seen keeps up, two instances each register, a job added at run time is registered at once") {
   counted_cluster<> c{at(1s)};
   auto o1 = spec_options("api-1", 1);
   auto o2 = spec_options("api-2", 2);
@@ -116,7 +116,7 @@ TEST_CASE("idle, registration is the only store traffic: one call per instance p
   CHECK(c.store.total() - before == 20);  // and nothing else at all
 }
 
-TEST_CASE("a failed registration is a store_error event, retried at the next interval; claims go on meanwhile") {
+TEST_CASE("a failed registration is a store_error event, retried at the next interval, claims go on meanwhile") {
   counted_cluster<> c{at(1s)};
   auto o = spec_options("api-1", 1);
   o.register_every = 30s;
@@ -136,7 +136,7 @@ TEST_CASE("a failed registration is a store_error event, retried at the next int
   CHECK(c.registrations()[0].last_seen == at(91s));
 }
 
-TEST_CASE("purge: a job removed from every instance is purged once unseen for unseen_for; a job still registered is refused") {
+TEST_CASE("purge: a job removed from every instance is purged once unseen for unseen_for, a job still registered is refused") {
   counted_cluster<> c{at(1s)};
   auto& a = c.add(spec_options("api-1", 1), 24h);
   auto& b = c.add(spec_options("api-2", 2), 24h);

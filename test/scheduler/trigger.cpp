@@ -95,7 +95,7 @@ bool says(const lease::event& e, const std::string& words) { return e.message.fi
 
 }  // namespace
 
-TEST_CASE("trigger(): a manual run through an instance's API runs exactly once across 3 instances; the next slot still runs") {
+TEST_CASE("trigger(): a manual run through an instance's API runs exactly once across 3 instances, the next slot still runs") {
   tcluster<> c;
   for (int i = 0; i < 3; ++i) c.add(spec_options("api-" + std::to_string(i), i + 1));
   c.start_all();
@@ -152,7 +152,7 @@ TEST_CASE("a trigger from outside every instance is picked up by a pushing store
   CHECK(c.pending().empty());
 }
 
-TEST_CASE("a trigger from outside is picked up within trigger_poll on a store that cannot push; the poll is one call per instance per interval") {
+TEST_CASE("a trigger from outside is picked up within trigger_poll on a store that cannot push, the poll is one call per instance per interval") {
   tcluster<polled_store> c;
   for (int i = 0; i < 3; ++i) {
     auto o = spec_options("api-" + std::to_string(i), i + 1);
@@ -226,7 +226,7 @@ TEST_CASE("buffer_one mode: a trigger while a run is live runs once that run has
   CHECK(c.events_of(event_kind::skip).size() == waits.size());  // said once per instance, not at every re-claim
 }
 
-TEST_CASE("a paused job's trigger is not run; an event says the job is paused; the trigger is dropped") {
+TEST_CASE("a paused job's trigger is not run, an event says the job is paused, the trigger is dropped") {
   tcluster<> c;
   c.add(spec_options("api-1", 1));
   c.add(spec_options("api-2", 2));

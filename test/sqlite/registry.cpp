@@ -129,7 +129,7 @@ TEST_CASE("registrations of one store object are listed by another on the file b
   CHECK(rows(a, "lease_registrations") == 2);
 }
 
-TEST_CASE("stop by one store object hands over another's runs at once, keeping their leases; no attempt starts "
+TEST_CASE("stop by one store object hands over another's runs at once, keeping their leases, no attempt starts "
           "before the lease ends nor until the resume") {
   lease::testing::temp_dir dir;
   const std::string path = dir.file("jobs.db");

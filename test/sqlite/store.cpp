@@ -399,7 +399,7 @@ TEST_CASE("claim_many answers manual claims as claim does, in order") {
   CHECK(s.triggers(jobs).empty());
 }
 
-TEST_CASE("a manual run interrupts older live runs in replace mode but not a newer live run; expired ones of any slot") {
+TEST_CASE("a manual run interrupts older live runs in replace mode but not a newer live run, expired ones of any slot") {
   lease::testing::temp_dir dir;
   lease::fake_clock clock{t0};
   auto s = on_fake_clock(dir.file("jobs.db"), clock);
