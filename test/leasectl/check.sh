@@ -191,10 +191,21 @@ fi
 
 lc --store "$URL" runs nosuch
 expect_err "runs of a missing job" 4 "has no state for job 'nosuch'"
-if [[ $URL == *://* ]]; then  # another key prefix or schema: other instances' jobs, none here
-  lc --store "$URL" --namespace other jobs
-  expect "jobs in another namespace" 0 "NAME  SCHEDULE  NEXT SLOT  PAUSED  TRIGGERED  LAST SLOT  LAST STATUS  RUNNER  ATTEMPT  INSTANCES"
-fi
+case $URL in
+  redis://* | redis+cluster://*)  # another key prefix: other instances' jobs, none here
+    lc --store "$URL" --namespace other jobs
+    expect "jobs in another namespace" 0 "NAME  SCHEDULE  NEXT SLOT  PAUSED  TRIGGERED  LAST SLOT  LAST STATUS  RUNNER  ATTEMPT  INSTANCES" ;;
+  postgresql://* | postgres://*)
+    # Another schema: one no instance made is refused (exit 1, as a missing
+    # SQLite file), by reads and writes alike, and never created.
+    for cmd in jobs "pause report" "trigger report" "stop report" "purge report"; do
+      # shellcheck disable=SC2086  # cmd is words
+      lc --store "$URL" --namespace typo $cmd
+      expect_err "$cmd in a schema no instance made" 1 "PostgreSQL schema 'typo' has no lease tables .*: check the schema name \\(leasectl: --namespace, the instances' schema\\), or start an instance first"
+    done
+    n=$(psql -X -At -d "$URL" -c "SELECT count(*) FROM pg_namespace WHERE nspname = 'typo'" 2>&1)
+    [[ $n == 0 ]] || fail "leasectl --namespace typo: schema typo exists afterwards (count: $n)" ;;
+esac
 
 # Errors: a bad URL, usage errors, a missing file.
 lc --store "mysql://app:$secret@db1/jobs" jobs

@@ -52,6 +52,16 @@ int main(int argc, char** argv) {
       o.quarantine_new_file = false;
       lease::sqlite_store s{spec.target, std::move(o)};
       act(s);
+#if LEASECTL_WITH_POSTGRES
+    } else if (spec.kind == leasectl::store_kind::postgres) {
+      // The seed plays the instances: it creates the schema, which
+      // leasectl's own store (migrate = false) never does.
+      lease::postgres_options o;
+      o.conninfo = spec.target;
+      o.schema = leasectl::store_settings{}.ns;
+      lease::postgres_store s{std::move(o)};
+      act(s);
+#endif
     } else {
       leasectl::with_store(spec, {}, act);
     }

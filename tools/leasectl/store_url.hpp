@@ -6,7 +6,9 @@
 //   redis://[user:pass@]host[:port][/db]      redis_store on one server
 //   redis+cluster://[user:pass@]host[:port]   redis_store on a Redis Cluster, that node the seed
 //   postgres://… or postgresql://…            postgres_store (a libpq URI)
-//   postgres:key=value …                      postgres_store (a libpq key=value conninfo)
+//   postgres:key=value …                      postgres_store (a libpq key=value conninfo); the
+//                                             schema (--namespace) must exist and be current:
+//                                             leasectl never creates nor migrates one
 //
 // example/cluster_demo/stores.hpp does much the same for the demo; a tool
 // does not include an example, and this one also needs the cluster form,
@@ -223,6 +225,11 @@ decltype(auto) with_store(const store_spec& spec, [[maybe_unused]] const store_s
       lease::postgres_options o;
       o.conninfo = spec.target;
       o.schema = settings.ns;
+      // As for SQLite: an operator's look (or pause, trigger, stop, purge)
+      // must not create a store. A mistyped --namespace would otherwise
+      // leave a new, empty schema in the user's database, and an older
+      // schema would be migrated under the instances by a tool.
+      o.migrate = false;
       lease::postgres_store s{std::move(o)};
       return f(s);
 #else

@@ -18,7 +18,9 @@
 //
 // The schema (tables and functions in a schema of its own, default "lease")
 // is created or migrated at the first connection, under an advisory lock, so
-// many instances starting at once migrate once (schema.hpp).
+// many instances starting at once migrate once (schema.hpp); a store opened
+// with postgres_options::migrate = false (leasectl) creates and migrates
+// nothing, and refuses a missing or older schema with a sentence instead.
 //
 // Loss of state (a failover to a standby that lacked the last writes, a
 // restored backup, the schema dropped) is detected, not believed, the way
@@ -87,8 +89,19 @@ struct postgres_options {
   /// host, port, dbname, user, sslmode, target_session_attrs, service).
   std::string conninfo = "postgresql:///postgres";
   /// The schema holding the store's tables and functions: letters, digits
-  /// and '_', at most 50 bytes, not starting with a digit. Created if missing.
+  /// and '_', at most 50 bytes, not starting with a digit. Created if
+  /// missing (unless `migrate` is false).
   std::string schema = "lease";
+  /// True (the default, for instances): the first connection creates the
+  /// schema and its tables if missing and upgrades an older layout.
+  /// False: it changes nothing, and a schema without lease tables (a typo in
+  /// its name; no instance has started yet) or of an older version is an
+  /// error (postgres_errc::schema_missing, schema_outdated; both unavailable:
+  /// the store works once an instance that migrates has made the schema
+  /// current) whose message names the schema, and the versions. For tools
+  /// that look at the instances' store (leasectl: a mistyped --namespace
+  /// must not leave an empty schema behind), and for roles without CREATE.
+  bool migrate = true;
   std::chrono::milliseconds connect_timeout{2000};
   /// Longest wait for one answer; past it the connection is dropped and the
   /// operation fails (unavailable, or resolved by reading back for a claim,
@@ -669,7 +682,13 @@ class postgres_store {
       q.text(detail::postgres::in_schema("@.lease_schema_version", s_->schema));
       auto r = c.exec_params("SELECT (to_regclass($1::text) IS NOT NULL)::int4", q, "looking for the schema");
       std::string ver = "0";
-      if (detail::postgres::row{r.get(), 0}.i32(0, "migration") == 0) {
+      const bool exists = detail::postgres::row{r.get(), 0}.i32(0, "migration") != 0;
+      if (!exists && !s_->opts.migrate)
+        detail::postgres::raise(postgres_errc::schema_missing,
+                                "PostgreSQL schema '" + s_->schema + "' has no lease tables (postgres at " + where() +
+                                    "): check the schema name (leasectl: --namespace, the instances' schema), or "
+                                    "start an instance first; this store creates nothing (migrate = false)");
+      if (!exists) {
         c.exec_simple(detail::postgres::in_schema(detail::postgres::create_v1, s_->schema), "creating the schema");
         ver = "1";
       } else {
@@ -677,6 +696,16 @@ class postgres_store {
                                "reading the schema version");
         ver = PQntuples(v.get()) == 1 && PQgetisnull(v.get(), 0, 0) == 0 ? PQgetvalue(v.get(), 0, 0) : "";
       }
+      // An older layout that this store may not upgrade: say so, change nothing.
+      bool older = false;
+      for (int v = 1; v < detail::postgres::schema_version; ++v) older = older || ver == std::to_string(v);
+      if (!s_->opts.migrate && older)
+        detail::postgres::raise(postgres_errc::schema_outdated,
+                                "PostgreSQL schema '" + s_->schema + "' holds lease tables of version " + ver +
+                                    " (postgres at " + where() + "); this lease needs version " +
+                                    std::to_string(detail::postgres::schema_version) +
+                                    " and migrates nothing here (migrate = false): upgrade the schema by starting "
+                                    "an upgraded instance, then retry");
       // Each step takes the layout one version up, in this transaction.
       if (ver == "1") {
         c.exec_simple(detail::postgres::in_schema(detail::postgres::upgrade_to_v2, s_->schema), "migrating to version 2");

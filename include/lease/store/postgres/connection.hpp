@@ -194,7 +194,8 @@ class connection {
     }
     const auto now = std::chrono::steady_clock::now();
     if (now < retry_at_)
-      raise(postgres_errc::backing_off, "postgres at " + where_ + ": the last connect failed (" + last_failure_ +
+      raise(postgres_errc::backing_off, "postgres at " + where_ + ": the last connect failed (" +
+                                            readable(last_failure_, 300) +
                                             "); retrying after a backoff");
     const std::string timeout =
         std::to_string(std::max<std::int64_t>(2, (s_.connect_timeout.count() + 999) / 1000));
@@ -203,7 +204,10 @@ class connection {
     ++round_trips_;
     conn_ptr c{PQconnectdbParams(keys, vals, /*expand_dbname=*/1)};
     if (!c || PQstatus(c.get()) != CONNECTION_OK) {
-      last_failure_ = c ? lease::detail::printable(trimmed(PQerrorMessage(c.get())), 300) : "out of memory";
+      // Kept as libpq wrote it: made readable() once, where it is shown
+      // (raise() below; the backoff message above). Escaping it here too
+      // showed every quote of libpq's message as \\\" (escaped twice).
+      last_failure_ = c ? trimmed(PQerrorMessage(c.get())) : "out of memory";
       backoff_ = backoff_.count() == 0 ? s_.backoff_min : std::min(backoff_ * 2, s_.backoff_max);
       retry_at_ = now + backoff_;
       const bool auth = last_failure_.find("password authentication failed") != std::string::npos ||
@@ -289,7 +293,7 @@ class connection {
       c_.reset();
       return transport_error(make_error_code(postgres_errc::connection_lost),
                              std::string(message_prefix) + "postgres at " + where_ + ": " + std::string(what) + ": " +
-                                 why + ": " + lease::detail::printable(msg, 300),
+                                 why + ": " + readable(msg, 300),
                              sent);
     };
     if (PQsetnonblocking(c, 1) != 0 || PQenterPipelineMode(c) != 1) throw broken("cannot enter pipeline mode", false);
@@ -379,13 +383,13 @@ class connection {
       // The request was sent and the connection died before a clean answer
       // (a restart, 57P01, a cut): it may have been applied.
       throw transport_error(make_error_code(code == postgres_errc::server_error ? postgres_errc::connection_lost : code),
-                            std::string(message_prefix) + text + ": " + lease::detail::printable(msg, 400), true);
+                            std::string(message_prefix) + text + ": " + readable(msg, 400), true);
     }
     if (broken) throw transport_error(make_error_code(postgres_errc::connection_lost),
-                                      std::string(message_prefix) + text + ": " + lease::detail::printable(msg, 400), false);
+                                      std::string(message_prefix) + text + ": " + readable(msg, 400), false);
     if (state == nullptr) raise(code, text, msg);
     throw sql_error(make_error_code(code),
-                    std::string(message_prefix) + text + ": " + lease::detail::printable(msg, 400), state);
+                    std::string(message_prefix) + text + ": " + readable(msg, 400), state);
   }
 
   /// Notifications received on this connection (LISTEN), in order, each as
@@ -421,7 +425,7 @@ class connection {
       c_.reset();
       throw transport_error(make_error_code(postgres_errc::connection_lost),
                             std::string(message_prefix) + "postgres at " + where_ + ": " + std::string(what) +
-                                ": cannot send: " + lease::detail::printable(msg, 300),
+                                ": cannot send: " + readable(msg, 300),
                             false);
     }
     const auto deadline = std::chrono::steady_clock::now() + s_.command_timeout;
@@ -455,7 +459,7 @@ class connection {
         throw transport_error(make_error_code(postgres_errc::connection_lost),
                               std::string(message_prefix) + "postgres at " + where_ + ": " + std::string(what) +
                                   ": the connection broke after the request was sent: " +
-                                  lease::detail::printable(msg, 300),
+                                  readable(msg, 300),
                               true);
       }
     }

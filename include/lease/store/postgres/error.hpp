@@ -7,6 +7,7 @@
 // says what the caller should do. The SQLSTATE itself is in the message.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -34,6 +35,8 @@ enum class postgres_errc {
   schema_version,      ///< the schema holds a version this library does not know
   bad_reply,           ///< a reply of unexpected shape, or a stored value lease did not write
   server_error,        ///< any other server error
+  schema_missing,      ///< no lease tables in the schema, and the store may not create them (migrate = false)
+  schema_outdated,     ///< an older layout the store may not migrate (migrate = false)
 };
 
 namespace detail::postgres {
@@ -59,6 +62,8 @@ class category_impl final : public std::error_category {
       case postgres_errc::schema_version: return "unknown lease schema version";
       case postgres_errc::bad_reply: return "unexpected reply or stored value";
       case postgres_errc::server_error: return "postgres error";
+      case postgres_errc::schema_missing: return "no lease schema (this store creates none)";
+      case postgres_errc::schema_outdated: return "an older lease schema (this store migrates none)";
     }
     return "unknown postgres error";
   }
@@ -71,6 +76,9 @@ class category_impl final : public std::error_category {
       case postgres_errc::schema_version:
       case postgres_errc::bad_reply:
       case postgres_errc::server_error: return errc::corrupt;
+      // schema_missing, schema_outdated: unavailable too. Nothing was
+      // changed, and the store works once an instance that migrates has
+      // created or upgraded the schema; a wrong schema name is said in the message.
       default: return errc::unavailable;  // transient: reconnect / retry with backoff
     }
   }
@@ -151,13 +159,31 @@ class sql_error : public store_error {
   std::string sqlstate_;
 };
 
+/// A message of libpq's or the server's as it wrote it, made safe to show
+/// on one line: printable()'s escapes for control characters, bytes that
+/// are not UTF-8 and characters that reorder text, but quotes and
+/// backslashes as they are (`connection to server at "127.0.0.1"`, not
+/// `\"127.0.0.1\"`): it goes into an exception's text, not into JSON
+/// (a JSON writer escapes it there). Applied once, where the message is shown.
+[[nodiscard]] inline std::string readable(std::string_view s, std::size_t max_bytes) {
+  const std::string p = lease::detail::printable(s, max_bytes);
+  std::string out;
+  out.reserve(p.size());
+  for (std::size_t i = 0; i < p.size(); ++i) {
+    // Every backslash of printable's output starts an escape: undo only \\ and \".
+    if (p[i] == '\\' && i + 1 < p.size() && (p[i + 1] == '\\' || p[i + 1] == '"')) ++i;
+    out += p[i];
+  }
+  return out;
+}
+
 /// Throws the store_error for `code` with `what` (our text: which operation,
 /// which server, already redacted) and `detail` (libpq's or the server's
-/// message, made printable).
+/// message as it is: readable() makes it safe to show).
 [[noreturn]] inline void raise(postgres_errc code, std::string_view what, std::string_view detail = {}) {
   std::string msg{message_prefix};
   msg.append(without_prefix(what));
-  if (!detail.empty()) msg.append(": ").append(lease::detail::printable(without_prefix(detail), 400));
+  if (!detail.empty()) msg.append(": ").append(readable(without_prefix(detail), 400));
   throw store_error(make_error_code(code), msg);
 }
 
