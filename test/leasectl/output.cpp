@@ -338,3 +338,34 @@ TEST_CASE("pause --all pauses every job the store knows, resume --all every paus
   r = leasectl::run(s.store, c, spec);
   CHECK(r.out == "no job in the store is paused: nothing changed\n");
 }
+
+namespace {
+
+/// Another operator's `leasectl resume` lands between resume --all's listing
+/// and its own resume of each job: every resume() finds the job not paused.
+struct resumed_meanwhile : lease::memory_store<lease::fake_clock> {
+  using lease::memory_store<lease::fake_clock>::memory_store;
+  bool resume(std::string_view job) {
+    (void)lease::memory_store<lease::fake_clock>::resume(job);  // the other operator's
+    return lease::memory_store<lease::fake_clock>::resume(job);  // ours: nothing left to lift
+  }
+};
+
+}  // namespace
+
+TEST_CASE("resume --all says that a job resumed by someone else meanwhile was not paused, not that it was paused",
+          "[leasectl]") {
+  lease::fake_clock clock{sys_days{2026y / 11 / 29} + 6h + 2min};
+  resumed_meanwhile store{clock};
+  leasectl_test::seed(store);
+  store.pause("report");
+  const auto spec = leasectl::parse_store_url("jobs.db");
+  leasectl::command c{leasectl::verb::resume, "", 20, false};
+  c.all = true;
+  const auto r = leasectl::run(store, c, spec);
+  CHECK(r.code == leasectl::ok);
+  CHECK(r.out ==
+        "job report was not paused any more: nothing changed\n"
+        "1 job resumed: each job's next slot is claimed as usual; slots due while paused do not run\n");
+  CHECK_FALSE(store.paused("report"));
+}

@@ -188,7 +188,11 @@ result pause_all(S& s, const command& c, const store_spec& spec) {
     std::string out;
     std::size_t changed_n = 0;
     for (const auto& [name, changed] : done) {
-      out += "job " + cell(name) + (changed ? (pausing ? " paused" : " resumed") : " was already paused") + "\n";
+      out += "job " + cell(name) +
+             (changed    ? (pausing ? " paused" : " resumed")
+              : pausing  ? " was already paused"
+                         : " was not paused any more: nothing changed") +  // resumed by someone else since the listing
+             "\n";
       changed_n += changed ? 1 : 0;
     }
     const std::string n = std::to_string(done.size()) + (done.size() == 1 ? " job" : " jobs");
