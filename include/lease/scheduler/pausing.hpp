@@ -125,7 +125,8 @@ void scheduler<S, C, E, P>::catch_up_after_resume(std::uint32_t j) {
   if (!(now - latest < jb.cfg.catch_up)) {
     emit(event_kind::late, {jb.name, latest}, 0, 0,
          "resumed with catch-up, but the latest slot of job " + jb.name + " (" + detail::fmt(latest) +
-             ") is older than its catch_up (" + detail::fmt(jb.cfg.catch_up) + "): nothing is caught up; the next slot runs as usual");
+             ") is older than its catch_up (" + detail::fmt(jb.cfg.catch_up) +
+             "), so it is not claimed now (if it did not run before the pause, it stays not run); the next slot runs as usual");
     return;
   }
   const run_key run{jb.name, latest};
