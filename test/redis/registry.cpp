@@ -56,13 +56,6 @@ claim_request request(std::string job, time_point slot, std::string token,
   return r;
 }
 
-/// Polls `pred` every 10 ms for up to 10 s: a bounded wait for a push from the server.
-template <class Pred>
-bool wait_for(Pred pred) {
-  for (int i = 0; i < 1000 && !pred(); ++i) std::this_thread::sleep_for(10ms);
-  return pred();
-}
-
 bool mentions_loss(const std::vector<std::string>& notices) {
   return std::any_of(notices.begin(), notices.end(),
                      [](const std::string& n) { return n.find("lost its state") != std::string::npos; });
@@ -182,7 +175,7 @@ TEST_CASE("redis: stop on the server's clock hands the runs over keeping their l
   });
   const std::string job = "stop 'me' \"\0\""s;
   (void)watcher.unfinished(job);  // the listener hears the jobs its store asked about
-  REQUIRE(wait_for([&] { return watcher.listener_channels() >= 1; }));
+  REQUIRE(lease::testing::wait_for([&] { return watcher.listener_channels() >= 1; }));
   const time_point slot = runner.now();
   const auto one = runner.claim(request(job, slot, "t1"));
   REQUIRE(one.outcome == claim_outcome::won);
@@ -193,7 +186,7 @@ TEST_CASE("redis: stop on the server's clock hands the runs over keeping their l
 
   CHECK(op.stop(job) == 2);  // t1 and t3; t2 had finished
   CHECK(op.paused(job));
-  CHECK(wait_for([&] {
+  CHECK(lease::testing::wait_for([&] {
     std::scoped_lock lock(m);
     return std::count(heard.begin(), heard.end(), job) >= 1;
   }));
