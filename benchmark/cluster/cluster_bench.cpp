@@ -274,11 +274,22 @@ struct sweep_result {
   bool stop_missing = false;
 };
 
+/// A sweep's handler time, and the pool threads of each instance for S jobs
+/// every second: each instance runs about a third of the S handlers of
+/// sweep_work_ms each per second, so it needs S × work / 3 / 1000 threads
+/// busy on average; twice that, at least 32. With a fixed 32 threads, 10,000
+/// jobs of 10 ms would need 100 thread-seconds per second from 96: the pool's
+/// queue, not the scheduler or the store, would miss the slots (as overlap
+/// skips of runs still queued).
+constexpr int sweep_work_ms = 10;
+constexpr int sweep_threads(int jobs) { return std::max(32, (2 * jobs * sweep_work_ms + 2999) / 3000); }
+
 sweep_result sweep_one(const backend& b, const config& c, int jobs, const std::filesystem::path& dir) {
   sweep_result r;
   r.jobs = jobs;
   auto f = make_fleet(b, dir / ("sweep-" + std::to_string(jobs)), "sweep",
-                      {"--jobs", std::to_string(jobs), "--work", "10"});
+                      {"--jobs", std::to_string(jobs), "--work", std::to_string(sweep_work_ms), "--threads",
+                       std::to_string(sweep_threads(jobs))});
   const auto now_ms = [] { return lease::system_clock{}.now().time_since_epoch().count(); };
   // The window: from the second slot after a fresh store's wait (one lease,
   // 3 s in sweep mode) is over, for --sweep-seconds slots; stop 150 ms
@@ -377,8 +388,10 @@ void sweep(const backend& b, const config& c, const std::filesystem::path& dir) 
     std::fprintf(stderr, "sweep S=%d ...\n", s);
     rs.push_back(sweep_one(b, c, s, dir));
   }
-  std::printf("e. sweep: S jobs every 1 s over 3 instances (handlers 10 ms, 32 pool threads each), %d s each; "
+  std::printf("e. sweep: S jobs every 1 s over 3 instances (handlers %d ms; pool threads per instance: twice the "
+              "average busy, at least 32: %d at S = %d), %d s each; "
               "slots audited: %d s from the 2nd slot after start (the last 2 s before stop() not counted)\n",
+              sweep_work_ms, sweep_threads(c.sweep.empty() ? 0 : c.sweep.back()), c.sweep.empty() ? 0 : c.sweep.back(),
               c.sweep_seconds, c.sweep_seconds - 1);
   std::printf("   %-6s | %-22s | %-6s | %-7s | %-13s | %-10s | %-16s | %-22s | %s\n", "S", "slot-runs exactly once",
               "twice+", "missed", "lag p50 / p99", "trips/fire", "script cmds/fire", "CPU per 1k fires",
