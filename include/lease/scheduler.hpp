@@ -529,6 +529,7 @@ class scheduler {
     steady_point sent{};
   };
   std::vector<batched_claim> claim_batch_;
+  std::vector<claim_request> claim_requests_spare_;  // flush_claims' array, kept between turns (empty)
   /// At most this many claims in one round trip: a loop far behind still
   /// sends its first claims without waiting for every due timer.
   static constexpr std::size_t max_claim_batch = 256;
