@@ -34,13 +34,13 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -48,6 +48,7 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include "lease/detail/string_hash.hpp"
 #include "lease/store/concept.hpp"
 #include "lease/store/redis/connection.hpp"
 #include "lease/store/redis/handle.hpp"
@@ -429,8 +430,8 @@ class release_subscriber {
   clock::time_point map_next_try_{};
   // Shared with the store's thread, under m_:
   std::mutex m_;
-  std::map<std::string, std::string, std::less<>> jobs_;        // job -> channel
-  std::map<std::string, std::string, std::less<>> by_channel_;  // channel -> job
+  std::unordered_map<std::string, std::string, string_hash, std::equal_to<>> jobs_;        // job -> channel
+  std::unordered_map<std::string, std::string, string_hash, std::equal_to<>> by_channel_;  // channel -> job
   std::vector<std::string> fresh_;                              // channels of jobs watched since the last turn
   std::atomic<bool> stop_{false};
   std::atomic<std::uint64_t> connects_{0};

@@ -49,8 +49,10 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
+#include "lease/detail/string_hash.hpp"
 #include "lease/time.hpp"
 #include "lease/token.hpp"
 #include "lease/store/redis/connection.hpp"
@@ -65,7 +67,7 @@ struct watch {
   std::string marker;                    ///< the marker id last seen; "" before the first connect
   std::map<std::string, std::string, std::less<>> run_ids;  ///< per node ("host:port"): its run_id at the last connect
   std::optional<std::int64_t> lost_at;   ///< the store-wide quarantine start (ms), if any
-  std::map<std::string, std::uint64_t, std::less<>> fences;  ///< highest fence seen, per job
+  std::unordered_map<std::string, std::uint64_t, string_hash, std::equal_to<>> fences;  ///< highest fence seen, per job
   std::vector<std::string> notices;      ///< for take_notices()
   std::set<std::string, std::less<>> told;  ///< nodes whose settings were told
   std::mt19937_64 rng{std::random_device{}()};
