@@ -199,7 +199,8 @@ inline constexpr std::string_view claim_lua =
     "  elseif now > tonumber(ARGV[8]) + 10000 then return {3, now, detected} end\n"
     "  if nslot > now + 1000 then return {7, now, detected} end\n"
     "end\n"
-    "local newer = idx[2] and tonumber(idx[2]) > nslot\n"
+    "local newest = idx[2] and tonumber(idx[2])\n"
+    "local newer = newest and newest > nslot\n"
     // A manual run may be older than runs of the schedule: never superseded.
     "if not r and newer and not manual then return {4, now, detected} end\n"
     // From here the claim writes. Changes are collected in `writes` (one
@@ -238,7 +239,9 @@ inline constexpr std::string_view claim_lua =
     "  return {outcome, now, detected, slot, r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9] or 0}\n"
     "end\n"
     // No state: overlap, quarantine, or a new run.
-    "local overlap, history, retain = tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11])\n"
+    // (overlap is compared as the client's digit: each tonumber() of a string
+    // costs the server two strtod calls.)
+    "local overlap, history = ARGV[9], tonumber(ARGV[10])\n"
     "local others = {unpack(idx[3])}\n"
     "local recs = {}\n"
     "if #others > 0 then\n"
@@ -253,11 +256,11 @@ inline constexpr std::string_view claim_lua =
     "      recs[i] = o\n"
     "    end\n"
     "  end\n"
-    "  if overlap == 0 or overlap == 2 then\n"
+    "  if overlap == '0' or overlap == '2' then\n"
     "    for i = #others, 1, -1 do\n"
     "      local o = recs[i]\n"
     "      if o and o[5] == 0 and now < o[6] then\n"
-    "        if pending and overlap == 0 then redis.call('HDEL', KEYS[1], 't') end\n"
+    "        if pending and overlap == '0' then redis.call('HDEL', KEYS[1], 't') end\n"
     "        return {2, now, detected, others[i], o[1], o[2], o[3], o[4], o[5], o[6], o[7], o[8], o[9] or 0}\n"
     "      end\n"
     "    end\n"
@@ -277,10 +280,10 @@ inline constexpr std::string_view claim_lua =
     // it); in replace mode also the OLDER live ones.
     "for i, s in ipairs(others) do\n"
     "  local o = recs[i]\n"
-    "  if o and o[5] == 0 and (not (now < o[6]) or (overlap == 3 and tonumber(s) < nslot)) then end_run(s, o, 3) end\n"
+    "  if o and o[5] == 0 and (not (now < o[6]) or (overlap == '3' and tonumber(s) < nslot)) then end_run(s, o, 3) end\n"
     "end\n"
     // The newest slot only grows; the running slots stay oldest first.
-    "if not idx[2] or tonumber(idx[2]) < nslot then idx[2] = slot end\n"
+    "if not newest or newest < nslot then idx[2] = slot end\n"
     "local running = idx[3]\n"
     "local at = #running + 1\n"
     "while at > 1 and tonumber(running[at - 1]) > nslot do at = at - 1 end\n"
@@ -291,7 +294,7 @@ inline constexpr std::string_view claim_lua =
     // Prune: the oldest ended runs beyond the newest `history`, but only those
     // no new claim can still ask for (now > slot + retain + 10 s).
     "if idx[4] > history then\n"
-    "  local cutoff = string.format('%.0f', now - retain - 10000)\n"
+    "  local cutoff = string.format('%.0f', now - tonumber(ARGV[11]) - 10000)\n"
     "  local victims = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', '(' .. cutoff, 'LIMIT', 0, idx[4] - history)\n"
     // Never the run at a still pending trigger's slot: it answers that
     // trigger (rules::prune); deleting it would let the trigger start a
