@@ -185,6 +185,40 @@ TEST_CASE("a claim of an instance that saw the job detects its lost state by its
   CHECK(has(a.take_notices(), "found its fence counter below fence 1700000000000 seen before"));
 }
 
+// As a promoted replica that lagged, or a restore from an older snapshot,
+// leaves it: the slot's run is there, but older than the fence this handle
+// saw. The claim script answers such a run without reading the job index
+// only when the known fence is at most the run's own.
+TEST_CASE("a job's hash rolled back to an older copy is detected by a claim of a slot that copy still holds") {
+  lease::testing::redis_server srv;
+  lease::fake_clock clock{at(1'700'000'000'000)};
+  const std::string prefix = lease::testing::fresh_prefix("rollback");
+  auto a = store_on(srv.url(), prefix, clock);
+  auto b = store_on(srv.url(), prefix, clock);
+  const run_key first{"report", clock.now()};
+  REQUIRE(a.claim(request("report", first.slot, "a1")).outcome == claim_outcome::won);
+  REQUIRE(a.finish(first, "a1", lease::run_status::success));
+  auto keys = lease::detail::redis::keys_for(prefix, "report");
+  auto dump = srv.command({"DUMP", keys.runs});
+  REQUIRE(dump->type == REDIS_REPLY_STRING);
+  const std::string copy(dump->str, dump->len);
+  clock.advance(1s);
+  auto second = a.claim(request("report", first.slot + 1s, "a2"));
+  REQUIRE(second.outcome == claim_outcome::won);
+  REQUIRE(srv.command({"RESTORE", keys.runs, "0", copy, "REPLACE"})->type == REDIS_REPLY_STATUS);
+
+  // The copy holds the first slot finished, and a fence counter below the
+  // second slot's fence, which a saw: a's claim of the first slot notices.
+  auto res = a.claim(request("report", first.slot, "a3"));
+  CHECK(res.outcome == claim_outcome::finished);
+  CHECK(has(a.take_notices(), "found its fence counter below fence " + std::to_string(second.record.fence)));
+  // Recorded in the job's hash: b, which never saw the job, does not start
+  // the second slot a second time (the copy forgot a2).
+  auto again = b.claim(request("report", first.slot + 1s, "b1"));
+  CHECK(again.outcome == claim_outcome::quarantined);
+  CHECK(again.record.lease_end == clock.now() + 30s);
+}
+
 TEST_CASE("keys evicted under allkeys-lru are detected as a loss") {
   lease::testing::redis_server srv;
   lease::fake_clock clock{at(1'700'000'000'000)};

@@ -88,8 +88,6 @@ inline constexpr std::size_t script_count = 16;
   "end\n"
 #define LEASE_REDIS_LUA_CURRENT                                                                    \
   "local function current(r, token) return r[5] == 0 and r[7] == 0 and r[2] == token end\n"
-#define LEASE_REDIS_LUA_DROP                                                                       \
-  "local function drop(list, s) for i = #list, 1, -1 do if list[i] == s then table.remove(list, i) end end end\n"
 #define LEASE_REDIS_LUA_RECORD                                                                     \
   "local function record(out, slot, r)\n"                                                          \
   "  out[#out + 1] = slot\n"                                                                       \
@@ -109,10 +107,22 @@ inline constexpr std::size_t script_count = 16;
 // keeps one closure, end_run, on the paths that write): Lua creates a
 // closure each time a `local function` statement runs, and on these hot
 // paths that was a measurable share of the server's time per call.
+// (Arithmetic converts TIME's strings: tonumber() would parse each twice.)
 #define LEASE_REDIS_LUA_INLINE_NOW                                                                 \
   "local now\n"                                                                                    \
   "if ARGV[1] ~= '' then now = tonumber(ARGV[1]) else\n"                                           \
-  "  local t = redis.call('TIME'); now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n" \
+  "  local t = redis.call('TIME'); now = t[1] * 1000 + math.floor(t[2] / 1000)\n"                 \
+  "end\n"
+// idx: the job index's stored value, or nil; decoded in place.
+#define LEASE_REDIS_LUA_INLINE_INDEX                                                               \
+  "if idx then\n"                                                                                  \
+  "  local ok\n"                                                                                   \
+  "  ok, idx = pcall(cmsgpack.unpack, idx)\n"                                                      \
+  "  if not ok or type(idx) ~= 'table' or #idx ~= 4 or type(idx[3]) ~= 'table' then\n"             \
+  "    error({err = 'LEASECORRUPT the job index in ' .. KEYS[1] .. ' is not lease data'})\n"      \
+  "  end\n"                                                                                        \
+  "else\n"                                                                                         \
+  "  idx = {0, false, {}, 0}\n"                                                                    \
   "end\n"
 #define LEASE_REDIS_LUA_INLINE_REC                                                                 \
   "if r then\n"                                                                                    \
@@ -133,19 +143,22 @@ inline constexpr std::size_t script_count = 16;
 inline constexpr std::string_view claim_lua =
     "#!lua\n"
     "local slot = ARGV[2]\n"
-    "local got = redis.call('HMGET', KEYS[1], slot, 'i', 'q', 'p', 't', 'x')\n"
+    "local got = redis.call('HMGET', KEYS[1], slot, 'i', 'q', 'p', 't')\n"
     "local r = got[1]\n" LEASE_REDIS_LUA_INLINE_REC LEASE_REDIS_LUA_INLINE_NOW
-    // The job index: fence counter, newest slot, running slots, ended count.
-    "local idx = got[2]\n"
-    "if idx then\n"
-    "  local ok\n"
-    "  ok, idx = pcall(cmsgpack.unpack, idx)\n"
-    "  if not ok or type(idx) ~= 'table' or #idx ~= 4 or type(idx[3]) ~= 'table' then\n"
-    "    error({err = 'LEASECORRUPT the job index in ' .. KEYS[1] .. ' is not lease data'})\n"
-    "  end\n"
-    "else\n"
-    "  idx = {0, false, {}, 0}\n"
+    "local known = tonumber(ARGV[12])\n"
+    // The claims that lose to a run with state (finished, or running and
+    // live: two of every three instances' claims of a slot, and the backups'
+    // re-checks) answer here, before the job index is decoded: a run's fence
+    // is at most the job's fence counter (both live in this hash, and the
+    // counter never goes back but by a purge, which deletes the runs too),
+    // so a known fence at most the run's cannot show a loss, and these
+    // answers need nothing else of the index.
+    "if r and known <= r[3] and (r[5] ~= 0 or now < r[6]) then\n"
+    "  if ARGV[5] == '3' and got[5] and tonumber(got[5]) == tonumber(slot) then redis.call('HDEL', KEYS[1], 't') end\n"
+    "  return {r[5] ~= 0 and 5 or 1, now, 0, slot, r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9] or 0}\n"
     "end\n"
+    // The job index: fence counter, newest slot, running slots, ended count.
+    "local idx = got[2]\n" LEASE_REDIS_LUA_INLINE_INDEX
     // Loss of state: a fence counter below one this handle saw can only mean
     // the job's keys were lost (fences never go back) — unless the job was
     // purged since ('x', purge_lua): its fence went with it, and every fence
@@ -156,8 +169,7 @@ inline constexpr std::string_view claim_lua =
     "local g = tonumber(ARGV[13])\n"
     "if g and (not lost or g > lost) then lost = g end\n"
     "local detected = 0\n"
-    "local known = tonumber(ARGV[12])\n"
-    "if known > idx[1] and not (idx[1] == 0 and got[6] and known <= tonumber(got[6])) then\n"
+    "if known > idx[1] and not (idx[1] == 0 and known <= (tonumber(redis.call('HGET', KEYS[1], 'x')) or -1)) then\n"
     "  detected = 1\n"
     "  if not lost or now > lost then lost = now end\n"
     "  idx[1] = known\n"
@@ -187,7 +199,8 @@ inline constexpr std::string_view claim_lua =
     "  elseif now > tonumber(ARGV[8]) + 10000 then return {3, now, detected} end\n"
     "  if nslot > now + 1000 then return {7, now, detected} end\n"
     "end\n"
-    "local newer = idx[2] and tonumber(idx[2]) > nslot\n"
+    "local newest = idx[2] and tonumber(idx[2])\n"
+    "local newer = newest and newest > nslot\n"
     // A manual run may be older than runs of the schedule: never superseded.
     "if not r and newer and not manual then return {4, now, detected} end\n"
     // From here the claim writes. Changes are collected in `writes` (one
@@ -226,7 +239,9 @@ inline constexpr std::string_view claim_lua =
     "  return {outcome, now, detected, slot, r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9] or 0}\n"
     "end\n"
     // No state: overlap, quarantine, or a new run.
-    "local overlap, history, retain = tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11])\n"
+    // (overlap is compared as the client's digit: each tonumber() of a string
+    // costs the server two strtod calls.)
+    "local overlap, history = ARGV[9], tonumber(ARGV[10])\n"
     "local others = {unpack(idx[3])}\n"
     "local recs = {}\n"
     "if #others > 0 then\n"
@@ -241,11 +256,11 @@ inline constexpr std::string_view claim_lua =
     "      recs[i] = o\n"
     "    end\n"
     "  end\n"
-    "  if overlap == 0 or overlap == 2 then\n"
+    "  if overlap == '0' or overlap == '2' then\n"
     "    for i = #others, 1, -1 do\n"
     "      local o = recs[i]\n"
     "      if o and o[5] == 0 and now < o[6] then\n"
-    "        if pending and overlap == 0 then redis.call('HDEL', KEYS[1], 't') end\n"
+    "        if pending and overlap == '0' then redis.call('HDEL', KEYS[1], 't') end\n"
     "        return {2, now, detected, others[i], o[1], o[2], o[3], o[4], o[5], o[6], o[7], o[8], o[9] or 0}\n"
     "      end\n"
     "    end\n"
@@ -265,10 +280,10 @@ inline constexpr std::string_view claim_lua =
     // it); in replace mode also the OLDER live ones.
     "for i, s in ipairs(others) do\n"
     "  local o = recs[i]\n"
-    "  if o and o[5] == 0 and (not (now < o[6]) or (overlap == 3 and tonumber(s) < nslot)) then end_run(s, o, 3) end\n"
+    "  if o and o[5] == 0 and (not (now < o[6]) or (overlap == '3' and tonumber(s) < nslot)) then end_run(s, o, 3) end\n"
     "end\n"
     // The newest slot only grows; the running slots stay oldest first.
-    "if not idx[2] or tonumber(idx[2]) < nslot then idx[2] = slot end\n"
+    "if not newest or newest < nslot then idx[2] = slot end\n"
     "local running = idx[3]\n"
     "local at = #running + 1\n"
     "while at > 1 and tonumber(running[at - 1]) > nslot do at = at - 1 end\n"
@@ -279,7 +294,7 @@ inline constexpr std::string_view claim_lua =
     // Prune: the oldest ended runs beyond the newest `history`, but only those
     // no new claim can still ask for (now > slot + retain + 10 s).
     "if idx[4] > history then\n"
-    "  local cutoff = string.format('%.0f', now - retain - 10000)\n"
+    "  local cutoff = string.format('%.0f', now - tonumber(ARGV[11]) - 10000)\n"
     "  local victims = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', '(' .. cutoff, 'LIMIT', 0, idx[4] - history)\n"
     // Never the run at a still pending trigger's slot: it answers that
     // trigger (rules::prune); deleting it would let the trigger start a
@@ -351,14 +366,16 @@ inline constexpr std::string_view heartbeat_lua =
 /// finish: KEYS runs, ended; ARGV now, slot, token, status (success or
 /// failed). Reply 1 or 0; on 1 the job's release channel is told.
 inline constexpr std::string_view finish_lua =
-    "#!lua\n" LEASE_REDIS_LUA_DECODE LEASE_REDIS_LUA_CURRENT LEASE_REDIS_LUA_DROP
+    "#!lua\n"
     "local slot = ARGV[2]\n"
     "local got = redis.call('HMGET', KEYS[1], slot, 'i')\n"
-    "local r = rec(got[1], slot)\n"
-    "if not r or not current(r, ARGV[3]) then return 0 end\n"
-    "local idx = index(got[2])\n"
+    "local r = got[1]\n" LEASE_REDIS_LUA_INLINE_REC
+    "if not r or r[5] ~= 0 or r[7] ~= 0 or r[2] ~= ARGV[3] then return 0 end\n"
+    "local idx = got[2]\n" LEASE_REDIS_LUA_INLINE_INDEX
     "r[5] = tonumber(ARGV[4])\n"
-    "drop(idx[3], slot); idx[4] = idx[4] + 1\n"
+    "local list = idx[3]\n"
+    "for i = #list, 1, -1 do if list[i] == slot then table.remove(list, i) end end\n"
+    "idx[4] = idx[4] + 1\n"
     "redis.call('HSET', KEYS[1], slot, cmsgpack.pack(r), 'i', cmsgpack.pack(idx))\n"
     "redis.call('ZADD', KEYS[2], slot, slot)\n" LEASE_REDIS_LUA_ANNOUNCE
     "return 1\n";
@@ -580,7 +597,8 @@ inline constexpr std::string_view register_jobs_lua =
 /// fence is at least store-now in ms), so the claim and heartbeat scripts
 /// take a known fence at most "x" against a counter of 0 for the purge, not
 /// a loss. It lives in the job's runs hash, which those scripts read anyway
-/// (one more field of their HMGET, in the job's slot on a cluster too); a
+/// (in the job's slot on a cluster too; they read the field only when the
+/// counter is below the known fence, so it costs the others nothing); a
 /// loss of that hash takes the tombstone with it, and is then detected as
 /// before. It costs one small hash per purged job, kept for good (a handle
 /// may remember a fence as long as it lives).
@@ -629,9 +647,9 @@ inline constexpr std::string_view purge_lua =
 #undef LEASE_REDIS_LUA_NOW
 #undef LEASE_REDIS_LUA_INLINE_NOW
 #undef LEASE_REDIS_LUA_INLINE_REC
+#undef LEASE_REDIS_LUA_INLINE_INDEX
 #undef LEASE_REDIS_LUA_DECODE
 #undef LEASE_REDIS_LUA_CURRENT
-#undef LEASE_REDIS_LUA_DROP
 #undef LEASE_REDIS_LUA_RECORD
 #undef LEASE_REDIS_LUA_ANNOUNCE
 
