@@ -75,7 +75,10 @@ struct redis_options {
   /// `redis://[user:password@]host[:port][/db]`; user and password may be
   /// %-escaped. With a user, AUTH sends both (Redis 6+ ACLs). No TLS.
   std::string url = "redis://127.0.0.1:6379";
-  /// Start of every key (no '{' or '}'): separates applications sharing a server.
+  /// Start of every key (no '{' or '}'): separates applications sharing a
+  /// server. Not another prefix in use followed by ':' and a number ("lease"
+  /// and "lease:5"): the keys of "lease"'s job "3:abc" and of "lease:5"'s job
+  /// "abc" are the same (keys.hpp).
   std::string prefix = "lease";
   std::chrono::milliseconds connect_timeout{2000};
   /// Longest wait for one reply; past it the operation fails (unavailable, or

@@ -8,7 +8,12 @@
 // the tag early, for all of them alike), and two jobs never share a key
 // because the length says where the job ends. The prefix may not hold braces:
 // one at its start could make the tag empty, and Redis would then hash whole
-// keys, splitting a job across slots.
+// keys, splitting a job across slots. The prefix is not length-prefixed, so
+// two prefixes of one server can meet: prefix "p" with job "3:abc" and
+// prefix "p:5" with job "abc" both give "{p:5:3:abc}". Refusing every prefix
+// with a numeric ':' part would break deployments that work; redis_options
+// and the README say to keep prefixes apart instead, and changing the key
+// layout would lose every stored run at an upgrade.
 #pragma once
 
 #include <string>
