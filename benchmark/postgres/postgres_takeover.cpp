@@ -56,10 +56,12 @@ static_assert(!lease::PushStore<without_push>);
 
 /// Waits until `n` release listeners (application_name lease-listener) have
 /// sent LISTEN on the server: each scheduler's store listens from start(), on
-/// a thread of its own, so a moment after it.
+/// a thread of its own, so a moment after it. A scheduler listens to
+/// triggers on the same connection, in the same statement
+/// (`LISTEN "<schema>.lease"; LISTEN "<schema>.trigger"`): the query starts so.
 bool listening(int n, std::chrono::seconds limit) {
   const std::string q = "SELECT count(*)::text FROM pg_stat_activity WHERE application_name = 'lease-listener' AND "
-                        "query = 'LISTEN \"" + schema() + ".lease\"'";
+                        "starts_with(query, 'LISTEN \"" + schema() + ".lease\"')";
   const auto end = steady::now() + limit;
   lease::detail::postgres::connection c({conninfo(), 2000ms, 5000ms, 25ms, 1000ms, "lease-bench"});
   c.open();
