@@ -6,6 +6,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <string>
 #include <thread>
 
 #include <catch2/catch.hpp>
@@ -30,11 +31,13 @@ namespace {
 
 lease::redis_store store_at(const std::string& url, const std::string& prefix,
                             std::optional<lease::fake_clock> clock = std::nullopt,
-                            std::chrono::milliseconds command_timeout = 2000ms) {
+                            std::chrono::milliseconds command_timeout = 2000ms,
+                            std::chrono::milliseconds trigger_ping_every = lease::redis_options{}.trigger_ping_every) {
   lease::redis_options o;
   o.url = url;
   o.prefix = prefix;
   o.command_timeout = command_timeout;
+  o.trigger_ping_every = trigger_ping_every;
   if (clock) o.clock = [c = *clock] { return c.now(); };
   return lease::redis_store{std::move(o)};
 }
@@ -231,7 +234,7 @@ TEST_CASE("a redis trigger listener whose connection is cut reconnects and is to
 TEST_CASE("a redis trigger listener whose server stops answering notices by a ping and subscribes again") {
   lease::testing::redis_server srv;
   const std::string prefix = lease::testing::fresh_prefix("tping");
-  auto watcher = store_at(srv.url(), prefix, std::nullopt, 300ms);
+  auto watcher = store_at(srv.url(), prefix, std::nullopt, 300ms, 500ms);
   heard_jobs heard;
   watcher.listen_triggers(std::ref(heard));
   REQUIRE(wait_for([&] { return heard.count("") == 1; }));
@@ -241,6 +244,43 @@ TEST_CASE("a redis trigger listener whose server stops answering notices by a pi
   std::jthread freeze([&] { (void)srv.command({"DEBUG", "SLEEP", "2.5"}); });
   CHECK(wait_for([&] { return heard.count("") >= 2; }, 10s));
   CHECK(watcher.trigger_listener_connects() >= 2);
+}
+
+/// Times the server ran PING (INFO commandstats), 0 if never.
+long pings(lease::testing::redis_server& srv) {
+  auto r = srv.command({"INFO", "commandstats"});
+  const std::string text = r && r->type == REDIS_REPLY_STRING ? std::string(r->str, r->len) : std::string();
+  const auto at = text.find("cmdstat_ping:calls=");
+  return at == std::string::npos ? 0 : std::stol(text.substr(at + 19));
+}
+
+TEST_CASE("an idle redis trigger listener sends nothing until trigger_ping_every has passed in silence") {
+  // Its PING is all an idle instance would send: once a second it was the
+  // only idle traffic of a Redis instance; with the default (30 s) a few
+  // seconds of silence cost nothing, and a short interval does ping.
+  lease::testing::redis_server srv;
+  const std::string prefix = lease::testing::fresh_prefix("tidle");
+  auto quiet = store_at(srv.url(), prefix);
+  heard_jobs heard;
+  quiet.listen_triggers(std::ref(heard));
+  REQUIRE(wait_for([&] { return heard.count("") == 1; }));
+  const long before = pings(srv);
+  std::this_thread::sleep_for(2500ms);  // a window of silence, not a wait for an event
+  CHECK(pings(srv) == before);
+  auto chatty = store_at(srv.url(), prefix, std::nullopt, 2000ms, 200ms);
+  heard_jobs heard2;
+  chatty.listen_triggers(std::ref(heard2));
+  CHECK(wait_for([&] { return pings(srv) >= before + 3; }, 5s));
+  CHECK(pings(srv) < before + 30);  // one per interval, not a busy loop
+  lease::redis_options bad;
+  bad.trigger_ping_every = 0ms;
+  try {
+    lease::redis_store s{bad};
+    FAIL("trigger_ping_every = 0 was accepted");
+  } catch (const lease::store_error& e) {
+    CHECK(e.code() == lease::errc::invalid_argument);
+    CHECK(std::string(e.what()).find("trigger_ping_every must be above 0") != std::string::npos);
+  }
 }
 
 TEST_CASE("a redis run record written before the manual flag existed reads as not manual and keeps working") {

@@ -108,6 +108,13 @@ struct redis_options {
   bool cluster = false;
   /// More seed nodes, "host:port", asked for the slot map when the url's is down.
   std::vector<std::string> seeds{};
+  /// The trigger listener (listen_triggers) PINGs its connection when it has
+  /// heard nothing for this long, and reconnects if the PING is not answered
+  /// within command_timeout: a frozen server or a partition that resets
+  /// nothing keeps the socket open, and a trigger published meanwhile would
+  /// wait until the next reconnect. Also the listener's only traffic while
+  /// idle: one PING per instance per interval. Must be above 0.
+  std::chrono::milliseconds trigger_ping_every{30000};
 };
 
 /// The Store on one Redis or Valkey server (7.0+), or on a Redis Cluster
@@ -146,6 +153,10 @@ class redis_store {
       throw store_error(make_error_code(errc::invalid_argument),
                         "lease::redis_store: replicas must be 0 or more, and replica_timeout above 0 when "
                         "replicas is set (WAIT with timeout 0 would block forever)");
+    if (opts_.trigger_ping_every.count() <= 0)
+      throw store_error(make_error_code(errc::invalid_argument),
+                        "lease::redis_store: trigger_ping_every must be above 0 (how long the trigger listener "
+                        "waits in silence before it checks its connection with a PING)");
     // Every connect checks the server before the call that connected sends
     // anything (pointers to heap objects: stable when the store moves).
     conn_->on_connect([r = conn_.get(), w = watch_.get(), prefix = opts_.prefix,
@@ -489,7 +500,7 @@ class redis_store {
       trigger_subscriber_ = std::make_unique<detail::redis::trigger_subscriber>(
           conn_->settings(), detail::redis::trigger_channel(opts_.prefix), std::move(f),
           conn_->clustered() ? conn_->seeds() : std::vector<detail::redis::endpoint>{conn_->settings().where},
-          conn_->clustered());
+          conn_->clustered(), opts_.trigger_ping_every);
   }
   /// The trigger subscriber's connections so far (0 if not listening).
   [[nodiscard]] std::uint64_t trigger_listener_connects() const noexcept {

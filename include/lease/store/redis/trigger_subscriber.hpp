@@ -17,10 +17,14 @@
 //     every reconnect) the listener is called with "": "you may have missed
 //     pushes; poll triggers() once";
 //   - a connection that went silent (a frozen server, a partition that
-//     resets nothing) is found by a PING sent when nothing was heard for a
-//     second, which must be answered within the command timeout; otherwise
-//     the connection is dropped and made again (TCP keepalive alone would
-//     take minutes, and those minutes would be triggers not run);
+//     resets nothing) is found by a PING sent when nothing was heard for
+//     redis_options::trigger_ping_every (30 s), which must be answered
+//     within the command timeout; otherwise the connection is dropped and
+//     made again (TCP keepalive alone would take minutes, and would not see
+//     a stopped server process at all). Not every second: that PING is all
+//     an idle instance would send, and triggers are an operator's requests,
+//     for which a rare fault may cost half a minute, never the trigger (it
+//     stays pending in the store, and the reconnect polls it);
 //   - a refused SUBSCRIBE (an ACL without the channel) or a failed connect
 //     is retried with backoff (25 ms doubling up to max_backoff), the next
 //     candidate node each time on a cluster.
@@ -57,8 +61,13 @@ class trigger_subscriber {
   /// it; a cluster: its seeds, the url's node first). `cluster`: the masters
   /// of the slot map, read at each connect, are candidates too.
   trigger_subscriber(connection_settings s, std::string channel, trigger_listener f, std::vector<endpoint> nodes,
-                     bool cluster)
-      : s_(std::move(s)), channel_(std::move(channel)), f_(std::move(f)), nodes_(std::move(nodes)), cluster_(cluster) {
+                     bool cluster, std::chrono::milliseconds ping_every)
+      : s_(std::move(s)),
+        channel_(std::move(channel)),
+        f_(std::move(f)),
+        nodes_(std::move(nodes)),
+        cluster_(cluster),
+        ping_every_(ping_every) {
     if (nodes_.empty()) nodes_.push_back(s_.where);
     if (::pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0)
       raise(redis_errc::client_oom, "starting the trigger subscriber", "pipe2 failed");
@@ -82,7 +91,6 @@ class trigger_subscriber {
 
  private:
   using clock = std::chrono::steady_clock;
-  static constexpr std::chrono::milliseconds ping_every{1000};
 
   void loop() {
     while (!stop_) {
@@ -96,11 +104,11 @@ class trigger_subscriber {
         fail();  // silent: dead or partitioned; make a new connection
         continue;
       }
-      if (!ping_sent_ && now - last_heard_ >= ping_every) {
+      if (!ping_sent_ && now - last_heard_ >= ping_every_) {
         ping();
         continue;
       }
-      const auto deadline = ping_sent_ ? *ping_sent_ + s_.command_timeout : last_heard_ + ping_every;
+      const auto deadline = ping_sent_ ? *ping_sent_ + s_.command_timeout : last_heard_ + ping_every_;
       poll_once(std::clamp<int>(static_cast<int>(ms_until(deadline)) + 1, 1, 1000));
     }
     ctx_.reset();
@@ -244,6 +252,7 @@ class trigger_subscriber {
   // The thread's only:
   std::vector<endpoint> nodes_;
   bool cluster_ = false;
+  std::chrono::milliseconds ping_every_;
   std::size_t at_ = 0;
   context_ptr ctx_;
   clock::time_point last_heard_{};
