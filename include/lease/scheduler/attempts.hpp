@@ -30,13 +30,17 @@ void scheduler<S, C, E, P>::begin_attempt(std::uint32_t j, const claim_request& 
     // The answer came so late (a hung call, a stalled reply) that the lease
     // it started may already have ended, and another instance may be
     // running the next attempt: the handler is not started. The attempt's
-    // lease runs out in the store and a backup takes the run over.
+    // lease runs out in the store and a backup takes the run over — this
+    // instance among them: it may be the only one that knows of the run (a
+    // trigger is gone from the store once claimed, so an instance that had
+    // not polled it before never will).
     emit(event_kind::lost, rec.key(), rec.attempt, rec.fence,
          std::string(to_string(req.reason)) + " claim won attempt " + std::to_string(rec.attempt) +
              ", but its answer arrived " + detail::fmt(steady() - sent) + " after the claim was sent, past lease − "
              "safety margin (" + detail::fmt(lease_len - margin) + "): the lease may have ended already, so the "
-             "handler is not started; a backup takes the run over when the lease runs out",
+             "handler is not started; a backup (this instance too) takes the run over when the lease runs out",
          answer_facts());
+    watch_run(j, rec.key(), false);
     return;
   }
   const std::uint64_t id = next_id_++;

@@ -414,6 +414,7 @@ class cluster {
     std::optional<time_point> frozen_until;
     bool throw_next = false;  // how the handler being run now ends
     time_point held_until{};  // the end of its latest freeze or slow store call (its loop could not move)
+    std::vector<std::pair<time_point, time_point>> waits;  // [from, until] of each store call it waited in
   };
 
   void build(instance& in) {
@@ -492,9 +493,11 @@ class cluster {
     for (auto& p : instances_)
       if (p->name == who) in = p.get();
     if (in == nullptr) return;
+    const time_point from = now();
     ++in->blocked;
     run_until(until);
     --in->blocked;
+    in->waits.emplace_back(from, now());
     in->held_until = std::max(in->held_until, now());
   }
 
@@ -755,6 +758,25 @@ class cluster {
       }
   }
 
+  /// The start of the back-to-back store calls `who` waited in up to `at`
+  /// (`at` itself when it was not waiting then): in the simulation time
+  /// moves within a loop turn only while the instance waits on the store.
+  time_point waited_since(const std::string& who, time_point at) const {
+    const instance* in = nullptr;
+    for (const auto& p : instances_)
+      if (p->name == who) in = p.get();
+    if (in == nullptr) return at;
+    for (bool moved = true; moved;) {
+      moved = false;
+      for (const auto& [from, until] : in->waits)
+        if (from < at && until >= at) {
+          at = from;
+          moved = true;
+        }
+    }
+    return at;
+  }
+
   /// A runner with no fault (no crash, freeze, stop, restart, slow, delayed
   /// or failed store call, no loss of the store's state) from its win to a
   /// takeover of its run was healthy: its heartbeats were acknowledged in
@@ -771,10 +793,16 @@ class cluster {
       const store_op& first = *prev->second;
       if (op.after->handovers > first.after->handovers) continue;  // released: a hand-over, not a takeover
       bool excused = false;
-      // From a little before the win: a slow claim's fault is recorded when
-      // the call started waiting, up to two leases before the store applied it.
+      // From when the winner could have counted its claim sent: a slow call's
+      // fault is recorded when the call started waiting, and the claim may
+      // have waited behind other calls of the same loop turn, each slow, each
+      // waiting for other instances' slow calls meanwhile. No bound on that
+      // wait holds, so the window opens where the winner's back-to-back waits
+      // that end at its win began (and at least two leases before the win, as
+      // a resent claim counts from its first send).
+      const time_point from = std::min(first.at - 2 * opts_.lease, waited_since(first.instance, first.at));
       for (const auto& [at, what] : h.faults) {
-        if (at < first.at - 2 * opts_.lease || at > op.at) continue;
+        if (at < from || at > op.at) continue;
         const bool about = what.size() > first.instance.size() &&
                            what.compare(what.size() - first.instance.size() - 1, std::string::npos,
                                         " " + first.instance) == 0;
