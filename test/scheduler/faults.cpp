@@ -115,7 +115,7 @@ TEST_CASE("a runner whose store calls hang stops its handler before a backup can
   three t(2);
   t.sim.run_for(60s + 100ms);
   const std::size_t r = t.runner();
-  t.sim.hang_store(r, 5s, 20);  // a black-holed connection: every call hangs 5 s, then fails
+  t.sim.hang_store(r, 5s, 3);  // a black-holed connection: each call hangs 5 s, then fails, for 15 s
   t.sim.run_for(15s);
   INFO(t.sim.describe());
   const auto& h = t.sim.recorded().handlers;
@@ -124,6 +124,29 @@ TEST_CASE("a runner whose store calls hang stops its handler before a backup can
   CHECK(h[0].observed_stop);
   CHECK(h[0].active_until < h[1].start);  // …after the runner had stopped (I9)
   CHECK(t.sim.violations().empty());
+}
+
+TEST_CASE("an instance that gave up its run at the self-abort takes it over itself once the store answers again") {
+  // No other instance knows of the run (here there is none; a manual run
+  // whose trigger the others never polled is the same): the runner itself
+  // must be its backup, or the run stays `running` in the store forever.
+  lease::sim::cluster<> sim(3, sim_options());
+  sim.add_job("report", lease::every(60s), [](const lease::run_context&) {
+    return lease::sim::script{.runs_for = 20s, .honours_stop = 0ms};
+  });
+  sim.add_instance("a");
+  sim.start_all();
+  sim.run_for(60s + 100ms);
+  sim.hang_store(0, 2s, 3);  // a black-holed connection for 6 s: the lease (3 s) is gone
+  sim.run_for(15s);
+  INFO(sim.describe());
+  const auto& h = sim.recorded().handlers;
+  REQUIRE(h.size() == 2);
+  CHECK(h[0].observed_stop);
+  CHECK(h[1].attempt == 2);
+  CHECK(h[1].run == h[0].run);
+  CHECK(h[0].active_until < h[1].start);
+  CHECK(sim.violations().empty());
 }
 
 TEST_CASE("the watchdog requests the stop of a handler that only watches its stop token while the loop hangs") {
@@ -139,7 +162,7 @@ TEST_CASE("the watchdog requests the stop of a handler that only watches its sto
   std::size_t r = 0;
   for (std::size_t i = 0; i < sim.size(); ++i)
     if (sim.instance_at(i).instance() == h[0].instance) r = i;
-  sim.hang_store(r, 5s, 20);
+  sim.hang_store(r, 5s, 3);
   sim.run_for(15s);
   INFO(sim.describe());
   REQUIRE(h.size() == 2);
@@ -153,7 +176,7 @@ TEST_CASE("the self-abort counts from the send of the last acknowledged heartbea
   t.sim.run_for(60s + 100ms);
   const std::size_t r = t.runner();
   t.sim.slow_store(r, 1500ms, 1, true);  // the next heartbeat is applied at once, its reply comes 1.5 s later…
-  t.sim.hang_store(r, 5s, 20);           // …and after it the connection is black-holed
+  t.sim.hang_store(r, 5s, 3);            // …and after it the connection is black-holed for 15 s
   t.sim.run_for(15s);
   INFO(t.sim.describe());
   const auto& h = t.sim.recorded().handlers;

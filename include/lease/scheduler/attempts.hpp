@@ -182,9 +182,16 @@ void scheduler<S, C, E, P>::on_lease_check(std::uint64_t id) {
     push({deadline, 0, detail::timer_kind::lease_check, it->second.job, {}, id});
     return;
   }
+  const std::uint32_t j = it->second.job;
+  const run_key run = it->second.run;
   lose(it, "no heartbeat acknowledged for lease − safety margin (" + detail::fmt(it->second.lease_len - it->second.margin) +
                ", monotonic time since the last acknowledged one was sent): another instance may own the run "
-               "soon, so the handler's stop token was requested at that deadline and nothing more is sent");
+               "soon, so the handler's stop token was requested at that deadline and nothing more is sent; this "
+               "instance watches the run as a backup from now on");
+  // As a backup: another instance may not know of the run (a manual run
+  // whose trigger it never polled, or no other instance at all), and a
+  // takeover comes after the lease's end, so after the stop requested here.
+  if (phase_ == phase::running) watch_run(j, run, false);
 }
 
 template <Store S, Clock C, Executor E, OverlapPolicy P>
