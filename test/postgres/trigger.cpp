@@ -2,8 +2,10 @@
 // conformance suite, against the binary's one real server: the migration of
 // a version 4 schema, two store objects racing for one trigger, the push of a
 // trigger to another store's listener (on a channel of its own), and the
-// listener's f("") after its connection was killed.
+// listener's f("") after its connection was killed, and the SELECT 1 that
+// finds a connection that stopped answering without a word.
 #include <algorithm>
+#include <csignal>
 #include <atomic>
 #include <barrier>
 #include <mutex>
@@ -308,4 +310,66 @@ TEST_CASE("the trigger listener's connection killed: it reconnects and says 'pol
   (void)op.trigger("after");
   CHECK(wait_for([&] { return heard.count("after") == 1; }));
   watcher.listen_triggers({});
+}
+
+TEST_CASE("a LISTEN connection whose backend stops answering is found by SELECT 1 after listen_ping_every and "
+          "replaced") {
+  const std::string schema = lease::testing::fresh_schema("tping");
+  auto o = options(schema);
+  o.command_timeout = 300ms;
+  o.listen_ping_every = 500ms;
+  lease::postgres_store watcher{o};
+  heard_log heard;
+  watcher.listen_triggers([&](std::string_view j) { heard.add(j); });
+  REQUIRE(wait_for([&] { return watcher.listener_connects() == 1 && heard.count("") == 1; }));
+  const std::string listening = "application_name = 'lease-listener' AND query LIKE 'LISTEN%" + schema + ".trigger%'";
+  const std::string pid = srv().sql("SELECT pid FROM pg_stat_activity WHERE " + listening);
+  REQUIRE_FALSE(pid.empty());
+  // Its backend frozen with the socket open (a frozen server, a partition
+  // that resets nothing): no error ever comes, only the unanswered SELECT 1
+  // tells. The listener then listens on a new connection and says it may
+  // have missed pushes ("poll once").
+  ::kill(std::stoi(pid), SIGSTOP);
+  const bool replaced = wait_for([&] { return watcher.listener_connects() >= 2 && heard.count("") >= 2; });
+  ::kill(std::stoi(pid), SIGCONT);
+  CHECK(replaced);
+  lease::postgres_store op{options(schema)};
+  (void)op.trigger("after");
+  CHECK(wait_for([&] { return heard.count("after") == 1; }));
+  watcher.listen_triggers({});
+}
+
+TEST_CASE("an idle LISTEN connection sends nothing before listen_ping_every, and 0 is refused with a sentence") {
+  const std::string schema = lease::testing::fresh_schema("tidle");
+  lease::postgres_store quiet{options(schema)};  // the default: 30 s
+  heard_log heard;
+  quiet.listen_triggers([&](std::string_view j) { heard.add(j); });
+  REQUIRE(wait_for([&] { return quiet.listener_connects() == 1 && heard.count("") == 1; }));
+  // pg_stat_activity.query is the backend's latest statement: LISTEN until
+  // the listener sends its first SELECT 1.
+  const std::string last = "SELECT query FROM pg_stat_activity WHERE application_name = 'lease-listener' AND "
+                           "query LIKE '%" + schema + ".trigger%'";
+  std::this_thread::sleep_for(1500ms);  // a window of silence, not a wait for an event
+  CHECK(srv().sql(last).starts_with("LISTEN"));
+  quiet.listen_triggers({});
+
+  auto o = options(lease::testing::fresh_schema("tidle"));
+  o.listen_ping_every = 200ms;
+  lease::postgres_store chatty{o};
+  chatty.listen_triggers([&](std::string_view) {});
+  REQUIRE(wait_for([&] { return chatty.listener_connects() == 1; }));
+  CHECK(wait_for([&] {
+    return srv().sql("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'lease-listener' AND query = "
+                     "'SELECT 1'") != "0";
+  }));
+  chatty.listen_triggers({});
+
+  auto bad = options(lease::testing::fresh_schema("tidle"));
+  bad.listen_ping_every = 0ms;
+  try {
+    lease::postgres_store s{bad};
+    FAIL("listen_ping_every = 0 was accepted");
+  } catch (const lease::store_error& e) {
+    CHECK(std::string(e.what()).find("listen_ping_every must be above 0") != std::string::npos);
+  }
 }

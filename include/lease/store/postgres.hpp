@@ -117,6 +117,14 @@ struct postgres_options {
   /// After a failed connect, calls fail fast for a backoff that doubles from
   /// 25 ms up to this, so a down server is probed, not hammered.
   std::chrono::milliseconds max_backoff{1000};
+  /// The LISTEN connection (push hand-over and pushed triggers) sends
+  /// `SELECT 1` when it has heard nothing for this long, and reconnects if
+  /// no answer comes within command_timeout: a frozen server or a partition
+  /// that resets nothing keeps the socket open while every notification is
+  /// lost, and a trigger would wait for the next reconnect (which polls the
+  /// pending ones). Also the listener's only traffic while idle: one query
+  /// per instance per interval. Must be above 0.
+  std::chrono::milliseconds listen_ping_every{30000};
 };
 
 /// The Store on PostgreSQL (12+; tested on 15).
@@ -549,6 +557,10 @@ class postgres_store {
   struct state {
     explicit state(postgres_options o)
         : opts(std::move(o)), schema(checked_schema(opts.schema)), conn(settings_of(opts)) {
+      if (opts.listen_ping_every.count() <= 0)
+        detail::postgres::raise(postgres_errc::bad_option,
+                                "listen_ping_every must be above 0 (how long the LISTEN connection waits in silence "
+                                "before it checks itself with SELECT 1)");
       if (opts.conninfo.find('\0') != std::string::npos)
         detail::postgres::raise(postgres_errc::bad_option, "the conninfo contains a NUL byte");
       char* err = nullptr;
@@ -593,7 +605,7 @@ class postgres_store {
     if (!l) {
       if (!r && !t) return;
       l = std::make_unique<detail::postgres::listener_thread>(settings_of(s_->opts), channel(), trigger_channel(),
-                                                              std::move(r), std::move(t));
+                                                              std::move(r), std::move(t), s_->opts.listen_ping_every);
       return;
     }
     if (release) l->on_release(std::move(r));

@@ -8,7 +8,10 @@
 // A broken connection is reopened with backoff and LISTEN sent again; what
 // was announced meanwhile is lost, which costs time, never safety (the
 // scheduler's periodic checks stay; for triggers, the listener is told to
-// poll once: f("")).
+// poll once: f("")). A connection that breaks without a word (a frozen
+// server, a partition that resets nothing) is found by a `SELECT 1` after
+// postgres_options::listen_ping_every of silence, unanswered within
+// command_timeout.
 #pragma once
 
 #include <atomic>
@@ -59,9 +62,9 @@ namespace lease::detail::postgres {
 class listener_thread {
  public:
   listener_thread(connection_settings s, std::string releases, std::string triggers, release_listener on_release,
-                  trigger_listener on_trigger)
+                  trigger_listener on_trigger, std::chrono::milliseconds ping_every = std::chrono::seconds(30))
       : s_(std::move(s)), releases_(std::move(releases)), triggers_(std::move(triggers)),
-        release_(std::move(on_release)), trigger_(std::move(on_trigger)) {
+        release_(std::move(on_release)), trigger_(std::move(on_trigger)), ping_every_(ping_every) {
     s_.application_name = "lease-listener";
     thread_ = std::thread([this] { loop(); });
   }
@@ -93,7 +96,9 @@ class listener_thread {
 
  private:
   void loop() {
+    using steady = std::chrono::steady_clock;
     connection c(s_);
+    steady::time_point heard = steady::now();  // the last sign of life of the connection
     while (!stop_) {
       if (!c.connected()) {
         try {
@@ -106,11 +111,23 @@ class listener_thread {
           std::this_thread::sleep_for(std::chrono::milliseconds(20));  // open() backs off by itself
           continue;
         }
+        heard = steady::now();
         std::scoped_lock lock(m_);
         if (trigger_) trigger_("");  // pushes may have been missed while not listening
       }
       if (!c.wait_input(50)) continue;
-      for (const auto& [channel, payload] : c.take_notifications()) {
+      if (steady::now() - heard >= ping_every_) {
+        try {
+          c.exec_simple("SELECT 1", "the LISTEN connection's liveness check");
+          heard = steady::now();
+        } catch (const store_error&) {
+          c.drop();  // reconnected at the next turn, which polls triggers once
+          continue;
+        }
+      }
+      auto notes = c.take_notifications();
+      if (!notes.empty()) heard = steady::now();
+      for (const auto& [channel, payload] : notes) {
         const std::string job = decode_hex(payload);
         std::scoped_lock lock(m_);
         if (channel == triggers_) {
@@ -129,6 +146,7 @@ class listener_thread {
   release_listener release_;
   trigger_listener trigger_;
   std::atomic<bool> stop_{false};
+  std::chrono::milliseconds ping_every_;
   std::atomic<std::uint64_t> connects_{0};
   std::thread thread_;
 };
