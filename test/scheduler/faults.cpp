@@ -196,6 +196,28 @@ TEST_CASE("a claim answered past lease − margin starts no handler: its lease m
   for (const auto& e : t.events(event_kind::lost)) CHECK(e.message.find("handler is not started") != std::string::npos);
 }
 
+TEST_CASE("a claim whose first send hung and whose resend won too late is given up, then taken over by its own instance") {
+  // Its only instance: the lease counts from the first send (the hung one
+  // may have been applied), so the resend's win, 6 s later, is `lost`, and
+  // the instance takes the run over itself once that lease has run out.
+  lease::sim::cluster<> sim(9, sim_options());
+  sim.add_job("report", lease::every(60s), [](const lease::run_context&) {
+    return lease::sim::script{.runs_for = 5s, .honours_stop = 0ms};
+  });
+  sim.add_instance("a");
+  sim.start_all();
+  sim.run_for(59s);
+  sim.hang_store(0, 6100ms, 1);  // the claim at 60 s hangs, then fails; it is resent with its token
+  sim.run_for(20s);
+  INFO(sim.describe());
+  CHECK(sim.recorded().events.end() != std::find_if(sim.recorded().events.begin(), sim.recorded().events.end(),
+                                                     [](const lease::event& e) { return e.kind == event_kind::lost; }));
+  const auto& h = sim.recorded().handlers;
+  REQUIRE(h.size() == 1);
+  CHECK(h[0].attempt == 2);
+  CHECK(sim.violations().empty());
+}
+
 // ---- claims: the same token, latest only -----------------------------------
 
 TEST_CASE("a claim applied but whose reply was lost is resent with the same token and run as attempt 1") {

@@ -793,14 +793,16 @@ class cluster {
       const store_op& first = *prev->second;
       if (op.after->handovers > first.after->handovers) continue;  // released: a hand-over, not a takeover
       bool excused = false;
-      // From when the winner could have counted its claim sent: a slow call's
-      // fault is recorded when the call started waiting, and the claim may
-      // have waited behind other calls of the same loop turn, each slow, each
-      // waiting for other instances' slow calls meanwhile. No bound on that
-      // wait holds, so the window opens where the winner's back-to-back waits
-      // that end at its win began (and at least two leases before the win, as
-      // a resent claim counts from its first send).
-      const time_point from = std::min(first.at - 2 * opts_.lease, waited_since(first.instance, first.at));
+      // From when the winner could have counted its claim sent: its first
+      // send (a resent claim keeps its token and counts from there), or
+      // earlier, as the claim was queued in a loop turn that then waited
+      // in other store calls, each slow, each waiting for other instances'
+      // slow calls meanwhile. No bound on that wait holds, so the window
+      // opens where the winner's back-to-back waits that end at the first
+      // send began (a slow call's fault is recorded when it starts waiting).
+      time_point sent = first.at;
+      if (auto s = world_->claim_first_sent.find(first.token); s != world_->claim_first_sent.end()) sent = s->second;
+      const time_point from = std::min(first.at - 2 * opts_.lease, waited_since(first.instance, sent));
       for (const auto& [at, what] : h.faults) {
         if (at < from || at > op.at) continue;
         const bool about = what.size() > first.instance.size() &&

@@ -60,6 +60,10 @@ struct world {
   std::set<std::pair<run_key, std::uint32_t>> winners;      ///< (run, attempt) won so far
   std::set<run_key> failed;                                 ///< runs recorded failed
   std::set<std::string> refused;                            ///< tokens whose heartbeat was refused
+  /// When each claim token was first sent (a resend keeps its token): a
+  /// winner counts its lease from there, and the checks excuse its faults
+  /// from there on.
+  std::map<std::string, time_point> claim_first_sent;
 
   /// Push hand-over (PushStore): the store announces every accepted finish
   /// and release to every instance's listener, unless switched off (a store
@@ -169,6 +173,7 @@ class store {
   store(std::shared_ptr<world> w, std::string instance) : w_(std::move(w)), instance_(std::move(instance)) {}
 
   claim_result claim(const claim_request& req) {
+    w_->claim_first_sent.try_emplace(req.token, w_->clock.now());
     arrive();
     claim_result res = apply_claim(req);
     depart();
@@ -177,6 +182,7 @@ class store {
   /// BatchClaimStore: one call (one round trip: a slow or failed call is
   /// slow or failed for the whole batch), each claim applied in order.
   std::vector<claim_result> claim_many(std::span<const claim_request> batch) {
+    for (const auto& req : batch) w_->claim_first_sent.try_emplace(req.token, w_->clock.now());
     arrive();
     std::vector<claim_result> out;
     out.reserve(batch.size());
