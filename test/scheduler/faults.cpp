@@ -56,6 +56,19 @@ struct three {
   }
 };
 
+/// One instance, alone with one job every minute whose handler runs
+/// `runs_for` and honours its stop at once: no other instance knows its runs.
+struct alone {
+  lease::sim::cluster<> sim;
+  alone(std::uint64_t seed, duration runs_for) : sim(seed, sim_options()) {
+    sim.add_job("report", lease::every(60s), [runs_for](const lease::run_context&) {
+      return lease::sim::script{.runs_for = runs_for, .honours_stop = 0ms};
+    });
+    sim.add_instance("a");
+    sim.start_all();
+  }
+};
+
 }  // namespace
 
 // ---- two kinds of time -----------------------------------------------------
@@ -130,12 +143,8 @@ TEST_CASE("an instance that gave up its run at the self-abort takes it over itse
   // No other instance knows of the run (here there is none; a manual run
   // whose trigger the others never polled is the same): the runner itself
   // must be its backup, or the run stays `running` in the store forever.
-  lease::sim::cluster<> sim(3, sim_options());
-  sim.add_job("report", lease::every(60s), [](const lease::run_context&) {
-    return lease::sim::script{.runs_for = 20s, .honours_stop = 0ms};
-  });
-  sim.add_instance("a");
-  sim.start_all();
+  alone one(3, 20s);
+  auto& sim = one.sim;
   sim.run_for(60s + 100ms);
   sim.hang_store(0, 2s, 3);  // a black-holed connection for 6 s: the lease (3 s) is gone
   sim.run_for(15s);
@@ -200,12 +209,8 @@ TEST_CASE("a claim whose first send hung and whose resend won too late is given 
   // Its only instance: the lease counts from the first send (the hung one
   // may have been applied), so the resend's win, 6 s later, is `lost`, and
   // the instance takes the run over itself once that lease has run out.
-  lease::sim::cluster<> sim(9, sim_options());
-  sim.add_job("report", lease::every(60s), [](const lease::run_context&) {
-    return lease::sim::script{.runs_for = 5s, .honours_stop = 0ms};
-  });
-  sim.add_instance("a");
-  sim.start_all();
+  alone one(9, 5s);
+  auto& sim = one.sim;
   sim.run_for(59s);
   sim.hang_store(0, 6100ms, 1);  // the claim at 60 s hangs, then fails; it is resent with its token
   sim.run_for(20s);
