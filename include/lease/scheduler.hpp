@@ -345,6 +345,7 @@ class scheduler {
     std::optional<claim_request> in_doubt;
     steady_point in_doubt_sent{};
     std::optional<time_point> lease_end_seen{};  // the latest lease end the store answered (store clock)
+    steady_point next_check{};                   // when the live backup timer fires
     bool paused_told = false;  // a takeover check was answered `paused` and said so once
   };
   enum class step : std::uint8_t { running, finishing, releasing };
@@ -416,8 +417,12 @@ class scheduler {
   std::string interrupted_why(std::uint32_t j, const run_record& rec) const;
 
   // backups.hpp
-  void watch_run(std::uint32_t j, const run_key& run, bool check_now,
-                 std::optional<time_point> lease_end = std::nullopt);
+  /// A lease as a store answer showed it: its end and the store's clock then.
+  struct lease_seen {
+    time_point end;
+    time_point store_now;
+  };
+  void watch_run(std::uint32_t j, const run_key& run, bool check_now, std::optional<lease_seen> lease = std::nullopt);
   void unwatch(const run_key& run) {
     watches_.erase(run);
     recount();
@@ -454,7 +459,7 @@ class scheduler {
   void take_trigger(std::uint32_t j, const run_key& run);
   void follow_manual_runs(const std::string& name);
   bool defer_manual(const pending_claim& pc) const;
-  void manual_overlap(std::uint32_t j, const claim_request& req, const run_record& blocking);
+  void manual_overlap(std::uint32_t j, const claim_request& req, const claim_result& res);
   void release_manual(std::uint32_t j);
 
   // pausing.hpp

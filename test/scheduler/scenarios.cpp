@@ -85,6 +85,26 @@ TEST_CASE("backups watch a live run and exactly one takes it over after the runn
   CHECK(other.count(event_kind::takeover) == 0);
 }
 
+TEST_CASE("backups aim a check just after the lease end they read: a dead run is taken over within a quarter heartbeat of it") {
+  cluster c{at(1s)};
+  auto& a = c.add(spec_options("runner", 1));
+  auto& b1 = c.add(spec_options("backup-1", 2));
+  auto& b2 = c.add(spec_options("backup-2", 3));
+  for (auto& n : c.nodes) n->s->start();
+  c.run_until(at(75s));  // a's tick at 75 s is its last acknowledged heartbeat: the lease ends at 105 s
+  a.down = true;
+  c.run_until(at(105s) - 1ms);
+  CHECK(c.record(at(60s))->attempt == 1);
+  // Each backup's checks come every 5-10 s; the one whose answer showed the
+  // lease ending before its next check is set for 105 s + up to 1.25 s.
+  c.run_until(at(105s) + 5s / 4);
+  node<>* winner = who_took_over(c, at(60s), 2);
+  REQUIRE(winner != nullptr);
+  CHECK(winner != &a);
+  CHECK(c.record(at(60s))->attempt == 2);
+  CHECK(b1.count(event_kind::takeover) + b2.count(event_kind::takeover) == 1);
+}
+
 // ---- Fencing ------------------------------------------------------------------
 
 TEST_CASE("a frozen runner is fenced: its heartbeat is refused, its stop token aborted and its finish not recorded") {

@@ -3,8 +3,10 @@
 //
 // A backup re-checks a watched run with a takeover claim at a random moment
 // in [1, 2] × heartbeat after its previous check (instances don't check in
-// step, and a dead run is taken over within lease + 2 × heartbeat), until an
-// answer ends the watch: won (this instance runs the next attempt),
+// step, and a dead run is taken over within lease + 2 × heartbeat), or, when
+// the lease end the store last answered comes sooner, just after that end
+// (a dead run is then taken over about a lease after its last heartbeat),
+// until an answer ends the watch: won (this instance runs the next attempt),
 // finished, none. Two rules beyond a plain re-claim:
 // * a newer slot of the job that is due and not yet claimed goes first: its
 //   claim marks the dead run interrupted (a run never starts after a newer
@@ -24,15 +26,33 @@ namespace lease {
 
 template <Store S, Clock C, Executor E, OverlapPolicy P>
 void scheduler<S, C, E, P>::watch_run(std::uint32_t j, const run_key& run, bool check_now,
-                                      std::optional<time_point> lease_end) {
+                                      std::optional<lease_seen> lease) {
   if (own_attempt(run)) return;
-  auto [it, fresh] = watches_.try_emplace(run, watch{j, 0, std::nullopt, {}, std::nullopt, false});
-  if (lease_end) it->second.lease_end_seen = lease_end;  // for the takeover event's latency
+  auto [it, fresh] = watches_.try_emplace(run, watch{j, 0, std::nullopt, {}, std::nullopt, {}, false});
+  watch& w = it->second;
+  if (lease) w.lease_end_seen = lease->end;  // for the takeover event's latency
   recount();
-  if (!fresh && !check_now) return;
-  it->second.gen = next_id_++;
-  push_after(check_now ? duration::zero() : backup_delay(j),
-             {{}, 0, detail::timer_kind::backup, j, run.slot, it->second.gen});
+  const steady_point now = steady();
+  // The check this call sets: at once, or a new watch's first; none (the
+  // pending one stays) for a run already watched.
+  std::optional<steady_point> at;
+  if (check_now) at = now;
+  else if (fresh) at = now + backup_delay(j);
+  if (lease && !check_now) {
+    // The lease cannot run out before its end (store clock): a check aimed a
+    // little after it takes a dead run over about a lease after its last
+    // heartbeat, instead of up to two heartbeats later. Measured from this
+    // answer's arrival, which is after the store read its clock, so the
+    // check reaches the store at or after the end. The jitter keeps the
+    // backups of one run from checking in step.
+    const steady_point next = at ? *at : w.next_check;
+    const duration left = std::max(duration::zero(), lease->end - lease->store_now);
+    if (left < next - now) at = std::min(next, now + left + jitter(jobs_[j].cfg.heartbeat / 4));
+  }
+  if (!at || (!fresh && !check_now && *at == w.next_check)) return;
+  w.gen = next_id_++;
+  w.next_check = *at;
+  push_after(*at - now, {{}, 0, detail::timer_kind::backup, j, run.slot, w.gen});
 }
 
 /// A PushStore said a run of `job` was released or ended: every run of it
@@ -60,8 +80,10 @@ void scheduler<S, C, E, P>::on_backup(std::uint32_t j, time_point slot, std::uin
   if (it == watches_.end() || it->second.gen != gen) return;
   // The next check is set first: whatever this one answers (or throws), the
   // watch goes on until an answer ends it (unwatch makes the timer stale).
+  const duration delay = backup_delay(j);
   it->second.gen = next_id_++;
-  push_after(backup_delay(j), {{}, 0, detail::timer_kind::backup, j, slot, it->second.gen});
+  it->second.next_check = steady() + delay;
+  push_after(delay, {{}, 0, detail::timer_kind::backup, j, slot, it->second.gen});
   const job& jb = jobs_[j];
   if (jb.next_slot > slot && jb.next_slot <= wall()) return;  // the newer slot's claim goes first
   watch& w = it->second;

@@ -48,9 +48,9 @@ void scheduler<S, C, E, P>::on_recover(std::uint32_t j, std::uint64_t life) {
                            "and then takes the run over as a backup"
                      : " runs on " + r.runner + " with a live lease; this instance is its backup"),
            {.runner = r.runner});
-      watch_run(j, r.key(), false, r.lease_end);
+      watch_run(j, r.key(), false, lease_seen{r.lease_end, store_now});
     } else if (r.slot >= latest) {
-      watch_run(j, r.key(), true, r.lease_end);  // dead and still the latest: take it over now
+      watch_run(j, r.key(), true, lease_seen{r.lease_end, store_now});  // dead and still the latest: take it over now
     }
     // dead with a newer slot due: left alone; the next run's claim marks it interrupted
   }

@@ -310,11 +310,11 @@ void scheduler<S, C, E, P>::on_claim(std::uint32_t j, const claim_request& req, 
              what + "attempt " + std::to_string(rec.attempt) + " runs on " + rec.runner +
                  " with a live lease; this instance is its backup",
              answer_facts(rec.runner));
-      watch_run(j, rec.key(), false, rec.lease_end);
+      watch_run(j, rec.key(), false, lease_seen{rec.lease_end, res.store_now});
       break;
     case claim_outcome::overlap:
       if (req.reason == claim_reason::manual) {
-        manual_overlap(j, req, rec);
+        manual_overlap(j, req, res);
         break;
       }
       emit(event_kind::skip, req.run, 0, 0,
@@ -322,7 +322,7 @@ void scheduler<S, C, E, P>::on_claim(std::uint32_t j, const claim_request& req, 
                std::to_string(rec.attempt) + " on " + rec.runner + ") still holds a live lease" +
                (jobs_[j].cfg.overlap == overlap_mode::buffer_one ? "; buffered until it ends" : ""),
            answer_facts());
-      watch_run(j, rec.key(), false, rec.lease_end);
+      watch_run(j, rec.key(), false, lease_seen{rec.lease_end, res.store_now});
       watch_run(j, req.run, false);  // if the earlier run ends and someone claims this one
       if (jobs_[j].cfg.overlap == overlap_mode::buffer_one && (!jobs_[j].buffered || *jobs_[j].buffered < req.run.slot))
         jobs_[j].buffered = req.run.slot;

@@ -164,7 +164,7 @@ void scheduler<S, C, E, P>::follow_manual_runs(const std::string& name) {
          "manual run of job " + name + " (an operator's trigger of " + detail::fmt(r.slot) + "): attempt " +
              std::to_string(r.attempt) + " runs on " + r.runner + " with a live lease; this instance is its backup",
          {.runner = r.runner});
-    watch_run(j, r.key(), false, r.lease_end);
+    watch_run(j, r.key(), false, lease_seen{r.lease_end, store_now});
   }
 }
 
@@ -202,11 +202,12 @@ bool scheduler<S, C, E, P>::defer_manual(const pending_claim& pc) const {
 /// never are): skip drops the trigger (the store did too), buffer_one waits
 /// for the blocking run, watched here, to end.
 template <Store S, Clock C, Executor E, OverlapPolicy P>
-void scheduler<S, C, E, P>::manual_overlap(std::uint32_t j, const claim_request& req, const run_record& blocking) {
+void scheduler<S, C, E, P>::manual_overlap(std::uint32_t j, const claim_request& req, const claim_result& res) {
   job& jb = jobs_[j];
+  const run_record& blocking = res.record;
   const std::string earlier = "the earlier run " + detail::fmt(blocking.slot) + " (attempt " +
                               std::to_string(blocking.attempt) + " on " + blocking.runner + ") still holds a live lease";
-  watch_run(j, blocking.key(), false, blocking.lease_end);
+  watch_run(j, blocking.key(), false, lease_seen{blocking.lease_end, res.store_now});
   if (req.overlap == overlap_mode::skip) {
     emit(event_kind::skip, req.run, 0, 0,
          "manual run of job " + req.run.job + " not run: " + earlier + " and the job's overlap mode is skip, so "

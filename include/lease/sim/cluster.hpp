@@ -354,6 +354,9 @@ class cluster {
 
   /// How many lease ends the last violations() call could hold to I6.
   [[nodiscard]] std::size_t takeover_checks() const noexcept { return takeover_checks_; }
+  /// Of those, how many were held to the aimed check's deadline too (the
+  /// lease end + heartbeat / 4: a clean backup had read that end).
+  [[nodiscard]] std::size_t aimed_takeover_checks() const noexcept { return aimed_checks_; }
 
   /// The history as readable text, for a failing test's message.
   [[nodiscard]] std::string describe(std::size_t max_lines = 200) const {
@@ -468,6 +471,13 @@ class cluster {
     return next;
   }
 
+  /// The instance called `name` (nullptr if none).
+  [[nodiscard]] instance* named(std::string_view name) const {
+    for (const auto& p : instances_)
+      if (p->name == name) return p.get();
+    return nullptr;
+  }
+
   /// The real time instance `in`'s monotonic clock takes to move by `d`.
   [[nodiscard]] static duration real_time_for(const instance& in, duration d) {
     const std::int64_t ppm = in.clock->rate_ppm();
@@ -489,9 +499,7 @@ class cluster {
   /// Instance `who` waits in a store call until `until`: the world goes on
   /// without polling it (its handlers run, its watchdog checks their leases).
   void run_blocked(const std::string& who, time_point until) {
-    instance* in = nullptr;
-    for (auto& p : instances_)
-      if (p->name == who) in = p.get();
+    instance* in = named(who);
     if (in == nullptr) return;
     const time_point from = now();
     ++in->blocked;
@@ -586,6 +594,7 @@ class cluster {
   /// the deadline (plus the largest skew, a lease).
   void check_takeover_time(std::vector<std::string>& out) const {
     takeover_checks_ = 0;
+    aimed_checks_ = 0;
     const history& h = world_->hist;
     const duration hb = *opts_.heartbeat;
     // 2 × heartbeat on the backups' monotonic clocks: longer in real time
@@ -607,11 +616,15 @@ class cluster {
         if (j.name == run.job) spec = &j;
       if (spec == nullptr) continue;
       std::map<std::string, std::pair<time_point, std::string>> lease_end;  // token → (end, runner)
+      std::map<std::string, time_point> set_at;  // token → when its lease got that end
       for (const store_op* op : ops) {
         if (!op->after || op->after->token != op->token) continue;
         const bool extends = (op->op == store_op::kind::claim && op->outcome == claim_outcome::won) ||
                              ((op->op == store_op::kind::heartbeat || op->op == store_op::kind::release) && op->accepted);
-        if (extends) lease_end[op->token] = {op->after->lease_end, op->instance};
+        if (extends) {
+          lease_end[op->token] = {op->after->lease_end, op->instance};
+          set_at[op->token] = op->at;
+        }
       }
       for (const auto& [token, end_runner] : lease_end) {
         const auto& [end, runner] = end_runner;
@@ -627,8 +640,68 @@ class cluster {
         if (later && later->token == token && later->status == run_status::running)
           out.push_back("I6: " + to_text(run) + " attempt " + std::to_string(at_end->attempt) + "'s lease ended at " +
                         std::to_string(end.time_since_epoch().count()) + " but nobody took it over within 2 heartbeats");
+        else
+          check_aimed_takeover(run, ops, token, end, set_at[token], runner, out);
       }
     }
+  }
+
+  /// I6, tighter (protocol §6): a backup whose takeover check was answered
+  /// `running` with this lease end (after the lease got it, before it
+  /// ended) aims its next check at the end + [0, heartbeat / 4] of its own
+  /// monotonic time. If one such backup was clean from that answer on (no
+  /// fault of its own, nobody's store call slow or hung, the store kept its
+  /// state), the run is taken over or ended by then.
+  void check_aimed_takeover(const run_key& run, const std::vector<const store_op*>& ops, const std::string& token,
+                            time_point end, time_point set_at, const std::string& runner,
+                            std::vector<std::string>& out) const {
+    const history& h = world_->hist;
+    const duration aim = *opts_.heartbeat / 4;
+    std::optional<time_point> deadline;
+    std::string reader;
+    for (const store_op* op : ops) {
+      if (op->at >= end) break;
+      if (op->at < set_at) continue;  // an earlier lease end of the same value, renewed since
+      if (op->op != store_op::kind::claim || op->reason != claim_reason::takeover ||
+          op->outcome != claim_outcome::running || op->instance == runner || !op->after ||
+          op->after->token != token || op->after->lease_end != end)
+        continue;
+      const instance* b = named(op->instance);
+      if (b == nullptr) continue;
+      // A slow clock fires the aimed check later in real time; a fast one
+      // earlier, answered `running` and aimed again, closer each time, until
+      // one lands after the end, at most heartbeat / 4 of its time after it.
+      const time_point by = std::max(op->at + real_time_for(*b, end - op->at + aim), end + aim) + duration{2};
+      if (by > now() || (deadline && by >= *deadline)) continue;
+      bool clean = true;
+      for (const event& o : h.events)
+        if (o.instance == op->instance && o.run == run && o.at >= op->at && o.at <= by &&
+            (o.kind == event_kind::won || o.kind == event_kind::takeover || o.kind == event_kind::catch_up))
+          clean = false;
+      for (const auto& [at, what] : h.faults) {
+        if (at < op->at || at > by) continue;
+        const bool about_it = what.size() > op->instance.size() &&
+                              what.compare(what.size() - op->instance.size() - 1, std::string::npos,
+                                           " " + op->instance) == 0;
+        const bool drift = what.rfind("monotonic clock", 0) == 0;  // real_time_for allows for it
+        const bool slow = what.rfind("slow", 0) == 0 || what.rfind("hung", 0) == 0 || what.rfind("hang", 0) == 0;
+        if ((about_it && !drift) || slow || what == "store lost its state") clean = false;
+      }
+      if (!clean) continue;
+      deadline = by;
+      reader = op->instance;
+    }
+    if (!deadline) return;
+    ++aimed_checks_;
+    std::optional<run_record> later;
+    for (const store_op* op : ops) {
+      if (op->at > *deadline) break;
+      later = op->after;
+    }
+    if (later && later->token == token && later->status == run_status::running)
+      out.push_back("I6: " + to_text(run) + "'s lease ended at " + std::to_string(end.time_since_epoch().count()) +
+                    "; " + reader + " read that end before it and had no fault, but nobody took the run over by " +
+                    std::to_string(deadline->time_since_epoch().count()) + " (the end + heartbeat / 4)");
   }
 
   /// Paused jobs: no attempt (new run or takeover) is won while its job is
@@ -762,9 +835,7 @@ class cluster {
   /// (`at` itself when it was not waiting then): in the simulation time
   /// moves within a loop turn only while the instance waits on the store.
   time_point waited_since(const std::string& who, time_point at) const {
-    const instance* in = nullptr;
-    for (const auto& p : instances_)
-      if (p->name == who) in = p.get();
+    const instance* in = named(who);
     if (in == nullptr) return at;
     for (bool moved = true; moved;) {
       moved = false;
@@ -1048,6 +1119,7 @@ class cluster {
   std::vector<job_spec> jobs_;
   std::vector<std::unique_ptr<instance>> instances_;
   mutable std::size_t takeover_checks_ = 0;
+  mutable std::size_t aimed_checks_ = 0;
   mutable std::size_t triggers_checked_ = 0;
   std::size_t registration_checks_ = 0;
   std::int64_t slowest_ppm_ = clock_type::ppm_one;  // the slowest monotonic clock any instance had
