@@ -62,7 +62,7 @@ namespace lease::detail::postgres {
 class listener_thread {
  public:
   listener_thread(connection_settings s, std::string releases, std::string triggers, release_listener on_release,
-                  trigger_listener on_trigger, std::chrono::milliseconds ping_every = std::chrono::seconds(30))
+                  trigger_listener on_trigger, std::chrono::milliseconds ping_every)
       : s_(std::move(s)), releases_(std::move(releases)), triggers_(std::move(triggers)),
         release_(std::move(on_release)), trigger_(std::move(on_trigger)), ping_every_(ping_every) {
     s_.application_name = "lease-listener";
