@@ -389,7 +389,7 @@ class scheduler {
   void run_loop();
   std::size_t poll_once();
   std::size_t take_inbox();
-  void recheck_watches(std::string_view job);
+  void recheck_watches(std::string_view job, std::optional<time_point> finished = std::nullopt);
   void stop_listening();
   std::optional<detail::timer> pop_due();
   void fire(const detail::timer& t);

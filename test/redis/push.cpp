@@ -127,6 +127,44 @@ TEST_CASE("a release or finish by one redis store reaches the listener of anothe
   CHECK(heard.size() == 3);
 }
 
+TEST_CASE("a redis finish is announced with its run's slot (listen_ends), a release with none") {
+  lease::testing::redis_server srv;
+  lease::fake_clock clock{time_point{lease::duration{1'700'000'000'000}}};
+  const std::string prefix = lease::testing::fresh_prefix("ends");
+  auto watcher = store_on(srv, prefix, clock);
+  auto runner = store_on(srv, prefix, clock);
+  std::mutex m;
+  std::vector<std::pair<std::string, std::optional<time_point>>> heard;
+  auto count = [&] {
+    std::scoped_lock l(m);
+    return heard.size();
+  };
+  watcher.listen_ends([&](std::string_view job, std::optional<time_point> finished) {
+    std::scoped_lock l(m);
+    heard.emplace_back(job, finished);
+  });
+  const std::string job = "nightly";
+  (void)watcher.unfinished(job);
+  REQUIRE(wait_for([&] { return watcher.listener_channels() == 1; }));
+
+  const time_point s1 = clock.now() - 3s, s2 = s1 + 1s, s3 = s1 + 2s, s4 = s1 + 3s;
+  for (auto [slot, token] : {std::pair{s1, "t1"}, {s2, "t2"}, {s3, "t3"}, {s4, "t4"}}) {
+    auto req = request(job, slot, token);
+    req.overlap = lease::overlap_mode::allow;  // four runs of one job at once
+    REQUIRE(runner.claim(req).outcome == claim_outcome::won);
+  }
+  CHECK(runner.finish({job, s1}, "t1", run_status::failed));
+  CHECK(runner.release({job, s2}, "t2"));
+  const std::vector<lease::finish_request> batch{{{job, s3}, "t3", run_status::success}, {{job, s4}, "t4", std::nullopt}};
+  CHECK(runner.finish_many(batch) == std::vector<bool>{true, true});
+  REQUIRE(wait_for([&] { return count() == 4; }));
+  std::scoped_lock l(m);
+  CHECK(heard[0] == std::pair{job, std::optional{s1}});  // a finish: the run it ended
+  CHECK(heard[1] == std::pair{job, std::optional<time_point>{}});  // a release: check every watched run
+  CHECK(heard[2] == std::pair{job, std::optional{s3}});
+  CHECK(heard[3] == std::pair{job, std::optional<time_point>{}});
+}
+
 namespace {
 
 /// A stops while running a long handler; B, its backup, takes over. Returns

@@ -426,6 +426,35 @@ TEST_CASE("the end of a run is announced: its backups stop watching it at once")
   for (std::size_t i = 0; i < t.sim.size(); ++i) CHECK(t.sim.instance_at(i).watching() == 0);
 }
 
+namespace {
+/// Takeover checks the backups sent from the finish of the first slot's run
+/// (20 s handler) until 5 s after it, when the finish is announced naming
+/// its run (EndPushStore) or only its job (PushStore).
+std::size_t checks_after_finish(std::uint64_t seed, bool names_run) {
+  three t(seed, 20s);
+  t.sim.announce_finished_runs(names_run);
+  t.sim.run_for(60s + 25s);
+  INFO(t.sim.describe());
+  const auto done = t.events(event_kind::success);
+  REQUIRE(done.size() == 1);
+  std::size_t checks = 0;
+  for (const auto& op : t.sim.recorded().ops)
+    if (op.op == lease::sim::store_op::kind::claim && op.reason == lease::claim_reason::takeover &&
+        op.at >= done[0].at)
+      ++checks;
+  for (std::size_t i = 0; i < t.sim.size(); ++i) CHECK(t.sim.instance_at(i).watching() == 0);
+  CHECK(t.sim.violations().empty());
+  return checks;
+}
+}  // namespace
+
+TEST_CASE("an announced finish that names its run ends the backups' watch without another claim") {
+  for (std::uint64_t seed = 1; seed <= 5; ++seed) {
+    CHECK(checks_after_finish(seed, true) == 0);
+    CHECK(checks_after_finish(seed, false) == 2);  // each backup asks once, and is told `finished`
+  }
+}
+
 // ---- claims due together go in one round trip ------------------------------
 
 TEST_CASE("the slots of many jobs due at once are claimed in one round trip per instance, each with its own answer") {

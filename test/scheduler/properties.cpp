@@ -123,6 +123,7 @@ void random_history(coverage_counts& coverage, bool long_jobs) {
 
   Sim sim(seed, o);
   sim.announce_releases(pick(0, 3) != 0);  // a PushStore, mostly; sometimes a store that cannot push
+  sim.announce_finished_runs(pick(0, 2) == 0);  // an EndPushStore (Redis) or a plain PushStore (PostgreSQL)
   const int jobs = pick(1, 3);
   for (int j = 0; j < jobs; ++j) {
     const duration interval = long_jobs ? ms(one_of(30000, 60000)) : ms(one_of(1000, 2000, 5000, 15000));
@@ -347,6 +348,7 @@ TEST_CASE("dead, frozen, stopped and cut-off runners are taken over within lease
     o.stop_timeout = ms(one_of(0, 500));
     lease::sim::cluster<> sim(seed, o);
     sim.announce_releases(pick(0, 2) == 0);
+    sim.announce_finished_runs(pick(0, 2) == 0);
     sim.add_job("job", lease::every(120s), [](const lease::run_context&) {
       return lease::sim::script{.runs_for = 100s, .honours_stop = 0ms, .on_stop = lease::sim::script::ending::throws};
     });

@@ -58,12 +58,26 @@ void scheduler<S, C, E, P>::watch_run(std::uint32_t j, const run_key& run, bool 
 /// A PushStore said a run of `job` was released or ended: every run of it
 /// this instance watches is checked now (the watch's next check replaces the
 /// pending one). An announcement for a job not watched here costs nothing.
+/// The run an EndPushStore said a finish ended (`finished`) is not checked:
+/// its watch ends as the check's `finished` answer would end it.
 template <Store S, Clock C, Executor E, OverlapPolicy P>
-void scheduler<S, C, E, P>::recheck_watches(std::string_view job) {
+void scheduler<S, C, E, P>::recheck_watches(std::string_view job, std::optional<time_point> finished) {
   if (phase_ != phase::running) return;
+  std::optional<std::uint32_t> ended;
   for (auto it = watches_.lower_bound(run_key{std::string(job), time_point::min()});
-       it != watches_.end() && it->first.job == job; ++it)
+       it != watches_.end() && it->first.job == job;) {
+    if (finished && it->first.slot == *finished && !it->second.in_doubt) {
+      ended = it->second.job;
+      it = watches_.erase(it);
+      continue;
+    }
     watch_run(it->second.job, it->first, true);
+    ++it;
+  }
+  if (ended) {
+    recount();
+    release_buffer(*ended);  // as a `finished` answer: a run buffered behind it may go now
+  }
 }
 
 template <Store S, Clock C, Executor E, OverlapPolicy P>

@@ -29,11 +29,16 @@ void scheduler<S, C, E, P>::start() {
     push_after(duration::zero(), {{}, 0, detail::timer_kind::recover, j, {}, jobs_[j].life});
     arm_slot(j, jobs_[j].schedule.next(now));
   }
-  if constexpr (PushStore<S>) {
+  if constexpr (EndPushStore<S>) {
     // The listener runs on the store's thread: it only posts to the inbox,
     // which it keeps alive itself (the store may call it once more while
-    // listen_releases({}) is on its way).
-    store_.listen_releases([in = inbox_](std::string_view job) { in->post_release(job); });
+    // listen_ends({}) is on its way).
+    store_.listen_ends([in = inbox_](std::string_view job, std::optional<time_point> finished) {
+      in->post_release(job, finished);
+    });
+    listening_ = true;
+  } else if constexpr (PushStore<S>) {
+    store_.listen_releases([in = inbox_](std::string_view job) { in->post_release(job); });  // as listen_ends
     listening_ = true;
   }
   start_triggers();
@@ -72,7 +77,8 @@ void scheduler<S, C, E, P>::stop_listening() {
   if constexpr (PushStore<S>) {
     if (!std::exchange(listening_, false)) return;
     try {
-      store_.listen_releases({});
+      if constexpr (EndPushStore<S>) store_.listen_ends({});
+      else store_.listen_releases({});
     } catch (...) {
       // Nothing to do about a store that fails to stop a subscription: the
       // listener only posts to an inbox it keeps alive.
@@ -164,7 +170,7 @@ std::size_t scheduler<S, C, E, P>::take_inbox() {
   if (!inbox_->posted.load()) return 0;
   std::vector<detail::completion> done;
   std::optional<duration> stop_request;
-  std::vector<std::string> released;
+  std::vector<detail::inbox::announced> released;
   std::vector<std::string> triggered;
   std::vector<std::function<void()>> calls;
   {
@@ -180,7 +186,7 @@ std::size_t scheduler<S, C, E, P>::take_inbox() {
   for (auto& fn : calls) fn();
   if (stop_request && phase_ == phase::running) begin_stop(*stop_request);
   for (auto& c : done) on_completion(c);
-  for (const std::string& job : released) recheck_watches(job);
+  for (const auto& a : released) recheck_watches(a.job, a.finished);
   if (!triggered.empty() && phase_ == phase::running) {
     // One poll for every job announced in this turn; "" (the store may have
     // missed pushes) polls all of them. A failed poll is retried: the store

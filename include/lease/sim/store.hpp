@@ -69,8 +69,12 @@ struct world {
   /// and release to every instance's listener, unless switched off (a store
   /// that cannot push) or the announcement is lost (`lost_announcements`).
   bool pushes = true;
+  /// Whether an announced finish names its run (EndPushStore, as Redis and
+  /// the memory store do); off, every announcement says only the job (as
+  /// PostgreSQL's), and backups check every watched run of it.
+  bool names_finished = true;
   int lost_announcements = 0;  ///< the next N announcements reach no one
-  std::map<std::uint64_t, release_listener> listeners;
+  std::map<std::uint64_t, end_listener> listeners;
   /// Push of triggers (PushTriggerStore): every trigger is announced to every
   /// instance's listener at once, synchronously (as memory_store does).
   std::map<std::uint64_t, trigger_listener> trigger_listeners;
@@ -91,14 +95,14 @@ struct world {
   /// With it, an instance can do only so many calls per second: overload.
   duration round_trip{};
 
-  void announce(const std::string& job) {
+  void announce(const std::string& job, std::optional<time_point> finished = std::nullopt) {
     if (!pushes) return;
     if (lost_announcements > 0) {
       --lost_announcements;
       hist.faults.push_back({clock.now(), "announcement of " + job + " lost"});
       return;
     }
-    for (auto& [id, f] : listeners) f(job);
+    for (auto& [id, f] : listeners) f(job, names_finished ? finished : std::nullopt);
   }
 
   void violation(std::string what) { hist.violations.push_back(std::move(what)); }
@@ -213,7 +217,7 @@ class store {
     const bool ok = w_->mem.finish(run, token, status);
     fenced_write(store_op::kind::finish, run, token, ok);
     if (ok && status == run_status::failed) w_->failed.insert(run);
-    if (ok) w_->announce(run.job);
+    if (ok) w_->announce(run.job, run.slot);
     depart();
     return ok;
   }
@@ -237,7 +241,7 @@ class store {
       fenced_write(f.status ? store_op::kind::finish : store_op::kind::release, f.run, f.token, ok,
                    w_->finish_batches);
       if (ok && f.status == run_status::failed) w_->failed.insert(f.run);
-      if (ok) w_->announce(f.run.job);
+      if (ok) w_->announce(f.run.job, f.status ? std::optional(f.run.slot) : std::nullopt);
       out.push_back(ok);
     }
     depart();
@@ -245,6 +249,11 @@ class store {
   }
   /// PushStore: this instance's listener for announced releases and ends.
   void listen_releases(release_listener f) {
+    if (!f) return listen_ends({});
+    listen_ends([f = std::move(f)](std::string_view job, std::optional<time_point>) { f(job); });
+  }
+  /// EndPushStore: the same, with the slot of a finished run.
+  void listen_ends(end_listener f) {
     if (f) {
       if (listener_ == 0) listener_ = ++w_->last_listener;
       w_->listeners[listener_] = std::move(f);
@@ -485,7 +494,7 @@ class polled_store : public store {
 };
 
 static_assert(BatchHeartbeatStore<store>);
-static_assert(PushStore<store>);
+static_assert(EndPushStore<store>);
 static_assert(BatchClaimStore<store>);
 static_assert(BatchFinishStore<store>);
 static_assert(PauseStore<store>);

@@ -151,6 +151,26 @@ concept PushStore = Store<S> && requires(S& s, release_listener f) {
   { s.listen_releases(std::move(f)) } -> std::same_as<void>;
 };
 
+/// Called by an EndPushStore for each announcement: `finished` is the slot
+/// of the run of `job` that a finish() ended, or nullopt for a release (a
+/// hand-over, an operator's stop) or an announcement that does not say.
+using end_listener = std::function<void(std::string_view job, std::optional<time_point> finished)>;
+
+/// A PushStore whose announcement of a finish names the run it ended. A
+/// backup watching that run ends its watch on the announcement, without the
+/// takeover check that would only be answered `finished`: one claim less per
+/// backup per run. Sound because a finish is announced only once the store
+/// accepted it, and a finished run is final (nothing ever runs it again).
+///
+///   s.listen_ends(f)    from now on, call f(job, finished) for every
+///                       announcement listen_releases would make;
+///   s.listen_ends({})   stop, as listen_releases({}).
+/// The scheduler uses one of the two, never both.
+template <class S>
+concept EndPushStore = PushStore<S> && requires(S& s, end_listener f) {
+  { s.listen_ends(std::move(f)) } -> std::same_as<void>;
+};
+
 /// A store that keeps an operator's pause of a job (doc/store-rules.md,
 /// "Pause and resume"), durably and for every instance at once, because the
 /// claim itself checks it:

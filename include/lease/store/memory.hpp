@@ -5,7 +5,8 @@
 // Copies share one table (it is a handle), so several schedulers in one
 // process — or a test and the schedulers it watches — can use one store.
 // It is a PushStore: a release or finish through any copy is announced to the
-// listener of every copy (synchronously, on the caller's thread).
+// listener of every copy (synchronously, on the caller's thread), a finish
+// with its run's slot (EndPushStore).
 #pragma once
 
 #include <atomic>
@@ -76,7 +77,7 @@ class memory_store {
       std::scoped_lock lock(state_->mutex);
       ok = rules::finish(state_->table, run, token, status, clock_.now());
     }
-    if (ok) state_->announce(run.job);
+    if (ok) state_->announce(run.job, run.slot);
     return ok;
   }
   bool release(const run_key& run, std::string_view token) {
@@ -100,12 +101,18 @@ class memory_store {
                                : rules::release(state_->table, f.run, f.token, now));
     }
     for (std::size_t i = 0; i < batch.size(); ++i)
-      if (out[i]) state_->announce(batch[i].run.job);
+      if (out[i])
+        state_->announce(batch[i].run.job, batch[i].status ? std::optional(batch[i].run.slot) : std::nullopt);
     return out;
   }
   /// PushStore: `f` is called after every accepted finish or release of any
   /// copy of this store; an empty `f` stops it (and waits for a call under way).
   void listen_releases(release_listener f) {
+    if (!f) return listen_ends({});
+    listen_ends([f = std::move(f)](std::string_view job, std::optional<time_point>) { f(job); });
+  }
+  /// EndPushStore: as listen_releases, and a finish names its run's slot.
+  void listen_ends(end_listener f) {
     std::scoped_lock lock(state_->push_mutex);
     if (f)
       state_->listeners[id_] = std::move(f);
@@ -213,14 +220,14 @@ class memory_store {
     // must not call the store (it only posts to a scheduler's inbox), and
     // listen_releases({}) returns only once a call under way has ended.
     std::mutex push_mutex;
-    std::map<std::uint64_t, release_listener> listeners;
+    std::map<std::uint64_t, end_listener> listeners;
     std::map<std::uint64_t, trigger_listener> trigger_listeners;
     std::atomic<std::uint64_t> ids{0};
 
     std::uint64_t new_id() { return ++ids; }
-    void announce(std::string_view job) {
+    void announce(std::string_view job, std::optional<time_point> finished = std::nullopt) {
       std::scoped_lock lock(push_mutex);
-      for (auto& [id, f] : listeners) f(job);
+      for (auto& [id, f] : listeners) f(job, finished);
     }
     void announce_trigger(std::string_view job) {
       std::scoped_lock lock(push_mutex);
@@ -234,7 +241,7 @@ class memory_store {
 
 static_assert(Store<memory_store<>>);
 static_assert(BatchHeartbeatStore<memory_store<fake_clock>>);
-static_assert(PushStore<memory_store<fake_clock>>);
+static_assert(EndPushStore<memory_store<fake_clock>>);
 static_assert(BatchClaimStore<memory_store<fake_clock>>);
 static_assert(BatchFinishStore<memory_store<fake_clock>>);
 static_assert(PauseStore<memory_store<fake_clock>>);

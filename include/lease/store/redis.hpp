@@ -12,9 +12,11 @@
 // each element still a separate atomic script (its own cluster slot).
 //
 // finish() and release() announce the change on the job's release channel
-// (sharded pub/sub); listen_releases() subscribes on a connection and thread
-// of its own (PushStore, store/redis/subscriber.hpp), so a backup takes a
-// hand-over over in milliseconds instead of at its next periodic check.
+// (sharded pub/sub; a finish's message is its run's slot); listen_ends() and
+// listen_releases() subscribe on a connection and thread of their own
+// (EndPushStore, store/redis/subscriber.hpp), so a backup takes a hand-over
+// over in milliseconds instead of at its next periodic check, and ends its
+// watch of a finished run without asking.
 //
 // trigger() keeps an operator's "run it now" as the job's pending trigger, a
 // field of its runs hash (so the claim script answers it atomically, in the
@@ -600,6 +602,13 @@ class redis_store {
   /// its slot, one connection per such master, following the slot map as it
   /// changes (subscriber.hpp).
   void listen_releases(release_listener f) {
+    if (!f) return listen_ends({});
+    listen_ends([f = std::move(f)](std::string_view job, std::optional<time_point>) { f(job); });
+  }
+  /// EndPushStore: as listen_releases, and a finish names its run's slot
+  /// (the finish script publishes it), so a backup watching only that run
+  /// ends its watch without a takeover check.
+  void listen_ends(end_listener f) {
     subscriber_.reset();
     if (f)
       subscriber_ = std::make_unique<detail::redis::release_subscriber>(
@@ -1143,7 +1152,7 @@ static_assert(BatchHeartbeatStore<redis_store>);
 static_assert(BatchClaimStore<redis_store>);
 static_assert(BatchFinishStore<redis_store>);
 static_assert(NoticeStore<redis_store>);
-static_assert(PushStore<redis_store>);
+static_assert(EndPushStore<redis_store>);
 static_assert(InspectStore<redis_store>);
 static_assert(PauseStore<redis_store>);
 static_assert(PushTriggerStore<redis_store>);

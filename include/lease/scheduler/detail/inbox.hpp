@@ -35,9 +35,15 @@ struct inbox {
   std::condition_variable ready;
   std::vector<completion> done;
   std::optional<duration> stop_request;  ///< set by stop(), taken by the loop
-  /// Jobs a PushStore announced a release or an end of a run of (their
-  /// watched runs are re-checked at once), in the order announced.
-  std::vector<std::string> released;
+  /// An announcement of a PushStore: a release or an end of a run of `job`
+  /// (its watched runs are re-checked at once, but for the one an
+  /// EndPushStore said a finish ended: that watch just ends).
+  struct announced {
+    std::string job;
+    std::optional<time_point> finished;
+  };
+  /// The announcements, in the order made.
+  std::vector<announced> released;
   /// Jobs a PushTriggerStore announced a trigger of ("" : poll all of them),
   /// in the order announced.
   std::vector<std::string> triggered;
@@ -71,10 +77,10 @@ struct inbox {
     }
     ready.notify_all();
   }
-  void post_release(std::string_view job) {
+  void post_release(std::string_view job, std::optional<time_point> finished = std::nullopt) {
     {
       std::scoped_lock lock(mutex);
-      released.emplace_back(job);
+      released.push_back({std::string(job), finished});
       posted.store(true);
     }
     ready.notify_all();

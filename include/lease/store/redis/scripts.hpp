@@ -102,6 +102,11 @@ inline constexpr std::size_t script_count = 16;
 // listeners then hear nothing, which costs them time, never safety.
 #define LEASE_REDIS_LUA_ANNOUNCE                                                                   \
   "redis.pcall('SPUBLISH', string.sub(KEYS[1], 1, -5) .. 'released', '')\n"
+// A finish names its run (the slot, `slot` in the script): a backup watching
+// only that run ends its watch without asking (EndPushStore). A release or a
+// stop says nothing more ('': check every watched run of the job).
+#define LEASE_REDIS_LUA_ANNOUNCE_FINISH                                                            \
+  "redis.pcall('SPUBLISH', string.sub(KEYS[1], 1, -5) .. 'released', slot)\n"
 
 // The claim and heartbeat scripts inline what the helpers do (the claim
 // keeps one closure, end_run, on the paths that write): Lua creates a
@@ -364,7 +369,7 @@ inline constexpr std::string_view heartbeat_lua =
     "return 1\n";
 
 /// finish: KEYS runs, ended; ARGV now, slot, token, status (success or
-/// failed). Reply 1 or 0; on 1 the job's release channel is told.
+/// failed). Reply 1 or 0; on 1 the job's release channel is told the slot.
 inline constexpr std::string_view finish_lua =
     "#!lua\n"
     "local slot = ARGV[2]\n"
@@ -377,7 +382,7 @@ inline constexpr std::string_view finish_lua =
     "for i = #list, 1, -1 do if list[i] == slot then table.remove(list, i) end end\n"
     "idx[4] = idx[4] + 1\n"
     "redis.call('HSET', KEYS[1], slot, cmsgpack.pack(r), 'i', cmsgpack.pack(idx))\n"
-    "redis.call('ZADD', KEYS[2], slot, slot)\n" LEASE_REDIS_LUA_ANNOUNCE
+    "redis.call('ZADD', KEYS[2], slot, slot)\n" LEASE_REDIS_LUA_ANNOUNCE_FINISH
     "return 1\n";
 
 /// release: KEYS runs; ARGV now, slot, token. Reply 1 or 0; on 1 the job's
@@ -652,6 +657,7 @@ inline constexpr std::string_view purge_lua =
 #undef LEASE_REDIS_LUA_CURRENT
 #undef LEASE_REDIS_LUA_RECORD
 #undef LEASE_REDIS_LUA_ANNOUNCE
+#undef LEASE_REDIS_LUA_ANNOUNCE_FINISH
 
 /// Every script, indexed by `script`.
 inline constexpr std::array<std::string_view, script_count> scripts{

@@ -31,6 +31,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -65,7 +66,7 @@ class release_subscriber {
  public:
   /// `seeds` empty: one server at `s.where`. Otherwise a cluster whose slot
   /// map is first read from the seeds.
-  release_subscriber(connection_settings s, std::string prefix, release_listener f, std::vector<endpoint> seeds = {})
+  release_subscriber(connection_settings s, std::string prefix, end_listener f, std::vector<endpoint> seeds = {})
       : s_(std::move(s)), prefix_(std::move(prefix)), f_(std::move(f)), seeds_(std::move(seeds)) {
     if (::pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0)
       raise(redis_errc::client_oom, "starting the release subscriber", "pipe2 failed");
@@ -367,7 +368,10 @@ class release_subscriber {
         if (!sh.in_flight.empty()) sh.in_flight.pop_front();
         if (r->element[2]->type == REDIS_REPLY_INTEGER) sh.confirmed = static_cast<std::uint64_t>(r->element[2]->integer);
       } else if (kind == "smessage") {
-        if (auto job = job_of(channel)) f_(*job);
+        if (auto job = job_of(channel))
+          f_(*job, r->element[2]->type == REDIS_REPLY_STRING
+                       ? finished_slot(std::string_view(r->element[2]->str, r->element[2]->len))
+                       : std::nullopt);
       } else if (kind == "sunsubscribe") {
         // Unasked: the node gave the channel's slot away (resharding, or it
         // is a replica now). Subscribe where the map will say.
@@ -409,6 +413,16 @@ class release_subscriber {
     subscribed_ = n;
   }
 
+  /// The finish script's message is its run's slot (ms since the epoch);
+  /// anything else (a release's '', a message of an older version) names
+  /// no run.
+  static std::optional<time_point> finished_slot(std::string_view payload) {
+    std::int64_t ms = 0;
+    const char* end = payload.data() + payload.size();
+    if (payload.empty() || std::from_chars(payload.data(), end, ms).ptr != end) return std::nullopt;
+    return time_point{duration{ms}};
+  }
+
   std::optional<std::string> job_of(std::string_view channel) {
     std::scoped_lock lock(m_);
     auto it = by_channel_.find(channel);
@@ -418,7 +432,7 @@ class release_subscriber {
 
   connection_settings s_;
   std::string prefix_;
-  release_listener f_;
+  end_listener f_;
   std::vector<endpoint> seeds_;
   int wake_[2]{-1, -1};
   // The thread's only:
