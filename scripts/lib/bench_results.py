@@ -86,8 +86,13 @@ def section(name, path, out):
                f"(floors and figures see the same load); load average at its start: "
                f"{' / '.join(f'{x:.2f}' for x in context.get('load_avg', []))}.\n")
     rows = []
-    errors = [f"`{n}`: {r[0]['error']}" for n, r in runs.items() if r and "error" in r[0]]
-    ok = {n: r for n, r in runs.items() if r and "error" not in r[0]}
+    # A benchmark may fail in some repetitions only: its figures are those of
+    # the others, and the error is listed with how many repetitions it took.
+    errors = [f"`{n}`: {next(x['error'] for x in r if 'error' in x)}"
+              f" ({sum('error' in x for x in r)} of {len(r)} repetitions)"
+              for n, r in runs.items() if any("error" in x for x in r)]
+    ok = {n: [x for x in r if "error" not in x] for n, r in runs.items()}
+    ok = {n: r for n, r in ok.items() if r}
 
     def paired_rows():
         for n, r in ok.items():
