@@ -62,6 +62,7 @@ struct coverage_counts {
   std::size_t removes = 0, readds = 0, runs_after_readd = 0, slots_accounted = 0, pauses = 0, runs_after_resume = 0;
   std::size_t stops = 0, stopped_taken_over = 0, registration_calls = 0, resume_catch_ups = 0;
   std::size_t triggers = 0, manual_started = 0, manual_takeovers = 0, triggers_refused = 0, trigger_polls = 0;
+  std::size_t unheard_triggers = 0;
   std::array<std::size_t, static_cast<std::size_t>(lease::event_kind::stopped) + 1> kinds{};
   void print() const {
     std::cout << "  coverage: " << histories << " histories, " << with_takeover << " with a takeover, "
@@ -72,7 +73,7 @@ struct coverage_counts {
               << runs_after_resume << " handler starts after a resume, " << resume_catch_ups
               << " slots missed while paused caught up by a resume), " << triggers << " triggers ("
               << manual_started << " manual runs started, " << manual_takeovers << " manual attempts taken over, "
-              << triggers_refused << " with a skip or paused event (not run, or waited in buffer_one); " << trigger_polls << " trigger polls); " << stops << " operator stops that handed over a run ("
+              << triggers_refused << " with a skip or paused event (not run, or waited in buffer_one); " << trigger_polls << " trigger polls, " << unheard_triggers << " pushed while every listener was cut); " << stops << " operator stops that handed over a run ("
               << stopped_taken_over << " stopped runs taken over after a resume); " << registration_calls
               << " registrations; events:";
     for (std::size_t k = 0; k < kinds.size(); ++k)
@@ -102,6 +103,16 @@ void prop_1000(const std::string& description, Testable&& testable, int cases = 
 }
 
 }  // namespace
+
+/// Cuts the trigger listener of instance `who` (every instance's if `who`
+/// is the count) for 0.1 to 5 s: well inside the 20 s in which an instance
+/// with the job must answer a trigger.
+template <class Sim>
+void cut_trigger_listeners(Sim& sim, int who) {
+  const duration d = ms(pick(100, 5000));
+  for (std::size_t i = 0; i < sim.size(); ++i)
+    if (static_cast<int>(i) == who || who == static_cast<int>(sim.size())) sim.cut_trigger_listener(i, d);
+}
 
 /// One random history: options, jobs, scripts, instances with skew, faults.
 /// `long_jobs` picks intervals far longer than a lease, so that runs are not
@@ -150,7 +161,7 @@ void random_history(coverage_counts& coverage, bool long_jobs) {
   const int steps = pick(3, 12);
   for (int s = 0; s < steps; ++s) {
     const auto who = static_cast<std::size_t>(pick(0, n));
-    switch (pick(0, 27)) {
+    switch (pick(0, 28)) {
       case 0: case 1: case 2: sim.run_for(ms(pick(100, long_jobs ? 20000 : 8000))); break;
       case 3: sim.crash(who); break;
       case 4: sim.restart(who); break;
@@ -188,6 +199,10 @@ void random_history(coverage_counts& coverage, bool long_jobs) {
       // An operator resumes a job through one instance's API, asking it to
       // catch up the latest slot missed while paused (within catch_up).
       case 26: sim.resume_on(who, "job" + std::to_string(pick(0, jobs)), lease::missed_slots::catch_up_latest); break;
+      // A trigger listener's connection drops (one instance's, or every
+      // one's: the server restarted); pushes meanwhile are lost until it
+      // reconnects and its instance polls.
+      case 27: cut_trigger_listeners(sim, pick(0, 2) == 0 ? n : static_cast<int>(who)); break;
     }
     sim.check_registrations_now();
     // Now and then a trigger right after another step (a run in progress, a
@@ -195,7 +210,9 @@ void random_history(coverage_counts& coverage, bool long_jobs) {
     if (pick(0, 4) == 0) sim.trigger_job("job" + std::to_string(pick(0, jobs)));
   }
   // A last trigger, with time for it: a trigger left pending while an
-  // instance with the job runs unhindered is a violation.
+  // instance with the job runs unhindered is a violation. Now and then every
+  // listener is cut when it is asked: only the reconnects' polls find it.
+  if (pick(0, 4) == 0) cut_trigger_listeners(sim, n);
   sim.trigger_job("job" + std::to_string(pick(0, jobs)));
   sim.run_for(3 * o.lease + 20s);
   sim.check_registrations_now();
@@ -242,6 +259,7 @@ void random_history(coverage_counts& coverage, bool long_jobs) {
       }
   }
   coverage.trigger_polls += sim.trigger_polls();
+  coverage.unheard_triggers += sim.unheard_triggers();
   for (std::size_t i = 0; i < sim.size(); ++i) coverage.registration_calls += sim.register_calls(i);
   for (const auto& op : h.ops)
     if (op.op == lease::sim::store_op::kind::claim && op.outcome == lease::claim_outcome::won &&
@@ -262,6 +280,7 @@ TEST_CASE("random histories of 3 to 5 instances with faults and clock skew satis
   prop_1000("invariants hold", [&] { random_history(coverage, false); });
   coverage.print();
   CHECK(coverage.manual_started > 0);  // triggers were actually run
+  CHECK(coverage.unheard_triggers > 0);  // some were found only by a reconnect's poll
   CHECK(coverage.stops > 0);  // operators stopped runs in progress
   CHECK(coverage.resume_catch_ups > 0);  // resumes caught up a slot missed while paused
   CHECK(coverage.kinds[static_cast<std::size_t>(lease::event_kind::stopped)] > 0);

@@ -10,7 +10,8 @@
 // instance's loop while the rest of the world goes on (its handlers and its
 // watchdog too), wall-clock steps of one instance, a monotonic clock that
 // runs slow or fast (drift_clock), a store that loses its
-// state, and lost announcements of a release (push hand-over). Everything is
+// state, lost announcements of a release (push hand-over), and a trigger
+// listener cut for a while (pushes lost until it reconnects). Everything is
 // recorded in a lease::sim::history, and the invariants of doc/invariants.md
 // are checked on it, including I9: no two handlers of one run
 // execute at overlapping times on the simulation's global clock.
@@ -196,6 +197,17 @@ class cluster {
     world_->hist.faults.push_back({now(), std::to_string(n) + " announcement(s) will be lost"});
     world_->lost_announcements += n;
   }
+  /// Instance `i`'s trigger listener loses its connection for `d`
+  /// (PushTriggerStore): every trigger pushed meanwhile is lost to it; then
+  /// it reconnects and calls f(""), and the instance must poll the triggers
+  /// it missed. (Nothing else of the instance is hindered: the checks still
+  /// hold it to answer a trigger in time.)
+  void cut_trigger_listener(std::size_t i, duration d) {
+    const std::string& name = instances_.at(i)->name;
+    world_->hist.faults.push_back({now(), "trigger listener of " + name + " cut for " + std::to_string(d.count()) + " ms"});
+    time_point& until = world_->trigger_cut_until[name];
+    until = std::max(until, now() + d);
+  }
   /// stop(timeout) on instance `i`; the simulation carries it out.
   void stop(std::size_t i, duration timeout) {
     instance& in = *instances_.at(i);
@@ -345,6 +357,9 @@ class cluster {
 
   /// How many triggers the last violations() call held to "run once, or say why".
   [[nodiscard]] std::size_t triggers_checked() const noexcept { return triggers_checked_; }
+  /// Triggers whose push reached no listener (every one cut): only a poll
+  /// after a reconnect could find them.
+  [[nodiscard]] std::uint64_t unheard_triggers() const noexcept { return world_->unheard_triggers; }
   /// triggers() calls the instances made (their polls).
   [[nodiscard]] std::uint64_t trigger_polls() const noexcept { return world_->trigger_polls; }
 
@@ -449,12 +464,14 @@ class cluster {
   }
 
   /// The next moment something is due anywhere: an instance's wakeup, a
-  /// handler's end, a self-abort deadline, the end of a freeze.
+  /// handler's end, a self-abort deadline, the end of a freeze, a trigger
+  /// listener's reconnect.
   [[nodiscard]] std::optional<time_point> next_event() const {
     std::optional<time_point> next;
     auto consider = [&](time_point x) {
       if (!next || x < *next) next = x;
     };
+    if (auto r = world_->next_reconnect()) consider(*r);
     for (const auto& p : instances_) {
       const instance& in = *p;
       if (in.crashed) continue;
@@ -515,7 +532,7 @@ class cluster {
   /// Polls and completes everything due now, until nothing is.
   void settle() {
     for (bool progressed = true; progressed;) {
-      progressed = false;
+      progressed = world_->deliver_reconnects();
       for (auto& p : instances_) {
         instance& in = *p;
         if (in.crashed) continue;

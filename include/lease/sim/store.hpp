@@ -76,8 +76,18 @@ struct world {
   int lost_announcements = 0;  ///< the next N announcements reach no one
   std::map<std::uint64_t, end_listener> listeners;
   /// Push of triggers (PushTriggerStore): every trigger is announced to every
-  /// instance's listener at once, synchronously (as memory_store does).
-  std::map<std::uint64_t, trigger_listener> trigger_listeners;
+  /// instance's listener at once, synchronously (as memory_store does) —
+  /// unless that instance's listener is cut (its connection down): then the
+  /// push is lost, and when the cut ends the listener reconnects and calls
+  /// f(""), as Redis's and PostgreSQL's listeners do, so that its instance
+  /// polls every trigger once (deliver_reconnects).
+  struct trigger_subscriber {
+    std::string instance;
+    trigger_listener f;
+  };
+  std::map<std::uint64_t, trigger_subscriber> trigger_listeners;
+  std::map<std::string, time_point> trigger_cut_until;  ///< instance → when its listener reconnects
+  std::uint64_t unheard_triggers = 0;  ///< triggers whose push reached no listener: only a poll finds them
   std::uint64_t last_listener = 0;
   std::uint64_t claim_batches = 0;  ///< claim_many calls (each one round trip)
   std::uint64_t trigger_polls = 0;  ///< triggers() calls
@@ -153,8 +163,44 @@ struct world {
     hist.faults.push_back({clock.now(), "trigger of job " + job + " asked by " + by + " (" +
                                             std::to_string(slot.time_since_epoch().count()) + ")"});
     if (fresh) hist.triggers.push_back({clock.now(), job, slot, by});
-    for (auto& [id, f] : trigger_listeners) f(job);
+    bool heard = false;
+    for (auto& [id, sub] : trigger_listeners) {
+      if (auto cut = trigger_cut_until.find(sub.instance); cut != trigger_cut_until.end() && cut->second > clock.now()) {
+        // Worded so that it names no instance at its end: it hinders nothing
+        // but this push, which the reconnect's poll must make up for.
+        hist.faults.push_back({clock.now(), "trigger push of job " + job + " to " + sub.instance + " lost (listener cut)"});
+        continue;
+      }
+      sub.f(job);
+      heard = true;
+    }
+    if (!heard && !trigger_listeners.empty()) ++unheard_triggers;
     return slot;
+  }
+
+  /// Every cut trigger listener whose cut has ended reconnects and calls
+  /// f(""): "pushes may have been missed". True if any did.
+  bool deliver_reconnects() {
+    bool any = false;
+    for (auto it = trigger_cut_until.begin(); it != trigger_cut_until.end();) {
+      if (it->second > clock.now()) {
+        ++it;
+        continue;
+      }
+      hist.faults.push_back({clock.now(), "trigger listener of " + it->first + " reconnected (it polls once)"});
+      for (auto& [id, sub] : trigger_listeners)
+        if (sub.instance == it->first) sub.f("");
+      it = trigger_cut_until.erase(it);
+      any = true;
+    }
+    return any;
+  }
+  /// When the next cut trigger listener reconnects, if any is cut.
+  [[nodiscard]] std::optional<time_point> next_reconnect() const {
+    std::optional<time_point> next;
+    for (const auto& [name, until] : trigger_cut_until)
+      if (!next || until < *next) next = until;
+    return next;
   }
 
   /// The store loses every run and fence and notices at once (rules::lose_state).
@@ -280,7 +326,7 @@ class store {
   void listen_triggers(trigger_listener f) {
     if (f) {
       if (trigger_listener_ == 0) trigger_listener_ = ++w_->last_listener;
-      w_->trigger_listeners[trigger_listener_] = std::move(f);
+      w_->trigger_listeners[trigger_listener_] = {instance_, std::move(f)};
     } else if (trigger_listener_ != 0) {
       w_->trigger_listeners.erase(trigger_listener_);
     }
