@@ -1013,3 +1013,66 @@ TEST_CASE("a release or finish by one store reaches another store's listener, an
   std::scoped_lock lock(m);
   CHECK(heard.size() == n);
 }
+
+TEST_CASE("a postgres finish is announced with its run's slot (listen_ends), a release or stop with none") {
+  lease::fake_clock clock{at(1'700'000'000'000)};
+  const std::string schema = lease::testing::fresh_schema("ends");
+  lease::postgres_store watcher{options(srv().conninfo(), schema, clock)};
+  lease::postgres_store runner{options(srv().conninfo(), schema, clock)};
+  std::mutex m;
+  std::vector<std::pair<std::string, std::optional<time_point>>> heard;
+  auto count = [&] {
+    std::scoped_lock lock(m);
+    return heard.size();
+  };
+  watcher.listen_ends([&](std::string_view job, std::optional<time_point> finished) {
+    std::scoped_lock lock(m);
+    heard.emplace_back(job, finished);
+  });
+  auto wait_for = [&](auto pred) {  // bounded poll
+    for (int i = 0; i < 1000 && !pred(); ++i) std::this_thread::sleep_for(10ms);
+    return pred();
+  };
+  REQUIRE(wait_for([&] { return watcher.listener_connects() == 1; }));
+
+  const std::string job = "it's {a} job ✓";
+  const time_point s1 = clock.now() - 3s, s2 = s1 + 1s, s3 = s1 + 2s, s4 = s1 + 3s;
+  for (auto [slot, token] : {std::pair{s1, "t1"}, {s2, "t2"}, {s3, "t3"}, {s4, "t4"}}) {
+    auto req = request(job, slot, token);
+    req.overlap = lease::overlap_mode::allow;  // four runs of one job at once
+    REQUIRE(runner.claim(req).outcome == claim_outcome::won);
+  }
+  CHECK_FALSE(runner.finish({job, s1}, "not-the-token", run_status::success));  // refused: no announcement
+  CHECK(runner.finish({job, s1}, "t1", run_status::failed));
+  CHECK(runner.release({job, s2}, "t2"));
+  const std::vector<lease::finish_request> batch{{{job, s3}, "t3", run_status::success}, {{job, s4}, "t4", std::nullopt}};
+  CHECK(runner.finish_many(batch) == std::vector<bool>{true, true});
+  REQUIRE(wait_for([&] { return count() == 4; }));
+  {
+    std::scoped_lock lock(m);
+    CHECK(heard[0] == std::pair{job, std::optional{s1}});  // a finish: the run it ended
+    CHECK(heard[1] == std::pair{job, std::optional<time_point>{}});  // a release: check every watched run
+    CHECK(heard[2] == std::pair{job, std::optional{s3}});
+    CHECK(heard[3] == std::pair{job, std::optional<time_point>{}});
+  }
+  // A stop hands a run over: job only.
+  clock.advance(1s);
+  REQUIRE(runner.claim(request(job, clock.now(), "t5")).outcome == claim_outcome::won);
+  CHECK(runner.stop(job) == 1);
+  REQUIRE(wait_for([&] { return count() == 5; }));
+  std::scoped_lock lock(m);
+  CHECK(heard[4] == std::pair{job, std::optional<time_point>{}});
+}
+
+TEST_CASE("an announcement is read as a job and, for a finish, its slot, and one of another shape names no job") {
+  using lease::detail::postgres::parse_announcement;
+  const auto release = parse_announcement("6e696768746c79");  // "nightly", as every version sends a release
+  CHECK(release.job == "nightly");
+  CHECK_FALSE(release.finished);
+  const auto finish = parse_announcement("6e696768746c79:1700000000000");
+  CHECK(finish.job == "nightly");
+  CHECK(finish.finished == at(1'700'000'000'000));
+  CHECK(parse_announcement("6e696768746c79:-5").finished == at(-5));  // slots before 1970 are slots too
+  for (const char* odd : {"", ":1", "6e69:", "6e69:12x", "6e69:1:2", "zz", "6e6"})
+    CHECK(parse_announcement(odd).job.empty());  // too long to announce, or not ours: dropped, never misread
+}

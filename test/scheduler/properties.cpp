@@ -134,7 +134,7 @@ void random_history(coverage_counts& coverage, bool long_jobs) {
 
   Sim sim(seed, o);
   sim.announce_releases(pick(0, 3) != 0);  // a PushStore, mostly; sometimes a store that cannot push
-  sim.announce_finished_runs(pick(0, 2) == 0);  // an EndPushStore (Redis) or a plain PushStore (PostgreSQL)
+  sim.announce_finished_runs(pick(0, 2) == 0);  // an EndPushStore (ours) or a plain PushStore (a user's)
   const int jobs = pick(1, 3);
   for (int j = 0; j < jobs; ++j) {
     const duration interval = long_jobs ? ms(one_of(30000, 60000)) : ms(one_of(1000, 2000, 5000, 15000));

@@ -188,8 +188,9 @@ class cluster {
   /// (PushStore, on by default, as PostgreSQL and Redis do); off, backups
   /// find a hand-over only at their periodic checks.
   void announce_releases(bool on) { world_->pushes = on; }
-  /// Whether an announced finish names its run (on by default; off, as
-  /// PostgreSQL's announcements: the job only, and backups check each run).
+  /// Whether an announced finish names its run (on by default, as every
+  /// store we ship; off, a plain PushStore: the job only, and backups check
+  /// each run).
   void announce_finished_runs(bool on) { world_->names_finished = on; }
   /// The next `n` announcements of a release or an end reach no instance
   /// (a dropped notification, a subscriber connection that was down).

@@ -69,9 +69,9 @@ struct world {
   /// and release to every instance's listener, unless switched off (a store
   /// that cannot push) or the announcement is lost (`lost_announcements`).
   bool pushes = true;
-  /// Whether an announced finish names its run (EndPushStore, as Redis and
-  /// the memory store do); off, every announcement says only the job (as
-  /// PostgreSQL's), and backups check every watched run of it.
+  /// Whether an announced finish names its run (EndPushStore, as every
+  /// store we ship does); off, every announcement says only the job (a
+  /// plain PushStore, a user's), and backups check every watched run of it.
   bool names_finished = true;
   int lost_announcements = 0;  ///< the next N announcements reach no one
   std::map<std::uint64_t, end_listener> listeners;

@@ -35,10 +35,10 @@
 // before the loss cannot tell (the same blind spot as Redis).
 //
 // finish() and release() announce the job with pg_notify in the same
-// statement, on the channel "<schema>.lease", and trigger() on
-// "<schema>.trigger"; listen_releases() and listen_triggers() LISTEN on one
-// connection and thread of their own (PushStore, PushTriggerStore,
-// store/postgres/listener.hpp).
+// statement, on the channel "<schema>.lease" (a finish names its run's slot
+// too), and trigger() on "<schema>.trigger"; listen_ends() and
+// listen_triggers() LISTEN on one connection and thread of their own
+// (EndPushStore, PushTriggerStore, store/postgres/listener.hpp).
 //
 // An operator's trigger (TriggerStore) is the job row's `trigger` column,
 // set by one statement and answered by lease_claim's manual branch under
@@ -506,11 +506,17 @@ class postgres_store {
   /// detected or learnt of. Each sentence once.
   std::vector<std::string> take_notices() { return std::exchange(s_->notices, {}); }
 
-  /// PushStore: from now on call `f(job)` (from a thread of the store's own)
-  /// whenever any store on this schema finishes or releases a run of `job`.
+  /// EndPushStore: from now on call `f(job, slot)` (from a thread of the
+  /// store's own) whenever any store on this schema finishes the run of
+  /// `job` at `slot`, and `f(job, nullopt)` when it releases or stops one.
   /// An empty `f` stops; it returns after the last call of the previous
   /// listener has returned.
-  void listen_releases(release_listener f) { set_listener(std::move(f), {}, true); }
+  void listen_ends(end_listener f) { set_listener(std::move(f), {}, true); }
+  /// PushStore: the same, told the job only (a finish too).
+  void listen_releases(release_listener f) {
+    if (!f) return listen_ends({});
+    listen_ends([f = std::move(f)](std::string_view job, std::optional<time_point>) { f(job); });
+  }
 
   /// When the store noticed a loss of its state (store clock), if ever. Checks
   /// the store now (one round trip; a schema replaced under this handle is
@@ -599,7 +605,7 @@ class postgres_store {
   /// Sets the release listener (`release`) or the trigger listener, on the
   /// one listener thread, started when the first is set and stopped (after
   /// the last call) when neither is.
-  void set_listener(release_listener r, trigger_listener t, bool release) {
+  void set_listener(end_listener r, trigger_listener t, bool release) {
     if (!s_) detail::postgres::raise(postgres_errc::bad_option, "this store was moved from");
     auto& l = s_->listener;
     if (!l) {
@@ -1108,7 +1114,7 @@ static_assert(BatchHeartbeatStore<postgres_store>);
 static_assert(BatchClaimStore<postgres_store>);
 static_assert(BatchFinishStore<postgres_store>);
 static_assert(NoticeStore<postgres_store>);
-static_assert(PushStore<postgres_store>);
+static_assert(EndPushStore<postgres_store>);
 static_assert(PauseStore<postgres_store>);
 static_assert(InspectStore<postgres_store>);
 static_assert(PushTriggerStore<postgres_store>);

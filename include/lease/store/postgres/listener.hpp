@@ -1,6 +1,7 @@
 // lease/store/postgres/listener.hpp — the LISTEN side of push hand-over and
 // of pushed triggers: a thread of its own with a connection of its own,
-// calling the release listener for every release or end of a run, and the
+// calling the end listener for every release or end of a run (an end with
+// its run's slot), and the
 // trigger listener for every trigger, that any store on the same schema
 // announces (finish, release and trigger call pg_notify in the same
 // statement, so an announcement is sent exactly when the change commits).
@@ -15,8 +16,11 @@
 #pragma once
 
 #include <atomic>
+#include <charconv>
 #include <chrono>
+#include <cstdint>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -46,6 +50,26 @@ namespace lease::detail::postgres {
   return out;
 }
 
+/// What a notification on the release channel says: the job, and for a
+/// finish the run's slot. "<hex job>" (a release, a stop) or "<hex
+/// job>:<slot ms>" (a finish); anything else (a job name too long to
+/// announce: '') names no job.
+struct announcement {
+  std::string job;
+  std::optional<time_point> finished;
+};
+[[nodiscard]] inline announcement parse_announcement(std::string_view payload) {
+  const std::size_t colon = payload.find(':');
+  announcement a{decode_hex(payload.substr(0, colon)), std::nullopt};
+  if (colon == std::string_view::npos || a.job.empty()) return a;
+  const std::string_view slot = payload.substr(colon + 1);
+  std::int64_t ms = 0;
+  const char* end = slot.data() + slot.size();
+  if (slot.empty() || std::from_chars(slot.data(), end, ms).ptr != end) return {};  // not ours: ignored
+  a.finished = time_point{duration{ms}};
+  return a;
+}
+
 /// One LISTEN thread on one connection, for both pushes of a store: the
 /// releases and ends of runs (channel `releases`, release_listener) and
 /// operators' triggers (channel `triggers`, trigger_listener). Either
@@ -61,7 +85,7 @@ namespace lease::detail::postgres {
 /// whose name is too long to announce.
 class listener_thread {
  public:
-  listener_thread(connection_settings s, std::string releases, std::string triggers, release_listener on_release,
+  listener_thread(connection_settings s, std::string releases, std::string triggers, end_listener on_release,
                   trigger_listener on_trigger, std::chrono::milliseconds ping_every)
       : s_(std::move(s)), releases_(std::move(releases)), triggers_(std::move(triggers)),
         release_(std::move(on_release)), trigger_(std::move(on_trigger)), ping_every_(ping_every) {
@@ -76,7 +100,7 @@ class listener_thread {
   listener_thread& operator=(const listener_thread&) = delete;
 
   /// Replaces the release listener; returns after a call of the old one under way has returned.
-  void on_release(release_listener f) {
+  void on_release(end_listener f) {
     std::scoped_lock lock(m_);
     release_ = std::move(f);
   }
@@ -128,12 +152,12 @@ class listener_thread {
       auto notes = c.take_notifications();
       if (!notes.empty()) heard = steady::now();
       for (const auto& [channel, payload] : notes) {
-        const std::string job = decode_hex(payload);
         std::scoped_lock lock(m_);
         if (channel == triggers_) {
-          if (trigger_) trigger_(job);  // "" (a name too long to announce): poll
+          if (trigger_) trigger_(decode_hex(payload));  // "" (a name too long to announce): poll
         } else if (channel == releases_) {
-          if (release_ && !job.empty()) release_(job);
+          const announcement a = parse_announcement(payload);
+          if (release_ && !a.job.empty()) release_(a.job, a.finished);
         }
       }
     }
@@ -143,7 +167,7 @@ class listener_thread {
   std::string releases_;
   std::string triggers_;
   std::mutex m_;  ///< held while a listener is called or replaced
-  release_listener release_;
+  end_listener release_;
   trigger_listener trigger_;
   std::atomic<bool> stop_{false};
   std::chrono::milliseconds ping_every_;

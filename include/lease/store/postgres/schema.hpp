@@ -587,6 +587,12 @@ inline constexpr const char* stmt_names[] = {"lease_claim", "lease_heartbeat", "
 
 #define LEASE_PG_RECORD "slot, attempt, token, fence, runner, status::int4, lease_end, released, handovers, manual"
 #define LEASE_PG_PAYLOAD "CASE WHEN octet_length(job) <= 3900 THEN encode(job, 'hex') ELSE '' END"
+// A finish names its run: "<hex job>:<slot ms>" (store/postgres/listener.hpp,
+// parse_announcement). A listener of a version before it reads no job from
+// it (':' is not hex) and drops it: during a rolling upgrade its backups
+// learn of finishes at their periodic checks, as without a push.
+#define LEASE_PG_FINISH_PAYLOAD                                                                    \
+  "CASE WHEN octet_length(job) <= 3900 THEN encode(job, 'hex') || ':' || slot::text ELSE '' END"
 
 /// Each statement's text ('@' = the schema). The channel of NOTIFY is $5
 /// (finish, release: the release channel) or $3 (trigger: the trigger channel).
@@ -614,7 +620,7 @@ inline constexpr std::string_view stmt_sql[] = {
     // finish: job, slot, token, status, channel
     "UPDATE @.lease_runs SET status = $4::int4 "
     "WHERE job = $1::bytea AND slot = $2::int8 AND token = $3::bytea AND status = 0 AND NOT released "
-    "RETURNING pg_notify($5::text, " LEASE_PG_PAYLOAD ")::text",
+    "RETURNING pg_notify($5::text, " LEASE_PG_FINISH_PAYLOAD ")::text",
     // release: now, job, slot, token, channel
     "UPDATE @.lease_runs SET lease_end = @.lease_now($1::int8), released = true, handovers = handovers + 1 "
     "WHERE job = $2::bytea AND slot = $3::int8 AND token = $4::bytea AND status = 0 AND NOT released "
