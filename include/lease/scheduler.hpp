@@ -59,6 +59,7 @@
 #include "lease/scheduler/detail/format.hpp"
 #include "lease/scheduler/detail/inbox.hpp"
 #include "lease/scheduler/detail/instance_id.hpp"
+#include "lease/scheduler/detail/store_clock_watch.hpp"
 #include "lease/scheduler/detail/timer_heap.hpp"
 #include "lease/scheduler/job_name.hpp"
 #include "lease/scheduler/lease_guard.hpp"
@@ -490,6 +491,7 @@ class scheduler {
   duration backoff(std::uint32_t tries, duration cap);
   void store_failed(std::string_view op, const run_key& run, const store_error& e);
   void store_answered();
+  void observe_store_clock(steady_point sent, steady_point arrived, const run_key& run, time_point store_now);
   void emit(event_kind k, run_key run, std::uint32_t attempt_no, std::uint64_t fence, std::string message,
             detail::event_facts facts = {});
   /// The facts of an event that answers the claim being handled.
@@ -549,6 +551,7 @@ class scheduler {
   detail::store_faults faults_;
   std::optional<time_point> quarantine_told_;  // the quarantine end already reported
   std::optional<duration> round_trip_;  // of the claim whose answer is being handled (set by try_claim)
+  detail::store_clock_watch store_clock_;  // the store's clock in claim answers, against steady()
   std::shared_ptr<live_counts> counts_ = std::make_shared<live_counts>();
   std::uint64_t next_id_ = 1;
   /// The next heartbeat tick of each interval in use by a running attempt:

@@ -88,6 +88,38 @@ TEST_CASE("a runner whose wall clock is stepped back 60 s keeps renewing, and no
   CHECK(t.sim.violations().empty());
 }
 
+namespace {
+/// Store-clock notices of a node's events that say "stepped <way>".
+std::vector<std::string> step_notices(const test::node<>& n, const std::string& way) {
+  std::vector<std::string> out;
+  for (const auto& e : n.of(event_kind::store_notice))
+    if (e.message.rfind("the store's clock was stepped " + way, 0) == 0) out.push_back(e.message);
+  return out;
+}
+}  // namespace
+
+// One fake_clock for the store and both instances, as on one host with a
+// SQLite file: a step of its wall clock (fake_clock::step) moves the store's
+// clock and leaves the monotonic clocks alone.
+TEST_CASE("the store's clock stepped ahead or back is said by the next claim answer, once, with the step") {
+  for (const int way : {+1, -1}) {
+    test::cluster<> c{test::at(1h)};
+    auto& a = c.add(test::spec_options("a", 1), "report", 1h);
+    auto& b = c.add(test::spec_options("b", 2), "report", 1h);
+    c.start_all();
+    c.run_until(test::at(2h) + 100ms);  // a runs slot 2 h, b backs it up
+    REQUIRE(a.started.size() == 1);
+    REQUIRE(b.count(event_kind::backup) == 1);
+    c.clock.step(way * 40s);
+    c.run_for(45s);  // b's backup checks, 5 to 10 s apart
+    INFO("step " << way * 40 << " s");
+    const auto said = step_notices(b, way > 0 ? "ahead by at least " : "back by at least ");
+    REQUIRE(said.size() == 1);  // once: the next answer is read against the stepped clock
+    CHECK(said.front().find("at least 40000 ms") != std::string::npos);  // fake time: no round trip to allow for
+    CHECK(step_notices(b, way > 0 ? "back" : "ahead").empty());
+  }
+}
+
 TEST_CASE("a wall clock stepped forward past slots claims only the latest, with one late event naming what it skipped") {
   lease::options o = sim_options();
   o.max_late = 600s;  // an old slot would still be claimable: only the rule keeps it out

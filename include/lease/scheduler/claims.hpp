@@ -184,6 +184,7 @@ void scheduler<S, C, E, P>::flush_claims() {
       return;
     }
     std::vector<claim_result> answers;
+    const steady_point sent = steady();
     auto failed = [&](const store_error& e) {
       store_failed("batch of " + std::to_string(batch.size()) + " claims", batch.front().run, e);
       for (std::size_t i = 0; i < items.size(); ++i) answer(i, std::nullopt);  // each resent later with its own token
@@ -205,6 +206,7 @@ void scheduler<S, C, E, P>::flush_claims() {
       return;
     }
     store_answered();
+    observe_store_clock(sent, steady(), batch.front().run, answers.front().store_now);
     for (std::size_t i = 0; i < items.size(); ++i) answer(i, std::move(answers[i]));
   }
 }
@@ -247,6 +249,33 @@ void scheduler<S, C, E, P>::claim_answered(std::uint64_t id, std::optional<claim
   on_claim(done.job, done.req, *res, *done.first_sent);
 }
 
+/// The store's clock in a claim answer, against this instance's monotonic
+/// clock: a step of it is said (detail/store_clock_watch.hpp). A store that
+/// leaves store_now unset (the epoch) is not watched.
+template <Store S, Clock C, Executor E, OverlapPolicy P>
+void scheduler<S, C, E, P>::observe_store_clock(steady_point sent, steady_point arrived, const run_key& run,
+                                                time_point store_now) {
+  if (store_now == time_point{}) return;
+  const std::optional<duration> step = store_clock_.observe(sent, arrived, store_now);
+  if (!step) return;
+  if (*step > duration::zero())
+    emit(event_kind::store_notice, run, 0, 0,
+         "the store's clock was stepped ahead by at least " + detail::fmt(*step) + ": between two claim answers "
+             "it moved that much more than this instance's monotonic clock allows (NTP or an operator stepped it; "
+             "on SQLite it is this host's wall clock). Leases are on that clock, so every lease in the store "
+             "ended that much early. If the step was longer than lease − heartbeat, a run whose runner was alive may "
+             "have been taken over, or ended by its next slot, before its runner was told (within one heartbeat), "
+             "and the two handlers overlapped meanwhile. "
+             "Let the clock slew, not step (chrony: makestep at boot only), or use leases longer than any step "
+             "you allow");
+  else
+    emit(event_kind::store_notice, run, 0, 0,
+         "the store's clock was stepped back by at least " + detail::fmt(-*step) + ": between two claim answers "
+             "it moved that much less than this instance's monotonic clock allows. Leases in the store last that "
+             "much longer, so a dead runner's run is taken over that much later, and slots wait for the store's "
+             "clock to reach them again (early)");
+}
+
 /// One claim call. A store_error is reported; an outcome_unknown is resolved
 /// by reading the run back and comparing tokens (never a blind retry).
 /// Returns nullopt when the outcome is still not known: the caller resends
@@ -258,6 +287,7 @@ std::optional<claim_result> scheduler<S, C, E, P>::try_claim(const claim_request
     claim_result r = store_.claim(req);
     round_trip_ = steady() - sent;
     store_answered();
+    observe_store_clock(sent, sent + *round_trip_, req.run, r.store_now);
     return r;
   } catch (const store_error& e) {
     if (e.code() == errc::outcome_unknown) {
