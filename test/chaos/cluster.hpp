@@ -245,8 +245,13 @@ class cluster {
     std::ostringstream o;
     o << "== chaos " << test_ << " (" << b_.kind() << "): " << r.slots_due << " slots due, " << r.runs
       << " handler runs, " << r.takeovers << " takeovers, " << r.catch_ups << " catch-ups, " << faults_.size()
-      << " faults injected; violations: " << r.double_runs << " double runs, " << r.fence_errors
-      << " fence errors, " << r.unexplained << " unexplained slots, " << crashes_.size() << " instance errors\n";
+      << " faults injected; violations: " << r.double_runs << " double runs, " << r.job_overlaps
+      << " overlaps of one job, " << r.fence_errors << " fence errors, " << r.unexplained << " unexplained slots, "
+      << crashes_.size() << " instance errors";
+    if (r.overlaps_after_store_step > 0)
+      o << " (" << r.overlaps_after_store_step << " overlap(s) of one job within a lease of a stated step of the "
+        << "store's clock: excused)";
+    o << "\n";
     o << "   events:";
     for (auto& [k, n] : r.events) o << " " << k << "=" << n;
     o << "\n   faults:\n";
