@@ -552,10 +552,6 @@ class scheduler {
   std::optional<time_point> quarantine_told_;  // the quarantine end already reported
   std::optional<duration> round_trip_;  // of the claim whose answer is being handled (set by try_claim)
   detail::store_clock_watch store_clock_;  // the store's clock in claim answers, against steady()
-  /// The last step ahead of the store's clock seen: when the answer that
-  /// showed it arrived, and its size. Until min(size, lease) after that, a
-  /// won attempt starts no handler (attempts.hpp, begin_attempt).
-  std::optional<std::pair<steady_point, duration>> store_step_;
   std::shared_ptr<live_counts> counts_ = std::make_shared<live_counts>();
   std::uint64_t next_id_ = 1;
   /// The next heartbeat tick of each interval in use by a running attempt:

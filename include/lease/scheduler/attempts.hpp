@@ -43,26 +43,6 @@ void scheduler<S, C, E, P>::begin_attempt(std::uint32_t j, const claim_request& 
     watch_run(j, rec.key(), false);
     return;
   }
-  if (store_step_ && steady() < store_step_->first + std::min(store_step_->second, lease_len)) {
-    // The store's clock was just stepped ahead by S (claims.hpp,
-    // observe_store_clock): every lease in the store ended S early, so the
-    // run this claim ended as expired — this one's earlier attempt, or the
-    // job's earlier run — may have a runner that is alive, and stops only
-    // when its own lease ends in real time, at most min(S, lease) after
-    // the step. Starting now could run two handlers at once. Not started,
-    // as above: this attempt's lease runs out in the store a lease from
-    // now, after that runner's, and a backup (this instance too) takes the
-    // run over. It costs an attempt and a lease of delay, never an overlap.
-    emit(event_kind::lost, rec.key(), rec.attempt, rec.fence,
-         std::string(to_string(req.reason)) + " claim won attempt " + std::to_string(rec.attempt) +
-             ", but the store's clock was stepped ahead by at least " + detail::fmt(store_step_->second) +
-             " just before (see the store_notice): a run it ended as expired may still have a live runner, so "
-             "the handler is not started; a backup (this instance too) takes the run over when this attempt's "
-             "lease runs out, after that runner has stopped",
-         answer_facts());
-    watch_run(j, rec.key(), false);
-    return;
-  }
   const std::uint64_t id = next_id_++;
   attempt& a = attempts_[id];
   a.job = j;

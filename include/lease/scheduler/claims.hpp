@@ -258,7 +258,6 @@ void scheduler<S, C, E, P>::observe_store_clock(steady_point sent, steady_point 
   if (store_now == time_point{}) return;
   const std::optional<duration> step = store_clock_.observe(sent, arrived, store_now);
   if (!step) return;
-  if (*step > duration::zero()) store_step_ = {arrived, *step};
   if (*step > duration::zero())
     emit(event_kind::store_notice, run, 0, 0,
          "the store's clock was stepped ahead by at least " + detail::fmt(*step) + ": between two claim answers "
@@ -266,8 +265,7 @@ void scheduler<S, C, E, P>::observe_store_clock(steady_point sent, steady_point 
              "on SQLite it is this host's wall clock). Leases are on that clock, so every lease in the store "
              "ended that much early. If the step was longer than lease − heartbeat, a run whose runner was alive may "
              "have been taken over, or ended by its next slot, before its runner was told (within one heartbeat), "
-             "and the two handlers would overlap: so for that long (at most a lease) this instance starts no "
-             "handler of an attempt it wins, and leaves the run to a takeover after its lease. "
+             "and the two handlers overlapped meanwhile. "
              "Let the clock slew, not step (chrony: makestep at boot only), or use leases longer than any step "
              "you allow");
   else

@@ -9,9 +9,9 @@
 // the second one's send. Outside that range by more than a tolerance (1 s,
 // plus 10 % of the interval for clocks that run fast or slow), the store's
 // clock was stepped. Leases are on the store's clock, so a step ahead ends
-// every lease early by as much (doc/protocol.md §2). The scheduler says it
-// (a store_notice), and for min(step, lease) starts no handler on an attempt
-// it wins (attempts.hpp, begin_attempt).
+// every lease early by as much (doc/protocol.md §2). Nothing can undo that
+// here; the scheduler says it (a store_notice), so that whoever reads the
+// events next to an overlap knows why.
 #pragma once
 
 #include <optional>
