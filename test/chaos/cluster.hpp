@@ -249,7 +249,7 @@ class cluster {
       << " overlaps of one job, " << r.fence_errors << " fence errors, " << r.unexplained << " unexplained slots, "
       << crashes_.size() << " instance errors";
     if (r.overlaps_after_store_step > 0)
-      o << " (" << r.overlaps_after_store_step << " overlap(s) of one job within a lease of a stated step of the "
+      o << " (" << r.overlaps_after_store_step << " overlap(s) of one job within two leases of a stated step of the "
         << "store's clock: excused)";
     o << "\n";
     o << "   events:";

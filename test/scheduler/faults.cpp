@@ -101,7 +101,7 @@ std::vector<std::string> step_notices(const test::node<>& n, const std::string& 
 // One fake_clock for the store and both instances, as on one host with a
 // SQLite file: a step of its wall clock (fake_clock::step) moves the store's
 // clock and leaves the monotonic clocks alone.
-TEST_CASE("the store's clock stepped ahead or back is said by the next claim answer, once, with the step") {
+TEST_CASE("the store's clock stepped ahead or back is said once two claim answers show it, once, with the step") {
   for (const int way : {+1, -1}) {
     test::cluster<> c{test::at(1h)};
     auto& a = c.add(test::spec_options("a", 1), "report", 1h);
@@ -114,7 +114,7 @@ TEST_CASE("the store's clock stepped ahead or back is said by the next claim ans
     c.run_for(45s);  // b's backup checks, 5 to 10 s apart
     INFO("step " << way * 40 << " s");
     const auto said = step_notices(b, way > 0 ? "ahead by at least " : "back by at least ");
-    REQUIRE(said.size() == 1);  // once: the next answer is read against the stepped clock
+    REQUIRE(said.size() == 1);  // once: later answers are read against the stepped clock
     CHECK(said.front().find("at least 40000 ms") != std::string::npos);  // fake time: no round trip to allow for
     CHECK(step_notices(b, way > 0 ? "back" : "ahead").empty());
   }

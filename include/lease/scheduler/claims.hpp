@@ -258,22 +258,25 @@ void scheduler<S, C, E, P>::observe_store_clock(steady_point sent, steady_point 
   if (store_now == time_point{}) return;
   const std::optional<duration> step = store_clock_.observe(sent, arrived, store_now);
   if (!step) return;
+  // Two answers in a row showed it (store_clock_watch.hpp).
+  const std::string seen =
+      std::string("in two claim answers in a row it had moved that much ") +
+      (*step > duration::zero() ? "more" : "less") +
+      " than this instance's monotonic clock allows (NTP or an operator stepped it; on SQLite it is this host's wall "
+      "clock; on a Redis Cluster, two masters' clocks may also differ by that much)";
   if (*step > duration::zero())
     emit(event_kind::store_notice, run, 0, 0,
-         "the store's clock was stepped ahead by at least " + detail::fmt(*step) + ": between two claim answers "
-             "it moved that much more than this instance's monotonic clock allows (NTP or an operator stepped it; "
-             "on SQLite it is this host's wall clock). Leases are on that clock, so every lease in the store "
-             "ended that much early. If the step was longer than lease − heartbeat, a run whose runner was alive may "
-             "have been taken over, or ended by its next slot, before its runner was told (within one heartbeat), "
-             "and the two handlers overlapped meanwhile. "
-             "Let the clock slew, not step (chrony: makestep at boot only), or use leases longer than any step "
-             "you allow");
+         "the store's clock was stepped ahead by at least " + detail::fmt(*step) + ": " + seen +
+             ". Leases are on that clock, so every lease in the store ended that much early: if the step was "
+             "longer than lease − heartbeat, a run whose runner was alive may have been taken over, or ended by "
+             "its next slot, before its runner was told (within one heartbeat), and two handlers ran at once "
+             "meanwhile. Let the clock slew, not step (chrony: makestep at boot only), or use leases longer than "
+             "any step you allow");
   else
     emit(event_kind::store_notice, run, 0, 0,
-         "the store's clock was stepped back by at least " + detail::fmt(-*step) + ": between two claim answers "
-             "it moved that much less than this instance's monotonic clock allows. Leases in the store last that "
-             "much longer, so a dead runner's run is taken over that much later, and slots wait for the store's "
-             "clock to reach them again (early)");
+         "the store's clock was stepped back by at least " + detail::fmt(-*step) + ": " + seen +
+             ". Leases in the store last that much longer, so a dead runner's run is taken over that much later, "
+             "and slots wait for the store's clock to reach them again (early)");
 }
 
 /// One claim call. A store_error is reported; an outcome_unknown is resolved

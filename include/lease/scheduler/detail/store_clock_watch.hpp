@@ -8,13 +8,20 @@
 // one's arrival, and by at least the time from the first one's arrival to
 // the second one's send. Outside that range by more than a tolerance (1 s,
 // plus 10 % of the interval for clocks that run fast or slow), the store's
-// clock was stepped. Leases are on the store's clock, so a step ahead ends
-// every lease early by as much (doc/protocol.md §2). Nothing can undo that
-// here; the scheduler says it (a store_notice), so that whoever reads the
-// events next to an overlap knows why.
+// clock was stepped — if the answer after it agrees. One answer alone is
+// not believed: a claim resolved by reading its run back may carry the time
+// it was first applied, and on a Redis Cluster each master answers with its
+// own clock; either would otherwise read as a step and its return. So a step
+// is said at the second answer that shows it against the last answer
+// before it, and an answer that the next one contradicts is dropped.
+//
+// Leases are on the store's clock, so a step ahead ends every lease early
+// by as much (doc/protocol.md §2). The scheduler says so (a store_notice).
 #pragma once
 
+#include <algorithm>
 #include <optional>
+#include <utility>
 
 #include "lease/time.hpp"
 
@@ -23,20 +30,25 @@ namespace lease::detail {
 class store_clock_watch {
  public:
   /// One answer: its request's send and arrival here, and the store's clock
-  /// in it. Returns the step seen since the previous answer, at least as
-  /// large as this (ahead: positive; back: negative), if there was one.
+  /// in it. Returns the step, when this answer confirms one (ahead:
+  /// positive; back: negative): the smaller of what the two answers showed.
   std::optional<duration> observe(steady_point sent, steady_point arrived, time_point store_now) {
-    std::optional<duration> step;
-    if (last_) {
-      const duration moved = store_now - last_->store_now;
-      const duration most = arrived - last_->sent;
-      const duration least = sent > last_->arrived ? sent - last_->arrived : duration::zero();
-      const duration tolerance = duration{1000} + most / 10;
-      if (moved > most + tolerance) step = moved - most;
-      else if (moved < least - tolerance) step = moved - least;
+    const reading now{store_now, sent, arrived};
+    if (!base_) {
+      base_ = now;
+      return std::nullopt;
     }
-    last_ = reading{store_now, sent, arrived};
-    return step;
+    const std::optional<duration> step = step_between(*base_, now);
+    std::optional<duration> confirmed;
+    if (step && suspect_ && (*step > duration::zero()) == (suspect_->second > duration::zero()))
+      confirmed = *step > duration::zero() ? std::min(*step, suspect_->second) : std::max(*step, suspect_->second);
+    if (step && !suspect_) {
+      suspect_ = {now, *step};  // the baseline stays until the next answer agrees
+      return std::nullopt;
+    }
+    base_ = now;  // confirmed, contradicted, or no step at all: this answer is the new baseline
+    suspect_.reset();
+    return confirmed;
   }
 
  private:
@@ -44,7 +56,19 @@ class store_clock_watch {
     time_point store_now;
     steady_point sent, arrived;
   };
-  std::optional<reading> last_;
+  /// How far the store's clock moved from `a` to `b` beyond what the
+  /// monotonic time between them allows, if beyond the tolerance.
+  static std::optional<duration> step_between(const reading& a, const reading& b) {
+    const duration moved = b.store_now - a.store_now;
+    const duration most = b.arrived - a.sent;
+    const duration least = b.sent > a.arrived ? b.sent - a.arrived : duration::zero();
+    const duration tolerance = duration{1000} + most / 10;
+    if (moved > most + tolerance) return moved - most;
+    if (moved < least - tolerance) return moved - least;
+    return std::nullopt;
+  }
+  std::optional<reading> base_;  ///< the last answer believed
+  std::optional<std::pair<reading, duration>> suspect_;  ///< an answer that showed a step, and the step
 };
 
 }  // namespace lease::detail
