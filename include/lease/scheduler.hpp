@@ -320,6 +320,9 @@ class scheduler {
     /// and the run it waits for; claimed again when that run ends.
     std::optional<std::pair<time_point, run_key>> manual_buffered;
     std::optional<time_point> manual_told;  // the trigger whose wait was said (once, not at every re-claim)
+    /// EndPushStore: the newest slot whose finish the store announced. Its
+    /// claim, if this instance has not sent it yet, is not sent (claims.hpp).
+    std::optional<time_point> end_announced;
   };
   /// A scheduled or catch-up claim, kept (same token) until answered or too late.
   struct pending_claim {
@@ -391,6 +394,8 @@ class scheduler {
   std::size_t poll_once();
   std::size_t take_inbox();
   void recheck_watches(std::string_view job, std::optional<time_point> finished = std::nullopt);
+  void note_announced_end(std::string_view job, time_point slot);
+  bool announced_ended(std::uint32_t j, const claim_request& req);
   void stop_listening();
   std::optional<detail::timer> pop_due();
   void fire(const detail::timer& t);

@@ -62,7 +62,7 @@ struct coverage_counts {
   std::size_t removes = 0, readds = 0, runs_after_readd = 0, slots_accounted = 0, pauses = 0, runs_after_resume = 0;
   std::size_t stops = 0, stopped_taken_over = 0, registration_calls = 0, resume_catch_ups = 0;
   std::size_t triggers = 0, manual_started = 0, manual_takeovers = 0, triggers_refused = 0, trigger_polls = 0;
-  std::size_t unheard_triggers = 0;
+  std::size_t unheard_triggers = 0, spared_claims = 0;
   std::array<std::size_t, static_cast<std::size_t>(lease::event_kind::stopped) + 1> kinds{};
   void print() const {
     std::cout << "  coverage: " << histories << " histories, " << with_takeover << " with a takeover, "
@@ -73,7 +73,7 @@ struct coverage_counts {
               << runs_after_resume << " handler starts after a resume, " << resume_catch_ups
               << " slots missed while paused caught up by a resume), " << triggers << " triggers ("
               << manual_started << " manual runs started, " << manual_takeovers << " manual attempts taken over, "
-              << triggers_refused << " with a skip or paused event (not run, or waited in buffer_one); " << trigger_polls << " trigger polls, " << unheard_triggers << " pushed while every listener was cut); " << stops << " operator stops that handed over a run ("
+              << triggers_refused << " with a skip or paused event (not run, or waited in buffer_one); " << trigger_polls << " trigger polls, " << unheard_triggers << " pushed while every listener was cut); " << spared_claims << " claims not sent, their run's finish announced; " << stops << " operator stops that handed over a run ("
               << stopped_taken_over << " stopped runs taken over after a resume); " << registration_calls
               << " registrations; events:";
     for (std::size_t k = 0; k < kinds.size(); ++k)
@@ -260,6 +260,9 @@ void random_history(coverage_counts& coverage, bool long_jobs) {
   }
   coverage.trigger_polls += sim.trigger_polls();
   coverage.unheard_triggers += sim.unheard_triggers();
+  for (const auto& e : h.events)
+    coverage.spared_claims += e.kind == lease::event_kind::skip &&
+                              e.message.find("claim not sent: the store announced") != std::string::npos;
   for (std::size_t i = 0; i < sim.size(); ++i) coverage.registration_calls += sim.register_calls(i);
   for (const auto& op : h.ops)
     if (op.op == lease::sim::store_op::kind::claim && op.outcome == lease::claim_outcome::won &&

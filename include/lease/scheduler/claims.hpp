@@ -127,6 +127,10 @@ void scheduler<S, C, E, P>::send_pending(std::uint64_t id) {
     drop_older_claims(pc.job, jb.next_slot);
     return;
   }
+  if (!pc.first_sent && announced_ended(pc.job, pc.req)) {
+    pending_.erase(it);
+    return;
+  }
   // Counted from now even when the batch leaves a little later: the lease
   // can only have started after this, so a self-abort counted from here is
   // early, never late.
@@ -137,6 +141,34 @@ void scheduler<S, C, E, P>::send_pending(std::uint64_t id) {
   } else {
     claim_answered(id, try_claim(pc.req));
   }
+}
+
+/// An EndPushStore announced the finish of (job, slot): remembered, so that
+/// this instance does not claim that slot if it has not yet (below).
+template <Store S, Clock C, Executor E, OverlapPolicy P>
+void scheduler<S, C, E, P>::note_announced_end(std::string_view job, time_point slot) {
+  auto it = job_index_.find(job);
+  if (it == job_index_.end()) return;
+  std::optional<time_point>& seen = jobs_[it->second].end_announced;
+  if (!seen || *seen < slot) seen = slot;
+}
+
+/// A claim not sent yet (waiting out its jitter) of a run whose finish the
+/// store has announced would only be answered `finished`: it is not sent,
+/// and its skip event says so as that answer's would. With N instances, the
+/// winner's finish usually arrives within the others' claim jitter when the
+/// handler is short, so this saves most of the N − 1 losing claims of a slot
+/// (benchmark/RESULTS.md, the sweep). Safe: a store announces a finish only
+/// once the run has ended, and an ended run never starts again. Only the
+/// announced slot is skipped; a manual run is its own.
+template <Store S, Clock C, Executor E, OverlapPolicy P>
+bool scheduler<S, C, E, P>::announced_ended(std::uint32_t j, const claim_request& req) {
+  const std::optional<time_point>& seen = jobs_[j].end_announced;
+  if (req.reason == claim_reason::manual || !seen || *seen != req.run.slot) return false;
+  emit(event_kind::skip, req.run, 0, 0,
+       std::string(to_string(req.reason)) +
+           " claim not sent: the store announced that this run already ended (run by another instance)");
+  return true;
 }
 
 /// Sends the claims gathered in this loop turn in one round trip; each

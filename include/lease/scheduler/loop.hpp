@@ -186,7 +186,10 @@ std::size_t scheduler<S, C, E, P>::take_inbox() {
   for (auto& fn : calls) fn();
   if (stop_request && phase_ == phase::running) begin_stop(*stop_request);
   for (auto& c : done) on_completion(c);
-  for (const auto& a : released) recheck_watches(a.job, a.finished);
+  for (const auto& a : released) {
+    recheck_watches(a.job, a.finished);
+    if (a.finished) note_announced_end(a.job, *a.finished);
+  }
   if (!triggered.empty() && phase_ == phase::running) {
     // One poll for every job announced in this turn; "" (the store may have
     // missed pushes) polls all of them. A failed poll is retried: the store
@@ -242,7 +245,7 @@ void scheduler<S, C, E, P>::apply_add(std::string name, detail::any_schedule sch
   if (phase_ != phase::idle && phase_ != phase::running) return;  // posted before a stop
   auto [at, fresh] = job_index_.try_emplace(name, static_cast<std::uint32_t>(jobs_.size()));
   const std::uint32_t j = at->second;
-  if (fresh) jobs_.push_back(job{std::move(name), sch, fn, cfg, time_point::max(), std::nullopt, false, 0, 0, std::nullopt, std::nullopt});
+  if (fresh) jobs_.push_back(job{std::move(name), sch, fn, cfg, time_point::max(), std::nullopt, false, 0, 0, std::nullopt, std::nullopt, std::nullopt});
   job& jb = jobs_[j];
   const bool was_removed = !fresh && jb.removed;
   const time_point armed = jb.next_slot;

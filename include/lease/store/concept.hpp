@@ -159,7 +159,8 @@ using end_listener = std::function<void(std::string_view job, std::optional<time
 /// A PushStore whose announcement of a finish names the run it ended. A
 /// backup watching that run ends its watch on the announcement, without the
 /// takeover check that would only be answered `finished`: one claim less per
-/// backup per run. Sound because a finish is announced only once the store
+/// backup per run; and an instance that has not yet claimed that slot (its
+/// claim jitter) does not claim it. Sound because a finish is announced only once the store
 /// accepted it, and a finished run is final (nothing ever runs it again).
 ///
 ///   s.listen_ends(f)    from now on, call f(job, finished) for every
