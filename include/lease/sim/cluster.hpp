@@ -10,8 +10,9 @@
 // instance's loop while the rest of the world goes on (its handlers and its
 // watchdog too), wall-clock steps of one instance, a monotonic clock that
 // runs slow or fast (drift_clock), a store that loses its
-// state, lost announcements of a release (push hand-over), and a trigger
-// listener cut for a while (pushes lost until it reconnects). Everything is
+// state, a store whose clock is stepped ahead or back, lost announcements of
+// a release (push hand-over), and a trigger listener cut for a while (pushes
+// lost until it reconnects). Everything is
 // recorded in a lease::sim::history, and the invariants of doc/invariants.md
 // are checked on it, including I9: no two handlers of one run
 // execute at overlapping times on the simulation's global clock.
@@ -23,6 +24,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <functional>
 #include <map>
 #include <memory>
@@ -176,6 +178,20 @@ class cluster {
   /// The store loses every run and fence (a restart without persistence)
   /// and notices it: claims are quarantined for a lease (rules::lose_state).
   void lose_store_state() { world_->lose_state(); }
+  /// The store's clock is stepped by `d`, ahead or back (NTP or an operator
+  /// on the store's host; on SQLite, the one host's wall clock). Real time,
+  /// on which the history and I9 are checked, goes on unchanged, and so do
+  /// the instances' clocks. A step ahead of S ends every lease S early in
+  /// real time: harmless up to lease − heartbeat while each runner's next
+  /// heartbeat reaches the store on time, but only up to the safety margin
+  /// for a runner whose next heartbeat is late or lost (doc/protocol.md §2).
+  /// The checks of takeover times (I6) and registrations compare the store's
+  /// times with real ones: they are not made once the store's clock moved.
+  void step_store_clock(duration d) {
+    world_->hist.faults.push_back({now(), "step store clock " + std::to_string(d.count()) + " ms"});
+    world_->store_clock.step(d);
+    world_->store_steps.push_back({now(), d});
+  }
   /// Every store call from now on takes `rt` (half on the way there, half
   /// back) during which the caller's loop waits: a real network, and with
   /// enough work an overloaded instance. Blocked calls nest: while one
@@ -334,7 +350,7 @@ class cluster {
   [[nodiscard]] std::size_t size() const { return instances_.size(); }
   [[nodiscard]] scheduler_type& instance_at(std::size_t i) { return *instances_.at(i)->sched; }
   /// The shared store (e.g. to inspect runs).
-  [[nodiscard]] memory_store<fake_clock>& backing_store() { return world_->mem; }
+  [[nodiscard]] memory_store<skewed_clock<fake_clock>>& backing_store() { return world_->mem; }
 
   /// Every invariant violation found (empty when the history is sound): the
   /// store-side checks made during the run, plus the history checks below.
@@ -353,13 +369,30 @@ class cluster {
     check_healthy_kept(out);
     check_slots_accounted(out);
     check_triggers(out);
-    // The store's clock is the simulation's own and is never stepped: a
-    // notice that it was is a false alarm (drift, freezes, slow calls and
-    // wall-clock steps of instances must not raise one).
-    for (const event& e : world_->hist.events)
-      if (e.kind == event_kind::store_notice && e.message.rfind("the store's clock was stepped", 0) == 0)
-        out.push_back("false alarm: " + e.instance + " said \"" + e.message.substr(0, 60) + "…\" though the store's clock was never stepped");
+    check_store_clock_notices(out);
     return out;
+  }
+
+  /// A notice that the store's clock was stepped is true: steps that way
+  /// happened, adding up to at least what the notice says (two answers can
+  /// straddle several). Without a step it is a false alarm (drift, freezes,
+  /// slow calls and wall-clock steps of instances must not raise one).
+  void check_store_clock_notices(std::vector<std::string>& out) const {
+    duration ahead{0}, back{0};  // all the steps each way
+    for (const auto& [at, d] : world_->store_steps) (d > duration::zero() ? ahead : back) += d > duration::zero() ? d : -d;
+    for (const event& e : world_->hist.events) {
+      if (e.kind != event_kind::store_notice) continue;
+      for (const auto& [prefix, total] : {std::pair<std::string, duration>{"the store's clock was stepped ahead by at least ", ahead},
+                                            std::pair<std::string, duration>{"the store's clock was stepped back by at least ", back}}) {
+        if (e.message.rfind(prefix, 0) != 0) continue;
+        const long long said = std::atoll(e.message.c_str() + prefix.size());  // "<n> ms: …"
+        if (total == duration::zero())
+          out.push_back("false alarm: " + e.instance + " said \"" + e.message.substr(0, 60) + "…\" though the store's clock was never stepped that way");
+        else if (said > total.count())
+          out.push_back("store clock notice overstated: " + e.instance + " said \"" + e.message.substr(0, 70) +
+                        "…\" but the steps that way add up to " + std::to_string(total.count()) + " ms");
+      }
+    }
   }
 
   /// How many triggers the last violations() call held to "run once, or say why".
@@ -622,6 +655,7 @@ class cluster {
   void check_takeover_time(std::vector<std::string>& out) const {
     takeover_checks_ = 0;
     aimed_checks_ = 0;
+    if (!world_->store_steps.empty()) return;  // lease ends are on the store's clock, op times on real time
     const history& h = world_->hist;
     const duration hb = *opts_.heartbeat;
     // 2 × heartbeat on the backups' monotonic clocks: longer in real time
@@ -770,6 +804,7 @@ class cluster {
   /// calls), its loop was held within that bound (frozen, waiting in a slow
   /// call), or the store lost its state.
   void check_registrations(std::vector<std::string>& out) const {
+    if (!world_->store_steps.empty()) return;  // last_seen is on the store's clock, `from` on real time
     const duration bound = opts_.register_every + opts_.register_every * 9 / 100 + std::chrono::seconds{1};
     const time_point from = now() - bound;
     bool lost = false;
@@ -1023,7 +1058,16 @@ class cluster {
       const bool forgotten = std::any_of(h.faults.begin(), h.faults.end(), [&](const auto& f) {
         return f.first >= t.at && f.second == "store lost its state";
       });
-      if (claimed || told || forgotten) continue;
+      // A quarantine (a fresh store, a loss) ends a lease after it began on
+      // the store's clock: stepped back meanwhile, that clock reaches the
+      // end that much later, and the trigger waits that much longer.
+      const bool quarantine_stretched =
+          std::any_of(h.ops.begin(), h.ops.end(), [&](const store_op& op) {
+            return op.op == store_op::kind::claim && op.run == key && op.outcome == claim_outcome::quarantined;
+          }) &&
+          std::any_of(world_->store_steps.begin(), world_->store_steps.end(),
+                      [&](const auto& st) { return st.second < duration::zero() && st.first <= t.at + settle; });
+      if (claimed || told || forgotten || quarantine_stretched) continue;
       const bool still = std::find(pending.begin(), pending.end(), key) != pending.end();
       if (!still) {
         out.push_back("a trigger without a word: " + to_text(key) + " (asked by " + t.by +

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "lease/clock/fake.hpp"
+#include "lease/clock/skewed.hpp"
 #include "lease/error.hpp"
 #include "lease/options.hpp"
 #include "lease/rules.hpp"
@@ -30,10 +31,18 @@ namespace lease::sim {
 /// The state every instance's store handle shares: the store, its clock, the
 /// history and what the checks remember between calls.
 struct world {
-  world(fake_clock c, options o, bool skip) : clock(c), mem(c), opts(std::move(o)), skip_mode(skip) {}
+  world(fake_clock c, options o, bool skip)
+      : clock(c), store_clock(c, duration::zero()), mem(store_clock), opts(std::move(o)), skip_mode(skip) {}
 
-  fake_clock clock;  ///< the store's clock; instances read it through a skew
-  memory_store<fake_clock> mem;
+  /// Real time: the history is on it, and instances read it through a skew.
+  fake_clock clock;
+  /// The store's clock: real time, until a test steps it (NTP or an operator
+  /// on the store's host: cluster::step_store_clock). Leases, deadlines and
+  /// fences are on it; the checks of real time (I9) are not.
+  skewed_clock<fake_clock> store_clock;
+  memory_store<skewed_clock<fake_clock>> mem;
+  /// Each step of the store's clock: (real time, by how much).
+  std::vector<std::pair<time_point, duration>> store_steps;
   options opts;
   bool skip_mode;
   history hist;
@@ -399,7 +408,7 @@ class store {
     op.batch = batch;
     op.reason = req.reason;
     op.outcome = res.outcome;
-    const time_point now = w_->clock.now();
+    const time_point now = w_->mem.now();  // the store's clock: lateness is the store's to judge
     // I4: a new run is never won after deadline + 10 s, and the deadline is what the options say.
     const duration allowed = req.reason == claim_reason::catch_up ? w_->opts.catch_up : w_->opts.max_late;
     if (req.reason != claim_reason::takeover && req.deadline != req.run.slot + allowed)
@@ -499,7 +508,7 @@ class store {
   /// I1 (skip: at most one live run per job), I3 (attempts − handovers ≤
   /// max_attempts) and I7 (no state deleted while a claim could still arrive).
   void check_table() {
-    const time_point now = w_->clock.now();
+    const time_point now = w_->mem.now();  // leases and retention are on the store's clock
     rules::run_table t = w_->mem.snapshot();
     const duration retain = std::max(w_->opts.max_late, w_->opts.catch_up);
     for (const auto& [job, js] : t.jobs) {

@@ -6,9 +6,10 @@
 // monotonic clock. So between two answers the store's clock can have moved
 // by at most the monotonic time from the first one's send to the second
 // one's arrival, and by at least the time from the first one's arrival to
-// the second one's send. Outside that range by more than a tolerance (1 s,
-// plus 10 % of the interval for clocks that run fast or slow), the store's
-// clock was stepped — if the answer after it agrees. One answer alone is
+// the second one's send — in real time, at most 1/0.9 of the first and at
+// least 1/1.1 of the second, for a monotonic clock that runs 10 % slow or
+// fast (a worse one is beyond what the safety margin covers anyway).
+// Outside that range by more than 1 s, the store's clock was stepped — if the answer after it agrees. One answer alone is
 // not believed: a claim resolved by reading its run back may carry the time
 // it was first applied, and on a Redis Cluster each master answers with its
 // own clock; either would otherwise read as a step and its return. So a step
@@ -56,15 +57,18 @@ class store_clock_watch {
     time_point store_now;
     steady_point sent, arrived;
   };
-  /// How far the store's clock moved from `a` to `b` beyond what the
-  /// monotonic time between them allows, if beyond the tolerance.
+  /// How far the store's clock moved from `a` to `b` beyond what the real
+  /// time between them allows, if by more than 1 s. What is returned is
+  /// no more than the step: the notice says "at least" that much.
   static std::optional<duration> step_between(const reading& a, const reading& b) {
     const duration moved = b.store_now - a.store_now;
-    const duration most = b.arrived - a.sent;
-    const duration least = b.sent > a.arrived ? b.sent - a.arrived : duration::zero();
-    const duration tolerance = duration{1000} + most / 10;
-    if (moved > most + tolerance) return moved - most;
-    if (moved < least - tolerance) return moved - least;
+    const duration mono_most = b.arrived - a.sent;
+    const duration mono_least = b.sent > a.arrived ? b.sent - a.arrived : duration::zero();
+    const duration most = mono_most + mono_most / 9;       // real time, on a clock 10 % slow
+    const duration least = mono_least - mono_least / 11;   // real time, on a clock 10 % fast
+    constexpr duration jitter{1000};
+    if (moved > most + jitter) return moved - most;
+    if (moved < least - jitter) return moved - least;
     return std::nullopt;
   }
   std::optional<reading> base_;  ///< the last answer believed
