@@ -6,6 +6,7 @@
 // checks still take it over.
 #include <algorithm>
 #include <atomic>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -234,4 +235,49 @@ TEST_CASE("with announcements refused, a redis backup still takes a stop() over 
     CHECK(b.listener_channels() == 0);
   });
   CHECK(took < 3s);  // within lease + 2 × heartbeat of the stop, by a periodic check
+}
+
+TEST_CASE("a redis instance that hears a slot's run finish while waiting out its claim jitter does not claim that slot") {
+  lease::testing::redis_server srv;
+  recorder rec;
+  std::mutex m;
+  std::map<time_point, int> runs;  // slot → handler starts
+  auto settings = [](std::string name, lease::duration jitter) {
+    lease::options o;
+    o.lease = 3s;
+    o.claim_jitter = jitter;
+    o.catch_up = 0ms;
+    o.instance = std::move(name);
+    return o;
+  };
+  const std::string prefix = lease::testing::fresh_prefix("spared");
+  // A claims at each slot; B up to 900 ms after it, by when A's 1 ms
+  // handler has long finished and its finish has been announced.
+  auto a = lease::make_scheduler(lease::store = store_on(srv, prefix), lease::executor = lease::thread_pool{1},
+                                 lease::settings = settings("A", 0ms));
+  auto b = lease::make_scheduler(lease::store = store_on(srv, prefix), lease::executor = lease::thread_pool{1},
+                                 lease::settings = settings("B", 900ms));
+  for (auto* s : {&a, &b}) {
+    s->add("quick", lease::every(1s), [&](lease::run_context& ctx) {
+      std::scoped_lock l(m);
+      ++runs[ctx.slot];
+    });
+    s->on_event(std::ref(rec));
+  }
+  a.start();
+  b.start();
+  REQUIRE(wait_for([&] { return b.store().listener_channels() >= 1; }));
+  auto spared = [&] {
+    int n = 0;
+    for (const auto& e : rec.of(event_kind::skip))
+      n += e.instance == "B" && e.message.find("claim not sent: the store announced") != std::string::npos;
+    return n;
+  };
+  REQUIRE(wait_for([&] { return spared() >= 3; }, 20s));  // B sends no claim for most slots…
+  a.stop(2s);
+  b.stop(2s);
+  std::scoped_lock l(m);
+  for (const auto& [slot, n] : runs) CHECK(n == 1);  // …and every slot still ran once
+  for (const auto& e : rec.of(event_kind::skip))
+    if (e.instance == "B" && e.message.find("claim not sent") != std::string::npos) CHECK(runs.count(e.run.slot) == 1);
 }
