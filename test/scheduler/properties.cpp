@@ -224,9 +224,10 @@ void random_history(coverage_counts& coverage, bool long_jobs, store_steps ahead
       // NTP or an operator steps the store's clock ahead, once per history
       // (steps ahead add up: within one heartbeat, two are one step of
       // their sum; a counterexample found three at one instant). Never
-      // back: the precondition excludes it, and the sim showed why — a run
-      // pruned at slot + retain (I7) could be won again once the clock is
-      // back before that (I5: attempt 1 won twice).
+      // back: the precondition excludes it, and the sim showed why — a step
+      // back of 500 ms, then a loss of the store's state: the slot won just
+      // before the step lay past the loss's horizon on the stepped clock,
+      // and was won again after the quarantine (I5: attempt 1 won twice).
       case 28:
         if (stepped_ahead) break;
         stepped_ahead = true;

@@ -185,8 +185,9 @@ class cluster {
   /// real time: harmless up to lease − heartbeat while each runner's next
   /// heartbeat reaches the store on time, but only up to the safety margin
   /// for a runner whose next heartbeat is late or lost (doc/protocol.md §2).
-  /// A step back breaks the store's precondition too: a run pruned once its
-  /// slot + retain had passed can then be won again (I5 says so).
+  /// A step back breaks the store's precondition too: with a loss of the
+  /// store's state after it, a slot won just before the step can be won
+  /// again (I5 says so; doc/protocol.md §2).
   /// The checks of takeover times (I6) and registrations compare the store's
   /// times with real ones: they are not made once the store's clock moved.
   void step_store_clock(duration d) {
