@@ -150,8 +150,9 @@ class cluster {
   /// (a slow or fast oscillator; its wall clock is unchanged). Its leases,
   /// heartbeats and backup checks are timed on it. The safety margin covers
   /// a runner whose clock runs down to 1 − margin / lease (0.9 with the
-  /// default margin of lease / 10); a slower one can still be executing
-  /// when the store hands its run to a backup.
+  /// default margin of lease / 10), less what a step ahead of the store's
+  /// clock spends of it; a slower one can still be executing when the
+  /// store hands its run to a backup.
   void drift_clock(std::size_t i, double rate) {
     instance& in = *instances_.at(i);
     fault(i, "monotonic clock at " + std::to_string(static_cast<int>(rate * 1000 + 0.5) / 10.0).substr(0, 5) +
@@ -184,7 +185,9 @@ class cluster {
   /// the instances' clocks. A step ahead of S ends every lease S early in
   /// real time: harmless up to lease − heartbeat while each runner's next
   /// heartbeat reaches the store on time, but only up to the safety margin
-  /// for a runner whose next heartbeat is late or lost (doc/protocol.md §2).
+  /// for a runner whose next heartbeat is late or lost, less what the
+  /// runner's slow monotonic clock (`drift_clock`) spends of that margin
+  /// (doc/protocol.md §2).
   /// A step back breaks the store's precondition too: with a loss of the
   /// store's state after it, a slot won just before the step can be won
   /// again (I5 says so; doc/protocol.md §2).
