@@ -62,7 +62,7 @@ struct coverage_counts {
   std::size_t removes = 0, readds = 0, runs_after_readd = 0, slots_accounted = 0, pauses = 0, runs_after_resume = 0;
   std::size_t stops = 0, stopped_taken_over = 0, registration_calls = 0, resume_catch_ups = 0;
   std::size_t triggers = 0, manual_started = 0, manual_takeovers = 0, triggers_refused = 0, trigger_polls = 0;
-  std::size_t unheard_triggers = 0, spared_claims = 0, store_steps = 0;
+  std::size_t unheard_triggers = 0, spared_claims = 0, store_steps = 0, store_back_steps = 0;
   std::array<std::size_t, static_cast<std::size_t>(lease::event_kind::stopped) + 1> kinds{};
   void print() const {
     std::cout << "  coverage: " << histories << " histories, " << with_takeover << " with a takeover, "
@@ -73,7 +73,7 @@ struct coverage_counts {
               << runs_after_resume << " handler starts after a resume, " << resume_catch_ups
               << " slots missed while paused caught up by a resume), " << triggers << " triggers ("
               << manual_started << " manual runs started, " << manual_takeovers << " manual attempts taken over, "
-              << triggers_refused << " with a skip or paused event (not run, or waited in buffer_one); " << trigger_polls << " trigger polls, " << unheard_triggers << " pushed while every listener was cut); " << spared_claims << " claims not sent, their run's finish announced; " << store_steps << " steps of the store's clock; " << stops << " operator stops that handed over a run ("
+              << triggers_refused << " with a skip or paused event (not run, or waited in buffer_one); " << trigger_polls << " trigger polls, " << unheard_triggers << " pushed while every listener was cut); " << spared_claims << " claims not sent, their run's finish announced; " << store_steps << " steps of the store's clock ahead and " << store_back_steps << " back (in histories without a loss of state); " << stops << " operator stops that handed over a run ("
               << stopped_taken_over << " stopped runs taken over after a resume); " << registration_calls
               << " registrations; events:";
     for (std::size_t k = 0; k < kinds.size(); ++k)
@@ -184,11 +184,17 @@ void random_history(coverage_counts& coverage, bool long_jobs, store_steps ahead
   const auto margin_left = [&] { return ahead == store_steps::within_margin ? margin_ms - slow_share_ms - stepped_ms : lease_ms; };
   const int ahead_ms = ahead == store_steps::within_margin ? margin_ms : lease_ms - 2 * hb_ms;
   bool stepped_ahead = false;
+  // One history in four of the margin's steps the store's clock back too,
+  // as often as it likes, and then never loses the store's state: a step
+  // back alone only stretches leases, quarantines and retention in real
+  // time; with a loss after it, it can run a slot twice (below).
+  const bool steps_back = ahead == store_steps::within_margin && pick(0, 4) == 0;
   for (int s = 0; s < steps; ++s) {
     const auto who = static_cast<std::size_t>(pick(0, n));
     int fault = pick(0, 29);
     const bool late_heartbeat = fault == 5 || fault == 7 || fault == 8 || fault == 9 || fault == 10 || fault == 13;
     if (ahead == store_steps::within_heartbeat && late_heartbeat) fault = 28;
+    if (steps_back && fault == 12) fault = 28;
     switch (fault) {
       case 0: case 1: case 2: sim.run_for(ms(pick(100, long_jobs ? 20000 : 8000))); break;
       case 3: sim.crash(who); break;
@@ -241,12 +247,18 @@ void random_history(coverage_counts& coverage, bool long_jobs, store_steps ahead
       case 27: cut_trigger_listeners(sim, pick(0, 2) == 0 ? n : static_cast<int>(who)); break;
       // NTP or an operator steps the store's clock ahead, once per history
       // (steps ahead add up: within one heartbeat, two are one step of
-      // their sum; a counterexample found three at one instant). Never
-      // back: the precondition excludes it, and the sim showed why — a step
-      // back of 500 ms, then a loss of the store's state: the slot won just
-      // before the step lay past the loss's horizon on the stepped clock,
-      // and was won again after the quarantine (I5: attempt 1 won twice).
+      // their sum; a counterexample found three at one instant). Back only
+      // in histories without a loss of state: the precondition excludes
+      // it, and the sim showed why — a step back of 500 ms, then a loss of
+      // the store's state: the slot won just before the step lay past the
+      // loss's horizon on the stepped clock, and was won again after the
+      // quarantine (I5: attempt 1 won twice).
       case 28:
+        if (steps_back && pick(0, 2) == 0) {
+          ++coverage.store_back_steps;
+          sim.step_store_clock(-ms(one_of(200, 500, lease_ms, 60000)));
+          break;
+        }
         if (stepped_ahead || std::min(ahead_ms, margin_left()) < 1) break;
         stepped_ahead = true;
         ++coverage.store_steps;
@@ -337,6 +349,7 @@ TEST_CASE("random histories of 3 to 5 instances with faults and clock skew satis
   CHECK(coverage.stops > 0);  // operators stopped runs in progress
   CHECK(coverage.resume_catch_ups > 0);  // resumes caught up a slot missed while paused
   CHECK(coverage.kinds[static_cast<std::size_t>(lease::event_kind::stopped)] > 0);
+  CHECK(coverage.store_back_steps > 0);  // and back, in histories without a loss
 }
 
 TEST_CASE("random histories in buffer_one mode over a store that cannot push triggers satisfy every invariant") {
