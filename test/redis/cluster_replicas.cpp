@@ -23,6 +23,7 @@
 #include "lease/store/redis/slot.hpp"
 #include "laws/two_schedulers.hpp"
 #include "redis/cluster_fixture.hpp"
+#include "redis/instances.hpp"
 #include "redis/race.hpp"
 #include "redis/wait.hpp"
 
@@ -155,18 +156,10 @@ TEST_CASE("on a redis cluster a listener hears every master's jobs, one connecti
 TEST_CASE("on a redis cluster a stop() of runs on every master is taken over by the backup in milliseconds") {
   {
     recorder rec;
-    auto handler = [](lease::run_context& ctx) {
-      while (!ctx.stop.stop_requested()) std::this_thread::sleep_for(5ms);
-      throw std::runtime_error("stopping");
-    };
-    auto settings = [&](std::string name, lease::duration catch_up) {
-      lease::options o;
-      o.lease = 20s;  // heartbeat 4 s: B's first periodic check is 4–8 s after it became the backup
-      o.claim_jitter = 20ms;
-      o.catch_up = catch_up;
-      o.catch_up_jitter = 0ms;
-      o.instance = std::move(name);
-      return o;
+    // Lease 20 s, heartbeat 4 s: B's first periodic check is 4–8 s after it
+    // became the backup.
+    const auto settings = [](std::string name, lease::duration catch_up) {
+      return lease::testing::instance_options(std::move(name), 20s, 20ms, catch_up);
     };
     const std::string prefix = lease::testing::fresh_prefix("chandover");
     const auto jobs = jobs_on_every_master(prefix, 1);
@@ -175,7 +168,7 @@ TEST_CASE("on a redis cluster a stop() of runs on every master is taken over by 
     auto b = lease::make_scheduler(lease::store = cluster_store(prefix), lease::executor = lease::thread_pool{3},
                                    lease::settings = settings("B", 0ms));
     for (auto* s : {&a, &b}) {
-      for (const auto& j : jobs) s->add(j, lease::every(1h), handler);
+      for (const auto& j : jobs) s->add(j, lease::every(1h), lease::testing::run_until_stopped);
       s->on_event(std::ref(rec));
     }
     a.start();

@@ -18,6 +18,7 @@
 #include "lease/make_scheduler.hpp"
 #include "lease/schedule/every.hpp"
 #include "lease/store/redis.hpp"
+#include "redis/instances.hpp"
 #include "redis/server.hpp"
 #include "redis/wait.hpp"
 
@@ -173,26 +174,13 @@ namespace {
 std::chrono::milliseconds stop_to_takeover(const lease::testing::redis_server& srv, lease::duration lease_time,
                                            const std::function<void(lease::redis_store&)>& before_stop = {}) {
   recorder rec;
-  auto handler = [](lease::run_context& ctx) {
-    while (!ctx.stop.stop_requested()) std::this_thread::sleep_for(5ms);
-    throw std::runtime_error("stopping");
-  };
-  auto settings = [&](std::string name, lease::duration catch_up) {
-    lease::options o;
-    o.lease = lease_time;
-    o.claim_jitter = 20ms;
-    o.catch_up = catch_up;
-    o.catch_up_jitter = 0ms;
-    o.instance = std::move(name);
-    return o;
-  };
   const std::string prefix = lease::testing::fresh_prefix("handover");
   auto a = lease::make_scheduler(lease::store = store_on(srv, prefix), lease::executor = lease::thread_pool{1},
-                                 lease::settings = settings("A", 2h));
+                                 lease::settings = lease::testing::instance_options("A", lease_time, 20ms, 2h));
   auto b = lease::make_scheduler(lease::store = store_on(srv, prefix), lease::executor = lease::thread_pool{1},
-                                 lease::settings = settings("B", 0ms));
+                                 lease::settings = lease::testing::instance_options("B", lease_time, 20ms, 0ms));
   for (auto* s : {&a, &b}) {
-    s->add("long", lease::every(1h), handler);
+    s->add("long", lease::every(1h), lease::testing::run_until_stopped);
     s->on_event(std::ref(rec));
   }
   a.start();
@@ -242,21 +230,13 @@ TEST_CASE("a redis instance that hears a slot's run finish while waiting out its
   recorder rec;
   std::mutex m;
   std::map<time_point, int> runs;  // slot → handler starts
-  auto settings = [](std::string name, lease::duration jitter) {
-    lease::options o;
-    o.lease = 3s;
-    o.claim_jitter = jitter;
-    o.catch_up = 0ms;
-    o.instance = std::move(name);
-    return o;
-  };
   const std::string prefix = lease::testing::fresh_prefix("spared");
   // A claims at each slot; B up to 900 ms after it, by when A's 1 ms
   // handler has long finished and its finish has been announced.
   auto a = lease::make_scheduler(lease::store = store_on(srv, prefix), lease::executor = lease::thread_pool{1},
-                                 lease::settings = settings("A", 0ms));
+                                 lease::settings = lease::testing::instance_options("A", 3s, 0ms, 0ms));
   auto b = lease::make_scheduler(lease::store = store_on(srv, prefix), lease::executor = lease::thread_pool{1},
-                                 lease::settings = settings("B", 900ms));
+                                 lease::settings = lease::testing::instance_options("B", 3s, 900ms, 0ms));
   for (auto* s : {&a, &b}) {
     s->add("quick", lease::every(1s), [&](lease::run_context& ctx) {
       std::scoped_lock l(m);
