@@ -167,7 +167,8 @@ bool scheduler<S, C, E, P>::announced_ended(std::uint32_t j, const claim_request
   if (req.reason == claim_reason::manual || !seen || *seen != req.run.slot) return false;
   emit(event_kind::skip, req.run, 0, 0,
        std::string(to_string(req.reason)) +
-           " claim not sent: the store announced that this run already ended (run by another instance)");
+           " claim not sent: the store announced that this run already ended (another instance ran it, or a manual "
+           "run of the same instant did)");
   return true;
 }
 
@@ -300,7 +301,7 @@ void scheduler<S, C, E, P>::observe_store_clock(steady_point sent, steady_point 
     emit(event_kind::store_notice, run, 0, 0,
          "the store's clock was stepped ahead by at least " + detail::fmt(*step) + ": " + seen +
              ". Leases are on that clock, so every lease in the store ended that much early: if the step was "
-             "longer than lease − heartbeat, a run whose runner was alive may have been taken over, or ended by "
+             "longer than lease − 2 × heartbeat, a run whose runner was alive may have been taken over, or ended by "
              "its next slot, before its runner was told (within one heartbeat), and two handlers ran at once "
              "meanwhile. Let the clock slew, not step (chrony: makestep at boot only), or use leases longer than "
              "any step you allow");

@@ -183,7 +183,7 @@ class cluster {
   /// on the store's host; on SQLite, the one host's wall clock). Real time,
   /// on which the history and I9 are checked, goes on unchanged, and so do
   /// the instances' clocks. A step ahead of S ends every lease S early in
-  /// real time: harmless up to lease − heartbeat while each runner's next
+  /// real time: harmless up to lease − 2 × heartbeat while each runner's next
   /// heartbeat reaches the store on time, but only up to the safety margin
   /// for a runner whose next heartbeat is late or lost, less what the
   /// runner's slow monotonic clock (`drift_clock`) spends of that margin
@@ -192,7 +192,9 @@ class cluster {
   /// store's state after it, a slot won just before the step can be won
   /// again (I5 says so; doc/protocol.md §2).
   /// The checks of takeover times (I6) and registrations compare the store's
-  /// times with real ones: they are not made once the store's clock moved.
+  /// times with real ones: I6 checks only lease ends whose deadline comes
+  /// before the first step, and registrations are not checked within
+  /// register_every of a step (and are read through the steps before it).
   void step_store_clock(duration d) {
     world_->hist.faults.push_back({now(), "step store clock " + std::to_string(d.count()) + " ms"});
     world_->store_clock.step(d);
@@ -380,14 +382,16 @@ class cluster {
   }
 
   /// A notice that the store's clock was stepped is true: steps that way
-  /// happened, adding up to at least what the notice says (two answers can
-  /// straddle several). Without a step it is a false alarm (drift, freezes,
-  /// slow calls and wall-clock steps of instances must not raise one).
+  /// happened before it, adding up to at least what the notice says (two
+  /// answers can straddle several). Without a step it is a false alarm
+  /// (drift, freezes, slow calls and wall-clock steps of instances must not
+  /// raise one).
   void check_store_clock_notices(std::vector<std::string>& out) const {
-    duration ahead{0}, back{0};  // all the steps each way
-    for (const auto& [at, d] : world_->store_steps) (d > duration::zero() ? ahead : back) += d > duration::zero() ? d : -d;
     for (const event& e : world_->hist.events) {
       if (e.kind != event_kind::store_notice) continue;
+      duration ahead{0}, back{0};  // the steps each way made before the notice
+      for (const auto& [at, d] : world_->store_steps)
+        if (at <= e.at) (d > duration::zero() ? ahead : back) += d > duration::zero() ? d : -d;
       for (const auto& [prefix, total] : {std::pair<std::string, duration>{"the store's clock was stepped ahead by at least ", ahead},
                                             std::pair<std::string, duration>{"the store's clock was stepped back by at least ", back}}) {
         if (e.message.rfind(prefix, 0) != 0) continue;
@@ -492,7 +496,7 @@ class cluster {
     in.sched = std::make_unique<scheduler_type>(St(world_, in.name), *in.clock, in.exec, P{}, o);
     in.sched->on_event([w = world_.get(), c = *in.clock](const event& e) {
       event copy = e;
-      copy.at = e.at - c.offset();  // history times are on the store's clock
+      copy.at = e.at - c.offset();  // history times are real time (the fake clock's), as the steps' are
       w->hist.events.push_back(std::move(copy));
     });
     for (const auto& j : jobs_) j.install(*in.sched, j.name, handler_of(in));
@@ -661,7 +665,10 @@ class cluster {
   void check_takeover_time(std::vector<std::string>& out) const {
     takeover_checks_ = 0;
     aimed_checks_ = 0;
-    if (!world_->store_steps.empty()) return;  // lease ends are on the store's clock, op times on real time
+    // Lease ends are on the store's clock, op times on real time: the same
+    // until the store's clock is first stepped, so only lease ends whose
+    // deadline falls before that are checked.
+    const time_point stepped_at = world_->store_steps.empty() ? time_point::max() : world_->store_steps.front().first;
     const history& h = world_->hist;
     const duration hb = *opts_.heartbeat;
     // 2 × heartbeat on the backups' monotonic clocks: longer in real time
@@ -688,7 +695,7 @@ class cluster {
       for (const auto& [token, end_runner] : lease_end) {
         const auto& [end, runner] = end_runner;
         const time_point deadline = end + backup_window + duration{1};
-        if (deadline > now()) continue;
+        if (deadline > now() || deadline >= stepped_at) continue;
         std::optional<run_record> at_end = record_at(ops, end);
         if (!at_end || at_end->token != token || at_end->status != run_status::running) continue;
         if (spec->slots.next(run.slot) <= deadline + opts_.lease) continue;
@@ -810,9 +817,18 @@ class cluster {
   /// calls), its loop was held within that bound (frozen, waiting in a slow
   /// call), or the store lost its state.
   void check_registrations(std::vector<std::string>& out) const {
-    if (!world_->store_steps.empty()) return;  // last_seen is on the store's clock, `from` on real time
     const duration bound = opts_.register_every + opts_.register_every * 9 / 100 + std::chrono::seconds{1};
     const time_point from = now() - bound;
+    // last_seen is on the store's clock, `from` on real time: with no step
+    // of the store's clock within the bound, every last_seen written since
+    // `from` is real time + the steps before it (one written before a step
+    // back may look fresher than it is: a violation missed, never a false
+    // one).
+    duration store_offset{0};
+    for (const auto& [at, d] : world_->store_steps) {
+      if (at >= from) return;
+      store_offset += d;
+    }
     bool lost = false;
     for (const auto& [at, what] : world_->hist.faults)
       if (at >= from && what == "store lost its state") lost = true;
@@ -835,7 +851,7 @@ class cluster {
               if (r.instance == in.name) reg = &r;
         if (reg == nullptr)
           out.push_back("registration: " + in.name + " has job " + j.name + " but the store has no registration of it");
-        else if (reg->last_seen < from)
+        else if (reg->last_seen - store_offset < from)
           out.push_back("registration: " + in.name + "'s job " + j.name + " was last seen at " +
                         std::to_string(reg->last_seen.time_since_epoch().count()) + ", more than register_every + " +
                         "slack before " + std::to_string(now().time_since_epoch().count()));
@@ -1064,16 +1080,7 @@ class cluster {
       const bool forgotten = std::any_of(h.faults.begin(), h.faults.end(), [&](const auto& f) {
         return f.first >= t.at && f.second == "store lost its state";
       });
-      // A quarantine (a fresh store, a loss) ends a lease after it began on
-      // the store's clock: stepped back meanwhile, that clock reaches the
-      // end that much later, and the trigger waits that much longer.
-      const bool quarantine_stretched =
-          std::any_of(h.ops.begin(), h.ops.end(), [&](const store_op& op) {
-            return op.op == store_op::kind::claim && op.run == key && op.outcome == claim_outcome::quarantined;
-          }) &&
-          std::any_of(world_->store_steps.begin(), world_->store_steps.end(),
-                      [&](const auto& st) { return st.second < duration::zero() && st.first <= t.at + settle; });
-      if (claimed || told || forgotten || quarantine_stretched) continue;
+      if (claimed || told || forgotten) continue;
       const bool still = std::find(pending.begin(), pending.end(), key) != pending.end();
       if (!still) {
         out.push_back("a trigger without a word: " + to_text(key) + " (asked by " + t.by +

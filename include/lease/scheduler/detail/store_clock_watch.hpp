@@ -64,8 +64,10 @@ class store_clock_watch {
     const duration moved = b.store_now - a.store_now;
     const duration mono_most = b.arrived - a.sent;
     const duration mono_least = b.sent > a.arrived ? b.sent - a.arrived : duration::zero();
-    const duration most = mono_most + mono_most / 9;       // real time, on a clock 10 % slow
-    const duration least = mono_least - mono_least / 11;   // real time, on a clock 10 % fast
+    // Rounded so that the size said stays within the step: `most` up,
+    // `least` down.
+    const duration most = mono_most + (mono_most + duration{8}) / 9;      // real time, on a clock 10 % slow
+    const duration least = mono_least - (mono_least + duration{10}) / 11;  // real time, on a clock 10 % fast
     constexpr duration jitter{1000};
     if (moved > most + jitter) return moved - most;
     if (moved < least - jitter) return moved - least;
