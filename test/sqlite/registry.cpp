@@ -231,6 +231,15 @@ TEST_CASE("purges racing claims of one job from other store objects on threads: 
   std::atomic<std::uint64_t> highest{0};  // the highest fence of a win that has returned
   std::atomic<bool> done{false};
   std::atomic<int> purged{0}, wins{0};
+  // Set by the purger after four wins since its last purge: the claimers finish
+  // the run they hold and park (`parked`) until a purge got through, which
+  // the purger tries only once both are parked (a purge hammered meanwhile
+  // would starve their finishes of the file's lock). Without it, a
+  // ThreadSanitizer build's claimers kept a run of the job running for 30 s
+  // (wins 181, purges 0): the purge's window between a finish and the next
+  // claim is a few microseconds. Between holds, purges race claims freely.
+  std::atomic<bool> hold{false};
+  std::atomic<int> parked{0};
   std::vector<std::string> errors(claimers + 1);
   std::vector<std::thread> threads;
   for (int c = 0; c < claimers; ++c) {
@@ -238,6 +247,11 @@ TEST_CASE("purges racing claims of one job from other store objects on threads: 
       try {
         lease::sqlite_store s{path, opts};
         for (int i = 0; !done.load(); ++i) {
+          if (hold.load()) {
+            ++parked;
+            while (hold.load() && !done.load()) std::this_thread::yield();
+            --parked;
+          }
           const std::uint64_t before = highest.load();
           const time_point slot = s.now();
           const std::string token = std::to_string(c) + "-" + std::to_string(i);
@@ -274,9 +288,20 @@ TEST_CASE("purges racing claims of one job from other store objects on threads: 
       // sanitizer's build is slow), but never beyond 30 s.
       const auto start = std::chrono::steady_clock::now();
       const auto enough = [&] { return purged.load() > 20 && wins.load() > 20; };
+      int wins_at_purge = 0;
       for (auto now = start; !done.load() && now < start + 30s && (now < start + run_for || !enough());
-           now = std::chrono::steady_clock::now())
-        if (s.purge(job, 0ms).outcome == purge_outcome::purged) ++purged;
+           now = std::chrono::steady_clock::now()) {
+        if (wins.load() >= wins_at_purge + 4) hold = true;  // four wins since the last purge
+        if (hold.load() && parked.load() < claimers) {
+          std::this_thread::yield();
+          continue;
+        }
+        if (s.purge(job, 0ms).outcome == purge_outcome::purged) {
+          ++purged;
+          wins_at_purge = wins.load();
+          hold = false;
+        }
+      }
     } catch (const std::exception& e) {
       errors[claimers] = e.what();
     }
