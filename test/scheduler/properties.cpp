@@ -181,8 +181,10 @@ void random_history(coverage_counts& coverage, bool long_jobs, store_steps ahead
   // before either matters, so only the margin's histories share it.
   const int margin_ms = std::min(lease_ms / 10, 5000);  // the scheduler's min(lease / 10, 5 s)
   int slow_share_ms = 0, stepped_ms = 0;
-  const auto margin_left = [&] { return ahead == store_steps::within_margin ? margin_ms - slow_share_ms - stepped_ms : lease_ms; };
-  const int ahead_ms = ahead == store_steps::within_margin ? margin_ms : lease_ms - 2 * hb_ms;
+  // How far the store's clock may still be stepped ahead, and how much of
+  // the margin slow clocks may take in all.
+  const auto step_room = [&] { return ahead == store_steps::within_margin ? margin_ms - slow_share_ms : lease_ms - 2 * hb_ms; };
+  const auto slow_room = [&] { return ahead == store_steps::within_margin ? margin_ms - stepped_ms : lease_ms; };
   bool stepped_ahead = false;
   // One history in four of the margin's steps the store's clock back too,
   // as often as it likes, and then never loses the store's state: a step
@@ -216,8 +218,7 @@ void random_history(coverage_counts& coverage, bool long_jobs, store_steps ahead
       // of it; backups that run slow check later).
       case 15: {
         int permille = one_of(920, 960, 1040, 1080);
-        const int share = (1000 - permille) * lease_ms / 1000;
-        if (share > slow_share_ms && share - slow_share_ms > margin_left()) permille = 2000 - permille;  // fast instead
+        if ((1000 - permille) * lease_ms / 1000 > slow_room()) permille = 2000 - permille;  // fast instead
         slow_share_ms = std::max(slow_share_ms, (1000 - permille) * lease_ms / 1000);
         sim.drift_clock(who, permille / 1000.0);
         break;
@@ -259,10 +260,10 @@ void random_history(coverage_counts& coverage, bool long_jobs, store_steps ahead
           sim.step_store_clock(-ms(one_of(200, 500, lease_ms, 60000)));
           break;
         }
-        if (stepped_ahead || std::min(ahead_ms, margin_left()) < 1) break;
+        if (stepped_ahead || step_room() < 1) break;
         stepped_ahead = true;
         ++coverage.store_steps;
-        stepped_ms = pick(1, std::min(ahead_ms, margin_left()) + 1);
+        stepped_ms = pick(1, step_room() + 1);
         sim.step_store_clock(ms(stepped_ms));
         break;
     }

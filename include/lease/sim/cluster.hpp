@@ -149,8 +149,8 @@ class cluster {
   /// Instance `i`'s monotonic clock runs at `rate` × real time from now on
   /// (a slow or fast oscillator; its wall clock is unchanged). Its leases,
   /// heartbeats and backup checks are timed on it. The safety margin covers
-  /// a runner whose clock runs down to 1 − margin / lease (0.9 with the
-  /// default margin of lease / 10), less what a step ahead of the store's
+  /// a runner whose clock runs down to 1 − margin / lease (0.9 for leases
+  /// up to 50 s, where the margin is lease / 10), less what a step ahead of the store's
   /// clock spends of it; a slower one can still be executing when the
   /// store hands its run to a backup.
   void drift_clock(std::size_t i, double rate) {
