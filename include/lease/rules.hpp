@@ -214,7 +214,8 @@ inline claim_result claim(run_table& t, const claim_request& req, time_point now
   // early until store-now reaches slot − early_tolerance) may have run
   // already: it is never started as a new run. Skipped with an event, not
   // perhaps run twice. (A pending trigger was asked after the loss, which
-  // forgot every earlier one.)
+  // forgot every earlier one, and its slot is past this horizon:
+  // trigger_slot.)
   if (!manual && t.lost_at && req.run.slot <= *t.lost_at + early_tolerance) {
     res.outcome = claim_outcome::quarantined;
     res.record.lease_end = time_point::max();
@@ -318,16 +319,28 @@ inline bool resume(run_table& t, std::string_view job, time_point /*now*/) {
   return true;
 }
 
+/// The slot of a trigger asked at `now`: `now`, unless that is within a
+/// loss's horizon (at or before lost_at + early_tolerance), where a scheduled
+/// run of that very millisecond may have been won before the loss and
+/// forgotten with it; sharing its run key, the manual run would be a second
+/// attempt 1 of it. It is then the first millisecond past the horizon (at
+/// most early_tolerance + 1 ms after `now`: a manual claim at `now` itself
+/// is answered early, and sent again a moment later).
+inline time_point trigger_slot(const run_table& t, time_point now) {
+  return t.lost_at ? std::max(now, *t.lost_at + early_tolerance + duration{1}) : now;
+}
+
 /// An operator's "run it now" (doc/store-rules.md, "Trigger now"): asks for
-/// one manual run of `job` at slot = `now`, unless one is pending already.
-/// Returns the pending request's slot, the run key every instance then claims
-/// with claim_reason::manual; exactly one such claim wins (the first one that
-/// could win answers the request, see claim()). A job that never ran can be
-/// triggered (its state is created).
+/// one manual run of `job` at slot = `now` (trigger_slot: just past a loss's
+/// horizon), unless one is pending already. Returns the pending request's
+/// slot, the run key every instance then claims with claim_reason::manual;
+/// exactly one such claim wins (the first one that could win answers the
+/// request, see claim()). A job that never ran can be triggered (its state
+/// is created).
 inline time_point trigger(run_table& t, std::string_view job, time_point now) {
   auto j = t.jobs.find(job);
   if (j == t.jobs.end()) j = t.jobs.emplace(std::string(job), job_state{}).first;
-  if (!j->second.trigger) j->second.trigger = now;
+  if (!j->second.trigger) j->second.trigger = trigger_slot(t, now);
   return *j->second.trigger;
 }
 

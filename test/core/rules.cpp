@@ -619,10 +619,57 @@ TEST_CASE("a trigger in a quarantine stays pending and runs once the quarantine 
   (void)c.store.trigger("report");
   c.store.lose_state();
   CHECK(c.store.triggers(std::span(&job, 1)).empty());
-  c.clock.advance(1s);
+  c.clock.advance(2s);  // past the loss's horizon (below)
   const auto slot = c.store.trigger("report");
+  REQUIRE(slot == t0 + 2s);
   CHECK(c.claim(slot, "api-1", lease::claim_reason::manual).outcome == claim_outcome::quarantined);
-  c.clock.advance(30s);  // one lease since the loss
+  c.clock.advance(28s);  // one lease since the loss
+  CHECK(c.claim(slot, "api-1", lease::claim_reason::manual).outcome == claim_outcome::won);
+}
+
+// The property tests' counterexample: a slot won early, the state lost, and
+// an operator's trigger in the very millisecond of that slot. With slot =
+// now, the manual run had the scheduled run's key and was won as its
+// attempt 1 a second time.
+TEST_CASE("a trigger within a second of a loss takes a slot past every slot that may have run before the loss") {
+  cluster c;
+  const auto slot = t0 + 1s;
+  c.clock.advance(600ms);
+  const auto early = c.claim(slot);  // within early_tolerance: won
+  REQUIRE(early.outcome == claim_outcome::won);
+  c.clock.advance(100ms);
+  c.store.lose_state();  // noticed at t0 + 700 ms: slots up to t0 + 1.7 s may have run
+  c.clock.advance(300ms);
+  const auto manual = c.store.trigger("report");  // asked at the slot's own millisecond
+  CHECK(manual == t0 + 1701ms);
+  CHECK(c.store.trigger("report") == manual);  // idempotent while pending
+  // The scheduled slot itself is never started again; the manual run is
+  // started once the quarantine is over, under its own key.
+  c.clock.advance(30s);
+  CHECK(c.claim(slot, "api-2").outcome == claim_outcome::quarantined);
+  const auto won = c.claim(manual, "api-2", lease::claim_reason::manual);
+  REQUIRE(won.outcome == claim_outcome::won);
+  CHECK(won.record.manual);
+  CHECK(won.record.slot != early.record.slot);
+  CHECK(won.record.fence > early.record.fence);
+  // Past the horizon a trigger is at now again.
+  REQUIRE(c.store.finish({"report", manual}, won.record.token, run_status::success));
+  CHECK(c.store.trigger("report") == t0 + 31s);
+}
+
+TEST_CASE("a manual claim in the very millisecond of the loss, before its trigger's slot, is answered early and wins "
+          "later") {
+  cluster c;
+  c.clock.advance(5s);
+  c.store.lose_state();
+  const auto slot = c.store.trigger("report");
+  REQUIRE(slot == t0 + 6001ms);
+  CHECK(c.claim(slot, "api-1", lease::claim_reason::manual).outcome == claim_outcome::early);
+  c.clock.advance(1ms);
+  CHECK(c.claim(slot, "api-1", lease::claim_reason::manual).outcome == claim_outcome::quarantined);
+  const std::string job = "report";
+  CHECK(c.store.triggers(std::span(&job, 1)).size() == 1);  // still pending
+  c.clock.advance(30s);
   CHECK(c.claim(slot, "api-1", lease::claim_reason::manual).outcome == claim_outcome::won);
 }
 

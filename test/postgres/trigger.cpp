@@ -188,6 +188,32 @@ TEST_CASE("a version 4 schema with live runs is migrated to version 5: no trigge
   CHECK_FALSE(store.get({"paused", p}));
 }
 
+// rules::trigger_slot on PostgreSQL: the trigger that notices a lost schema
+// takes a slot past every slot that may have run before (a scheduled run of
+// its very millisecond, won early and forgotten, would otherwise share the
+// manual run's key).
+TEST_CASE("a trigger that notices a dropped schema in the millisecond of a slot won early takes a slot past the loss") {
+  lease::fake_clock clock{at(1'700'000'000'000)};
+  lease::postgres_store s{options(lease::testing::fresh_schema("trigger_loss"), clock)};
+  const time_point slot = clock.now() + 1s;
+  clock.advance(600ms);
+  const auto early = s.claim(request("report", slot, "a1"));  // within early_tolerance
+  REQUIRE(early.outcome == claim_outcome::won);
+
+  srv().sql("DROP SCHEMA \"" + s.options().schema + "\" CASCADE");
+  clock.advance(400ms);
+  const time_point manual = s.trigger("report");  // notices the loss at the slot's own millisecond
+  CHECK(s.lost_at() == slot);
+  CHECK(manual == slot + 1001ms);
+  CHECK(s.trigger("report") == manual);  // idempotent while pending
+  clock.advance(30s);
+  CHECK(s.claim(request("report", slot, "a2")).outcome == claim_outcome::quarantined);  // may have run: never again
+  const auto won = s.claim(request("report", manual, "a3", claim_reason::manual));
+  REQUIRE(won.outcome == claim_outcome::won);
+  CHECK(won.record.manual);
+  CHECK(won.record.fence > early.record.fence);
+}
+
 TEST_CASE("two store objects claiming one trigger at once: exactly one wins it, every time") {
   const std::string schema = lease::testing::fresh_schema("trig2");
   // The server's clock: both stores read the same one, as two instances do.

@@ -137,6 +137,51 @@ TEST_CASE("after FLUSHALL an instance that never saw the job is quarantined too,
   CHECK(later.record.fence > first.record.fence);
 }
 
+// rules::trigger_slot on Redis: a trigger asked within a second of a loss
+// the store noticed takes a slot past every slot that may have run before
+// it (a scheduled run of that millisecond, won early and forgotten, would
+// otherwise share the manual run's key).
+TEST_CASE("after FLUSHALL a trigger in the very millisecond of a slot won early before it takes a slot past the loss") {
+  lease::testing::redis_server srv;
+  lease::fake_clock clock{at(1'700'000'000'000)};
+  const std::string prefix = lease::testing::fresh_prefix("trigger-loss");
+  auto a = store_on(srv.url(), prefix, clock);
+  auto op = store_on(srv.url(), prefix, clock);  // the operator's (leasectl) store
+  const time_point slot = clock.now() + 1s;
+  clock.advance(600ms);
+  const auto early = a.claim(request("report", slot, "a1"));  // within early_tolerance
+  REQUIRE(early.outcome == claim_outcome::won);
+  REQUIRE_FALSE(op.get({"elsewhere", slot}));  // connected before the loss
+
+  srv.command({"FLUSHALL"});
+  clock.advance(100ms);
+  const time_point lost_at = clock.now();
+  const auto noticed = a.claim(request("report", slot - 1h, "a2"));  // a notices the loss (marker, fence)
+  REQUIRE(noticed.outcome == claim_outcome::quarantined);
+  REQUIRE(noticed.record.lease_end == lost_at + 30s);
+
+  clock.advance(300ms);  // the slot's own millisecond
+  // The job's own record of the loss ('q'), or the store's (the marker's
+  // quarantine, for a job whose loss no claim detected: "unseen").
+  SECTION("through the store that noticed the loss") {
+    CHECK(a.trigger("report") == lost_at + 1001ms);
+    CHECK(a.trigger("unseen") == lost_at + 1001ms);
+  }
+  SECTION("through a store that learns of it from the marker's quarantine") {
+    auto late = store_on(srv.url(), prefix, clock);  // connects now: reads the quarantine
+    CHECK(late.trigger("report") == lost_at + 1001ms);
+    CHECK(late.trigger("unseen") == lost_at + 1001ms);
+  }
+  const time_point manual = lost_at + 1001ms;
+  CHECK(a.triggers(std::vector<std::string>{"report"}) == std::vector<run_key>{{"report", manual}});
+  clock.advance(30s);
+  CHECK(a.claim(request("report", slot, "a3")).outcome == claim_outcome::quarantined);  // may have run: never again
+  const auto won = a.claim(request("report", manual, "a4", claim_reason::manual));
+  REQUIRE(won.outcome == claim_outcome::won);
+  CHECK(won.record.manual);
+  CHECK(won.record.fence > early.record.fence);
+}
+
 TEST_CASE("a job whose keys alone vanished is detected by the fence an instance saw, and the quarantine is shared") {
   lease::testing::redis_server srv;
   lease::fake_clock clock{at(1'700'000'000'000)};

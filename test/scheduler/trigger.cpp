@@ -289,3 +289,31 @@ TEST_CASE("a trigger in the claim jitter of a slot does not make that slot super
   CHECK(c.started_at(slot).empty());
   CHECK(c.events_of(event_kind::skip).size() == 1);
 }
+
+// rules::trigger_slot through the scheduler: a trigger asked in the
+// millisecond the store noticed a loss is set past the loss's horizon, so
+// that it cannot share a key with a scheduled run the loss forgot; the
+// instances' claims of it, sent before that slot, are answered early with an
+// event that blames no wall clock, and it runs once, after the quarantine.
+TEST_CASE("a trigger asked as the store lost its state runs once, after the quarantine, at a slot past the loss") {
+  tcluster<> c;
+  for (int i = 0; i < 3; ++i) c.add(spec_options("api-" + std::to_string(i), i + 1));
+  c.start_all();
+  c.run_until(at(30s));
+  c.store.lose_state();  // noticed at 30 s: slots up to 31 s may have run before it
+  mem operator_copy = c.store;
+  const time_point slot = operator_copy.trigger("report");
+  CHECK(slot == at(31s) + 1ms);
+  for (auto& n : c.nodes) n->s->poll();  // the push, claimed in this very millisecond
+  const auto early = c.events_of(event_kind::early);
+  REQUIRE_FALSE(early.empty());
+  CHECK(says(early[0], "manual claim refused as early"));
+  CHECK(says(early[0], "before the trigger's slot"));
+  CHECK_FALSE(says(early[0], "wall clock"));
+  CHECK(c.started_at(slot).empty());
+  c.run_until(at(30s) + lease::options{}.lease + 5s);  // one lease after the loss, and the claims' retries
+  const auto runs = c.started_at(slot);
+  REQUIRE(runs.size() == 1);
+  CHECK(runs[0].manual);
+  CHECK(c.pending().empty());
+}

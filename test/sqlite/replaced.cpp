@@ -104,6 +104,36 @@ TEST_CASE("a store file deleted while open is noticed at the next operation, and
   CHECK(won.record.fence > first.record.fence);  // invariant 10: fences never repeat
 }
 
+// rules::trigger_slot on SQLite: the trigger that notices the replaced file
+// takes a slot past every slot that may have run in the old one (a
+// scheduled run of its very millisecond, won early there, would otherwise
+// share the manual run's key).
+TEST_CASE("a trigger that notices a deleted store file in the millisecond of a slot won early takes a slot past the "
+          "loss") {
+  lease::testing::temp_dir dir;
+  const std::string path = dir.file("jobs.db");
+  lease::fake_clock clock{t0};
+  auto s = on(path, clock);
+  clock.advance(600ms);
+  const auto early = s.claim(request("report", t0 + 1s, "tok-a"));  // within early_tolerance
+  REQUIRE(early.outcome == claim_outcome::won);
+
+  delete_store_files(path);
+  clock.advance(400ms);
+  const auto slot = s.trigger("report");  // notices the loss at the slot's own millisecond
+  CHECK(s.lost_at() == t0 + 1s);
+  CHECK(slot == t0 + 2001ms);
+  CHECK(s.trigger("report") == slot);  // idempotent while pending
+  clock.advance(30s);
+  CHECK(s.claim(request("report", t0 + 1s, "tok-b")).outcome == claim_outcome::quarantined);  // may have run
+  auto manual = request("report", slot, "tok-c");
+  manual.reason = lease::claim_reason::manual;
+  const auto won = s.claim(manual);
+  REQUIRE(won.outcome == claim_outcome::won);
+  CHECK(won.record.manual);
+  CHECK(won.record.fence > early.record.fence);
+}
+
 TEST_CASE("fences never repeat when the store file is deleted between two wins") {
   lease::testing::temp_dir dir;
   const std::string path = dir.file("jobs.db");

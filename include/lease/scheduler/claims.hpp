@@ -464,7 +464,15 @@ void scheduler<S, C, E, P>::not_yet(std::uint32_t j, const claim_request& req, c
   const bool early = res.outcome == claim_outcome::early;
   const time_point from = early ? req.run.slot : res.record.lease_end;  // store clock
   const duration wait = std::max(from - res.store_now, duration{1}) + jitter(opts_.claim_jitter);
-  if (early) {
+  if (early && req.reason == claim_reason::manual) {
+    // The store chose the slot (rules::trigger_slot), so no wall clock is to blame.
+    emit(event_kind::early, req.run, 0, 0,
+         "manual claim refused as early: the store's clock reads " + detail::fmt(res.store_now) +
+             ", before the trigger's slot (a trigger asked just after the store lost its state is set past the "
+             "slots that may have run before the loss, or the store's clock stepped back since); claimed again in " +
+             detail::fmt(wait),
+         answer_facts());
+  } else if (early) {
     emit(event_kind::early, req.run, 0, 0,
          std::string(to_string(req.reason)) + " claim refused as early: the store's clock reads " +
              detail::fmt(res.store_now) + ", before the slot; this instance's wall clock runs ahead of the store's by "

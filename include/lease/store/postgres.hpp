@@ -318,7 +318,8 @@ class postgres_store {
   bool paused(std::string_view job) { return job_statement(detail::postgres::stmt::paused, job, "paused"); }
 
   /// TriggerStore (doc/store-rules.md, "Trigger now"): asks for one manual
-  /// run of `job` at slot = store-now, unless one is pending; returns the
+  /// run of `job` at slot = store-now (just past a recorded loss's horizon,
+  /// rules::trigger_slot), unless one is pending; returns the
   /// pending request's slot. One statement on the job's lease_jobs row
   /// (its `trigger` column), atomic against the job's claims (the argument
   /// is in store/postgres/schema.hpp), which also announces the job on the

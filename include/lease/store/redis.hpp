@@ -444,7 +444,8 @@ class redis_store {
 
   /// TriggerStore (doc/store-rules.md, "Trigger now"): asks for one manual
   /// run of `job` at slot = the store's clock (the claims' clock: Redis TIME,
-  /// or options().clock), unless one is pending; returns the pending
+  /// or options().clock; just past a loss's horizon, rules::trigger_slot),
+  /// unless one is pending; returns the pending
   /// request's slot. One script: the job's "t" field, in its runs hash (same
   /// hash slot as its runs: a manual claim answers it atomically, on a
   /// cluster too), and a PUBLISH of the job's name on the store's trigger
@@ -455,10 +456,12 @@ class redis_store {
   /// (idempotent while pending).
   time_point trigger(std::string_view job) {
     auto keys = keys_of(job);
-    const std::string now = now_arg(), channel = detail::redis::trigger_channel(opts_.prefix);
+    conn_->open();  // connect (and check the marker) before reading the quarantine this handle knows
+    const std::string now = now_arg(), channel = detail::redis::trigger_channel(opts_.prefix),
+                      lost = watch_->lost_at ? std::to_string(*watch_->lost_at) : std::string();
     auto reply = conn_->eval(detail::redis::script::trigger, [&](argv_t& a) {
       push_keys(a, keys, detail::redis::script::trigger);
-      a.insert(a.end(), {std::string_view(now), std::string_view(channel), job});
+      a.insert(a.end(), {std::string_view(now), std::string_view(channel), job, std::string_view(lost)});
     });
     const time_point slot{duration{parse_i64(reply.get(), "trigger")}};
     require_replicated("trigger", job);

@@ -409,7 +409,8 @@ class sqlite_store {
   }
 
   /// TriggerStore (doc/store-rules.md, "Trigger now"): asks for one manual
-  /// run of `job` at slot = store-now, unless one is pending already; returns
+  /// run of `job` at slot = store-now (just past a loss's horizon,
+  /// rules::trigger_slot), unless one is pending already; returns
   /// the pending request's slot. One BEGIN IMMEDIATE transaction: the clock
   /// is read under the write lock, as for a claim. A job that never ran gets
   /// a row with fence 0 (as a pause does).
@@ -421,6 +422,10 @@ class sqlite_store {
       slot = *pending;
     } else {
       slot = now();
+      // Within a detected loss's horizon, a scheduled run of this very
+      // millisecond may have run before the loss: just past it instead
+      // (rules::trigger_slot).
+      if (forgotten_slot(slot)) slot = *read_lost_at() + early_tolerance + duration{1};
       sqlite3_stmt* s = stmt(q::set_trigger);
       detail::stmt_use use(s);
       detail::bind_bytes(s, 1, job);

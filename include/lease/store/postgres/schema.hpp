@@ -594,6 +594,11 @@ inline constexpr const char* stmt_names[] = {"lease_claim", "lease_heartbeat", "
 #define LEASE_PG_FINISH_PAYLOAD                                                                    \
   "CASE WHEN octet_length(job) <= 3900 THEN encode(job, 'hex') || ':' || slot::text ELSE '' END"
 
+/// A trigger's slot (rules::trigger_slot): the store's clock, or the first
+/// ms past a recorded loss's horizon (lost_at + early_tolerance).
+#define LEASE_PG_TRIGGER_SLOT \
+  "greatest(@.lease_now($1::int8), (SELECT s.lost_at + 1001 FROM @.lease_store s WHERE s.id = 1))"
+
 /// Each statement's text ('@' = the schema). The channel of NOTIFY is $5
 /// (finish, release: the release channel) or $3 (trigger: the trigger channel).
 inline constexpr std::string_view stmt_sql[] = {
@@ -670,9 +675,11 @@ inline constexpr std::string_view stmt_sql[] = {
     // this insert wait for it, then take the update path. The NOTIFY (on the
     // trigger channel, not the release one) is sent when the statement
     // commits, and also for a trigger already pending (a listener then polls
-    // and finds it: harmless).
-    "INSERT INTO @.lease_jobs AS j (job, fence, trigger) VALUES ($2::bytea, 0, @.lease_now($1::int8)) "
-    "ON CONFLICT (job) DO UPDATE SET trigger = coalesce(j.trigger, @.lease_now($1::int8)), placeholder = false "
+    // and finds it: harmless). The slot is the clock, or just past a
+    // recorded loss's horizon (rules::trigger_slot: greatest() skips a NULL
+    // lost_at).
+    "INSERT INTO @.lease_jobs AS j (job, fence, trigger) VALUES ($2::bytea, 0, " LEASE_PG_TRIGGER_SLOT ") "
+    "ON CONFLICT (job) DO UPDATE SET trigger = coalesce(j.trigger, " LEASE_PG_TRIGGER_SLOT "), placeholder = false "
     "RETURNING j.trigger, pg_notify($3::text, " LEASE_PG_PAYLOAD ")::text",
     // triggers (TriggerStore): jobs[]. The pending ones among them (the
     // store orders them as asked, each job once).
@@ -699,5 +706,6 @@ inline constexpr std::string_view stmt_sql[] = {
 
 #undef LEASE_PG_RECORD
 #undef LEASE_PG_PAYLOAD
+#undef LEASE_PG_TRIGGER_SLOT
 
 }  // namespace lease::detail::postgres

@@ -469,21 +469,31 @@ inline constexpr std::string_view resume_lua =
 inline constexpr std::string_view paused_lua = "#!lua flags=no-writes\nreturn redis.call('HEXISTS', KEYS[1], 'p')\n";
 
 /// trigger (TriggerStore, rules::trigger): KEYS runs; ARGV now, the store's
-/// trigger channel, the job's name. Makes the job's pending trigger at slot =
-/// now unless one is pending (the same clock as the claims: ARGV now, or
-/// Redis TIME), and returns the pending one's slot (decimal ms). Every call
+/// trigger channel, the job's name, the store-wide quarantine start this
+/// handle knows ("" if none). Makes the job's pending trigger at slot = now
+/// unless one is pending (the same clock as the claims: ARGV now, or Redis
+/// TIME) — or, within a loss's horizon (the job's own 'q' or the store's,
+/// + 1000 ms), just past it (rules::trigger_slot: a scheduled run of that
+/// millisecond may have been won before the loss) — and returns the pending
+/// one's slot (decimal ms). Every call
 /// PUBLISHes the job's name on the store's trigger channel (a repeat
 /// announces a pending trigger again: harmless, and it helps an instance
 /// that missed the first). pcall: a refused PUBLISH (an ACL without the
 /// channel) still triggers; instances then learn of it by polling.
 inline constexpr std::string_view trigger_lua =
     "#!lua\n"
-    "local t = redis.call('HGET', KEYS[1], 't')\n"
+    "local got = redis.call('HMGET', KEYS[1], 't', 'q')\n"
+    "local t = got[1]\n"
     "if not t then\n"
-    "  if ARGV[1] ~= '' then t = ARGV[1] else\n"
+    "  local now\n"
+    "  if ARGV[1] ~= '' then now = tonumber(ARGV[1]) else\n"
     "    local x = redis.call('TIME')\n"
-    "    t = string.format('%.0f', tonumber(x[1]) * 1000 + math.floor(tonumber(x[2]) / 1000))\n"
+    "    now = tonumber(x[1]) * 1000 + math.floor(tonumber(x[2]) / 1000)\n"
     "  end\n"
+    "  local lost, g = tonumber(got[2]), tonumber(ARGV[4])\n"
+    "  if g and (not lost or g > lost) then lost = g end\n"
+    "  if lost and now <= lost + 1000 then now = lost + 1001 end\n"
+    "  t = string.format('%.0f', now)\n"
     "  redis.call('HSET', KEYS[1], 't', t)\n"
     "end\n"
     "redis.pcall('PUBLISH', ARGV[2], ARGV[3])\n"
