@@ -38,10 +38,12 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "lease/clock/concept.hpp"
+#include "lease/detail/string_hash.hpp"
 #include "lease/error.hpp"
 #include "lease/event.hpp"
 #include "lease/executor/concept.hpp"
@@ -58,6 +60,7 @@
 #include "lease/scheduler/detail/event_facts.hpp"
 #include "lease/scheduler/detail/format.hpp"
 #include "lease/scheduler/detail/inbox.hpp"
+#include "lease/scheduler/detail/pending_claims.hpp"
 #include "lease/scheduler/detail/instance_id.hpp"
 #include "lease/scheduler/detail/store_clock_watch.hpp"
 #include "lease/scheduler/detail/timer_heap.hpp"
@@ -523,13 +526,13 @@ class scheduler {
   bool register_armed_ = false;  // a one-off registration (after an add) is due; more adds join it
 
   std::vector<job> jobs_;  // loop-owned after start(); a removed job stays, marked
-  std::map<std::string, std::uint32_t, std::less<>> job_index_;  // loop-owned: name → index in jobs_
+  std::unordered_map<std::string, std::uint32_t, detail::string_hash, std::equal_to<>> job_index_;  // loop-owned: name → index in jobs_
   std::mutex names_mutex_;  // guards names_ (add and remove may come from any thread)
   std::set<std::string, std::less<>> names_;  // the jobs added and not removed, as callers see them
   std::vector<std::pair<std::optional<event_kind>, sink>> sinks_;
   detail::timer_heap<steady_point> timers_;    // intervals, on monotonic time
   detail::timer_heap<time_point> slot_timers_;  // slots, on wall time
-  std::map<std::uint64_t, pending_claim> pending_;
+  detail::pending_claims<pending_claim> pending_;
   /// BatchClaimStore: the claims due in this loop turn — pending scheduled
   /// and catch-up claims (by id) and backup checks — sent together when no
   /// timer is due any more, or the batch is full.

@@ -64,9 +64,7 @@ void scheduler<S, C, E, P>::new_claim(std::uint32_t j, time_point slot, claim_re
   // the claims of slots (triggers.hpp).
   if (reason != claim_reason::manual) drop_older_claims(j, slot);
   const std::uint64_t id = next_id_++;
-  pending_claim& pc = pending_[id];
-  pc.job = j;
-  pc.req = make_request(j, {jobs_[j].name, slot}, reason);
+  pending_.add(id, pending_claim{j, make_request(j, {jobs_[j].name, slot}, reason), 0, std::nullopt});
   if (delay > duration::zero())
     push_after(delay, {{}, 0, detail::timer_kind::claim, j, slot, id});
   else
@@ -79,6 +77,7 @@ void scheduler<S, C, E, P>::new_claim(std::uint32_t j, time_point slot, claim_re
 /// the newer ones would then be refused as superseded or overlaps.
 template <Store S, Clock C, Executor E, OverlapPolicy P>
 void scheduler<S, C, E, P>::drop_older_claims(std::uint32_t j, time_point slot) {
+  if (!pending_.has_job(j)) return;  // the common case, without a scan of every pending claim
   for (auto it = pending_.begin(); it != pending_.end();) {
     if (it->second.job == j && it->second.req.run.slot < slot && it->second.req.reason != claim_reason::manual) {
       emit(event_kind::late, it->second.req.run, 0, 0,
@@ -503,7 +502,7 @@ void scheduler<S, C, E, P>::not_yet(std::uint32_t j, const claim_request& req, c
   }
   // Nothing was created: the lease of this token starts at a later send.
   const std::uint64_t id = next_id_++;
-  pending_[id] = pending_claim{j, req, 0, std::nullopt};
+  pending_.add(id, pending_claim{j, req, 0, std::nullopt});
   push_after(wait, {{}, 0, detail::timer_kind::claim, j, req.run.slot, id});
 }
 

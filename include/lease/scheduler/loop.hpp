@@ -317,7 +317,7 @@ void scheduler<S, C, E, P>::apply_remove(const std::string& name, bool hand_over
     emit(event_kind::late, {jb.name, std::exchange(jb.manual_buffered, std::nullopt)->first}, 0, 0,
          "manual run not claimed here any more: the job was removed from this instance while its trigger waited "
          "for the earlier run to end; the trigger stays pending in the store for another instance that has the job");
-  std::erase_if(pending_, [&](const auto& p) { return p.second.job == j; });
+  pending_.erase_job(j);
   std::erase_if(watches_, [&](const auto& w) { return w.second.job == j; });
   std::erase_if(claim_batch_, [&](const batched_claim& b) { return b.backup && b.job == j; });
   recover_tries_.erase(j);
