@@ -37,18 +37,16 @@ class pending_claims {
     const std::uint32_t j = c.job;
     if (per_job_.size() <= j) per_job_.resize(j + 1, 0);
     ++per_job_[j];
-    return by_id_.insert_or_assign(id, std::move(c)).first->second;
+    return by_id_.try_emplace(id, std::move(c)).first->second;
   }
   /// The claim `id`, or end().
   [[nodiscard]] iterator find(std::uint64_t id) { return by_id_.find(id); }
-  [[nodiscard]] const_iterator find(std::uint64_t id) const { return by_id_.find(id); }
   [[nodiscard]] bool contains(std::uint64_t id) const { return by_id_.contains(id); }
   [[nodiscard]] Claim& at(std::uint64_t id) { return by_id_.at(id); }
   [[nodiscard]] iterator begin() { return by_id_.begin(); }
   [[nodiscard]] iterator end() { return by_id_.end(); }
   [[nodiscard]] const_iterator begin() const { return by_id_.begin(); }
   [[nodiscard]] const_iterator end() const { return by_id_.end(); }
-  [[nodiscard]] std::size_t size() const { return by_id_.size(); }
 
   /// Whether job `j` has a pending claim.
   [[nodiscard]] bool has_job(std::uint32_t j) const { return j < per_job_.size() && per_job_[j] > 0; }
