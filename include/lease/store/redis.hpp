@@ -52,9 +52,11 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "lease/detail/string_hash.hpp"
 #include "lease/error.hpp"
 #include "lease/run.hpp"
 #include "lease/store/concept.hpp"
@@ -220,20 +222,20 @@ class redis_store {
   std::vector<bool> heartbeat_many(std::span<const heartbeat_request> batch) {
     if (batch.empty()) return {};
     const std::string now = now_arg();
-    std::vector<detail::redis::job_keys> keys;
+    std::vector<const detail::redis::job_keys*> keys;
     std::vector<std::string> nums;  // slot and lease of each element
     keys.reserve(batch.size());
     nums.reserve(batch.size() * 2);
     conn_->open();  // connect (and check the server) before reading what this handle knows
     for (const auto& h : batch) {
-      keys.push_back(keys_of(h.run.job));
+      keys.push_back(&keys_of(h.run.job));
       nums.push_back(ms(h.run.slot));
       nums.push_back(std::to_string(h.lease.count()));
       nums.push_back(std::to_string(watch_->fence_of(h.run.job)));
     }
     auto replies = conn_->eval_many(detail::redis::script::heartbeat, batch.size(),
                                     [&](std::size_t i, detail::redis::argv_t& a) {
-                                      push_keys(a, keys[i], detail::redis::script::heartbeat);
+                                      push_keys(a, *keys[i], detail::redis::script::heartbeat);
                                       a.insert(a.end(), {now, nums[3 * i], batch[i].token, nums[3 * i + 1], nums[3 * i + 2]});
                                     });
     std::vector<bool> out;
@@ -296,7 +298,7 @@ class redis_store {
 
   /// The job's running runs, whatever their lease, oldest first.
   std::vector<run_record> unfinished(std::string_view job) {
-    auto keys = keys_of(job);
+    const auto& keys = keys_of(job);
     auto reply = conn_->eval(detail::redis::script::unfinished, [&](detail::redis::argv_t& a) {
       push_keys(a, keys, detail::redis::script::unfinished);
       a.push_back("");
@@ -437,6 +439,7 @@ class redis_store {
     if (res.outcome == purge_outcome::purged) {
       auto it = watch_->fences.find(job);
       if (it != watch_->fences.end()) watch_->fences.erase(it);
+      if (auto k = keys_.find(job); k != keys_.end()) keys_.erase(k);
     }
     if (res.outcome == purge_outcome::purged) require_replicated("purge", job);
     return res;
@@ -455,7 +458,7 @@ class redis_store {
   /// but a failover could forget it unnoticed; repeating it is harmless
   /// (idempotent while pending).
   time_point trigger(std::string_view job) {
-    auto keys = keys_of(job);
+    const auto& keys = keys_of(job);
     conn_->open();  // connect (and check the marker) before reading the quarantine this handle knows
     const std::string now = now_arg(), channel = detail::redis::trigger_channel(opts_.prefix),
                       lost = watch_->lost_at ? std::to_string(*watch_->lost_at) : std::string();
@@ -477,10 +480,9 @@ class redis_store {
       if (std::find(names.begin(), names.end(), j) == names.end()) names.push_back(j);
     std::vector<run_key> out;
     if (names.empty()) return out;
-    std::deque<detail::redis::job_keys> keys;
     std::vector<argv_t> cmds;
     cmds.reserve(names.size());
-    for (std::string_view n : names) cmds.push_back({"HGET", keys.emplace_back(keys_of(n)).runs, "t"});
+    for (std::string_view n : names) cmds.push_back({"HGET", keys_of(n).runs, "t"});
     auto replies = conn_->exchange(cmds);
     for (std::size_t i = 0; i < names.size(); ++i) {
       const redisReply* r = replies[i].get();
@@ -613,6 +615,7 @@ class redis_store {
   /// ends its watch without a takeover check.
   void listen_ends(end_listener f) {
     subscriber_.reset();
+    ++listen_generation_;
     if (f)
       subscriber_ = std::make_unique<detail::redis::release_subscriber>(
           conn_->settings(), opts_.prefix, std::move(f),
@@ -735,9 +738,19 @@ class redis_store {
   }
 
   /// The job's keys; a listening store subscribes to the job's releases too.
-  [[nodiscard]] detail::redis::job_keys keys_of(std::string_view job) {
-    if (subscriber_) subscriber_->watch(job);
-    return detail::redis::keys_for(opts_.prefix, job);
+  /// Remembered per job: every claim, heartbeat and finish needs them, and
+  /// building three strings and taking the subscriber's lock for each was a
+  /// tenth of an instance's CPU at 10,000 fires a second. The reference
+  /// stays valid until the job is purged (unordered_map nodes do not move).
+  [[nodiscard]] const detail::redis::job_keys& keys_of(std::string_view job) {
+    auto it = keys_.find(job);
+    if (it == keys_.end()) it = keys_.emplace(std::string(job), known_keys{detail::redis::keys_for(opts_.prefix, job), 0}).first;
+    // A subscriber made since the job was last watched has never heard of it.
+    if (subscriber_ && it->second.watched_by != listen_generation_) {
+      subscriber_->watch(job);
+      it->second.watched_by = listen_generation_;
+    }
+    return it->second.keys;
   }
   /// numkeys and the keys `which` declares (scripts.hpp key_sets), in order.
   static void push_keys(argv_t& a, const detail::redis::job_keys& k, detail::redis::script which) {
@@ -760,7 +773,7 @@ class redis_store {
   /// EVALSHA of a per-run script: keys of the run's job, ARGV now, slot, `rest`.
   detail::redis::reply_ptr eval_on(detail::redis::script which, const run_key& run,
                                    std::initializer_list<std::string_view> rest) {
-    auto keys = keys_of(run.job);
+    const auto& keys = keys_of(run.job);
     const std::string now = now_arg(), slot = ms(run.slot);
     return conn_->eval(which, [&](argv_t& a) {
       push_keys(a, keys, which);
@@ -771,7 +784,7 @@ class redis_store {
 
   /// EVALSHA of a per-job script (KEYS: the job's runs hash; ARGV now).
   std::int64_t job_script(detail::redis::script which, std::string_view job, const char* what) {
-    auto keys = keys_of(job);
+    const auto& keys = keys_of(job);
     auto reply = conn_->eval(which, [&](argv_t& a) {
       push_keys(a, keys, which);
       a.push_back("");
@@ -808,7 +821,6 @@ class redis_store {
     conn_->open();  // connect (and load the scripts) before reading their SHAs
     using detail::redis::script;
     std::deque<std::string> hold;  // argv_t holds views: the numbers live here
-    std::deque<detail::redis::job_keys> keys;
     std::vector<argv_t> cmds;
     std::vector<std::size_t> sent;  // index in batch of each command
     const std::string now = now_arg();
@@ -816,9 +828,8 @@ class redis_store {
       const finish_request& f = batch[i];
       if (f.status == run_status::running) continue;
       const script which = f.status ? script::finish : script::release;
-      keys.push_back(keys_of(f.run.job));
       argv_t& a = cmds.emplace_back(argv_t{"EVALSHA", conn_->sha(which)});
-      push_keys(a, keys.back(), which);
+      push_keys(a, keys_of(f.run.job), which);
       a.insert(a.end(), {std::string_view(now), std::string_view(hold.emplace_back(ms(f.run.slot))),
                          std::string_view(f.token)});
       if (f.status) a.push_back(hold.emplace_back(std::to_string(static_cast<int>(*f.status))));
@@ -852,18 +863,21 @@ class redis_store {
     // argv_t holds views: every string they point to lives in `hold` (a
     // deque: its elements never move) until the round trip is over.
     std::deque<std::string> hold;
-    std::deque<detail::redis::job_keys> keys;
+    std::vector<const detail::redis::job_keys*> keys;
     std::vector<std::string_view> known;  // the fence this handle saw last, per claim
     std::vector<argv_t> cmds;
     known.reserve(batch.size());
+    keys.reserve(batch.size());
     cmds.reserve(batch.size() + 1);
     const std::string store_key = detail::redis::store_key(opts_.prefix);
     cmds.push_back({"HMGET", store_key, "id", "lost"});
     for (const claim_request& req : batch) {
       known.push_back(hold.emplace_back(std::to_string(watch_->fence_of(req.run.job))));
-      keys.push_back(keys_of(req.run.job));
-      cmds.push_back({"EVALSHA", conn_->sha(detail::redis::script::claim)});
-      claim_args(cmds.back(), hold, keys.back(), req, now, known.back(), lost);
+      keys.push_back(&keys_of(req.run.job));
+      argv_t& a = cmds.emplace_back();
+      a.reserve(claim_argc);
+      a.insert(a.end(), {"EVALSHA", conn_->sha(detail::redis::script::claim)});
+      claim_args(a, hold, *keys.back(), req, now, known.back(), lost);
     }
     auto replies = conn_->exchange(cmds);
     std::vector<claim_result> out;
@@ -872,7 +886,7 @@ class redis_store {
       detail::redis::reply_ptr reply = std::move(replies[i + 1]);
       if (detail::redis::connection::error_code_of(reply.get()) == redis_errc::noscript)  // it did not run
         reply = conn_->eval(detail::redis::script::claim, [&](argv_t& a) {
-          claim_args(a, hold, keys[i], batch[i], now, known[i], lost);  // reloads the scripts
+          claim_args(a, hold, *keys[i], batch[i], now, known[i], lost);  // reloads the scripts
         });
       out.push_back(parse_claim(batch[i], reply.get(), std::string(known[i])));
     }
@@ -880,6 +894,9 @@ class redis_store {
     for (std::size_t i = 0; i < batch.size(); ++i) out[i] = unless_quarantined(batch[i], std::move(out[i]), sent_lost);
     return out;
   }
+
+  /// EVALSHA, its SHA, numkeys, at most three keys and the claim's 13 arguments.
+  static constexpr std::size_t claim_argc = 3 + 3 + 13;
 
   /// The claim script's keys and arguments for `req`; numbers are written
   /// into `hold`, which must outlive `a`.
@@ -1145,6 +1162,13 @@ class redis_store {
   std::unique_ptr<detail::redis::router> conn_;
   std::unique_ptr<detail::redis::watch> watch_;
   std::int64_t last_acked_ = 0;  ///< replicas that acknowledged the last WAIT (-1: unknown)
+  /// A job's keys, and the subscriber (by listen_generation_) that watches it.
+  struct known_keys {
+    detail::redis::job_keys keys;
+    std::uint64_t watched_by;
+  };
+  std::unordered_map<std::string, known_keys, detail::string_hash, std::equal_to<>> keys_;  ///< keys_of()
+  std::uint64_t listen_generation_ = 1;  ///< subscribers made so far (0: none yet watched the job)
   // The subscribers last: stopped first.
   std::unique_ptr<detail::redis::release_subscriber> subscriber_;
   std::unique_ptr<detail::redis::trigger_subscriber> trigger_subscriber_;
