@@ -127,6 +127,20 @@ TEST_CASE("a release or finish by one redis store reaches the listener of anothe
   (void)runner.get({job, clock.now()});  // a round trip after the publish
   std::this_thread::sleep_for(50ms);     // room for a wrongly delivered call (cannot prove absence otherwise)
   CHECK(heard.size() == 3);
+
+  // Listening again: the new listener is told of the jobs the store asked
+  // about before it existed (the store remembers each job's keys, and must
+  // not take "known" for "watched by this listener").
+  heard_jobs again;
+  watcher.listen_releases(std::ref(again));
+  REQUIRE(wait_for([&] { return watcher.listener_connects() == 1; }));
+  (void)watcher.unfinished(job);
+  REQUIRE(wait_for([&] { return watcher.listener_channels() == 1; }));
+  clock.advance(1s);
+  REQUIRE(runner.claim(request(job, clock.now(), "t6")).outcome == claim_outcome::won);
+  CHECK(runner.release({job, clock.now()}, "t6"));
+  CHECK(wait_for([&] { return again.count(job) == 1; }));
+  watcher.listen_releases({});
 }
 
 TEST_CASE("a redis finish is announced with its run's slot (listen_ends), a release with none") {
