@@ -46,7 +46,7 @@ struct options {
   duration catch_up{300'000};            ///< on start, claim the latest slot due less than this ago
   duration max_late{30'000};             ///< a new run may start until slot + max_late (store clock)
   std::uint32_t history_size = 10;       ///< ended runs per job the store keeps, at least
-  duration claim_jitter{250};            ///< random delay after a slot before claiming
+  duration claim_jitter{250};            ///< random delay after a slot before claiming (the last winner: first quarter)
   duration catch_up_jitter{2'000};       ///< random delay before a catch-up claim
   duration stop_timeout{10'000};         ///< how long stop() waits for handlers
   std::string instance{};                ///< this instance's id; empty means hostname:pid

@@ -326,6 +326,10 @@ class scheduler {
     /// EndPushStore: the newest slot whose finish the store announced. Its
     /// claim, if this instance has not sent it yet, is not sent (claims.hpp).
     std::optional<time_point> end_announced;
+    /// Who won the latest slot of the job this instance heard of: the winner
+    /// claims the next slot early in the jitter window, the others late in it
+    /// (claims.hpp, claim_delay).
+    enum class last_win : std::uint8_t { unknown, this_instance, another } won_last = last_win::unknown;
   };
   /// A scheduled or catch-up claim, kept (same token) until answered or too late.
   struct pending_claim {
@@ -421,6 +425,8 @@ class scheduler {
   void backup_answered(std::uint32_t j, const claim_request& req, steady_point sent, std::optional<claim_result> res);
   void flush_claims();
   std::optional<claim_result> try_claim(const claim_request& req);
+  duration claim_delay(std::uint32_t j);
+  void note_winner(std::uint32_t j, const claim_request& req, const claim_result& res, bool ours);
   void on_claim(std::uint32_t j, const claim_request& req, const claim_result& res, steady_point sent);
   void not_yet(std::uint32_t j, const claim_request& req, const claim_result& res);
   std::string interrupted_why(std::uint32_t j, const run_record& rec) const;

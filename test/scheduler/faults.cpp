@@ -628,6 +628,51 @@ TEST_CASE("an instance that hears a run's finish before its claim jitter runs ou
   }
 }
 
+TEST_CASE("the winner of a job's last slot claims the next one first, and while it lives the others send nothing") {
+  // claim_jitter 2 s, handlers of 100 ms: the winner claims within the first
+  // 500 ms, the instances that saw it win from 1 s on, by which time its
+  // finish is announced. With one jitter drawn alike for all, the winner
+  // changes from slot to slot and losers' claims come through.
+  for (std::uint64_t seed = 1; seed <= 5; ++seed) {
+    INFO("seed " << seed);
+    lease::options o = sim_options();
+    o.claim_jitter = 2s;
+    three t(seed, 100ms, o);
+    t.sim.announce_finished_runs(true);
+    t.sim.run_for(10min + 3s);  // ten slots
+    INFO(t.sim.describe(200));
+    const auto& h = t.sim.recorded();
+    REQUIRE(h.handlers.size() == 10);
+    const std::string first = h.handlers[0].instance;
+    const time_point slot1 = h.handlers[0].run.slot;
+    std::size_t later_claims = 0;
+    for (std::size_t i = 1; i < h.handlers.size(); ++i) {
+      CHECK(h.handlers[i].instance == first);                         // it won every slot after the first
+      CHECK(h.handlers[i].start - h.handlers[i].run.slot < 600ms);  // in the jitter's first quarter (+ a round trip)
+    }
+    for (const auto& op : h.ops)
+      if (op.op == lease::sim::store_op::kind::claim && op.reason == lease::claim_reason::scheduled &&
+          op.run.slot > slot1)
+        ++later_claims;
+    CHECK(later_claims == 9);  // one claim per later slot: the winner's
+
+    // The winner dies: the others still claim within claim_jitter, one of
+    // them wins and keeps the job from then on.
+    const std::size_t w = t.runner();
+    t.sim.crash(w);
+    t.sim.run_for(5min);
+    REQUIRE(h.handlers.size() == 15);
+    std::set<std::string> after;
+    for (std::size_t i = 10; i < h.handlers.size(); ++i) {
+      CHECK(h.handlers[i].instance != first);
+      CHECK(h.handlers[i].start - h.handlers[i].run.slot < 2s + 100ms);
+      if (i > 10) after.insert(h.handlers[i].instance);
+    }
+    CHECK(after.size() == 1);
+    CHECK(t.sim.violations().empty());
+  }
+}
+
 // ---- claims due together go in one round trip ------------------------------
 
 TEST_CASE("the slots of many jobs due at once are claimed in one round trip per instance, each with its own answer") {

@@ -31,10 +31,39 @@
 
 namespace lease {
 
+/// A slot's claim is sent at slot + a random jitter in [0, claim_jitter],
+/// placed by where this instance stands with the job: the winner of its
+/// latest slot claims in the first quarter of the window, an instance that
+/// saw another win it in the second half, an instance that knows nothing
+/// (just started, or the job is new) anywhere in it. So with everyone alive
+/// the last winner claims first and wins again, and with short handlers the
+/// others hear its finish before their jitter runs out and send nothing
+/// (announced_ended): one claim per slot instead of one per instance, and
+/// the lag of the first quarter. If the winner died or fell behind, the
+/// others still claim within claim_jitter and one of them becomes the
+/// winner. Timing only: who wins is still the store's answer.
+///
+/// The slot's timer fires in the first quarter (the winner's claim goes
+/// then); the others' claims wait on from there. Where this instance stands
+/// is read when the timer fires, not when it was armed a whole period
+/// before: by then the previous slot has been answered.
 template <Store S, Clock C, Executor E, OverlapPolicy P>
 void scheduler<S, C, E, P>::arm_slot(std::uint32_t j, time_point slot) {
   jobs_[j].next_slot = slot;
-  slot_timers_.push({slot + jitter(opts_.claim_jitter), 0, detail::timer_kind::slot, j, slot, jobs_[j].gen});
+  slot_timers_.push({slot + jitter(opts_.claim_jitter / 4), 0, detail::timer_kind::slot, j, slot, jobs_[j].gen});
+}
+
+/// When, after its slot, this instance sends the claim of job `j`'s slot
+/// (arm_slot); zero for the last winner, whose timer's own draw is its jitter.
+template <Store S, Clock C, Executor E, OverlapPolicy P>
+duration scheduler<S, C, E, P>::claim_delay(std::uint32_t j) {
+  const duration window = opts_.claim_jitter;
+  switch (jobs_[j].won_last) {
+    case job::last_win::this_instance: return duration::zero();
+    case job::last_win::another: return window / 2 + jitter(window - window / 2);
+    case job::last_win::unknown: break;
+  }
+  return jitter(window);
 }
 
 template <Store S, Clock C, Executor E, OverlapPolicy P>
@@ -55,7 +84,10 @@ void scheduler<S, C, E, P>::on_slot(std::uint32_t j, time_point slot, std::uint6
     slot = latest;
   }
   arm_slot(j, jb.schedule.next(slot));
-  new_claim(j, slot, claim_reason::scheduled);
+  // The delay counts from the slot: the timer's own jitter, or a loop that
+  // comes late, has waited part of it.
+  const duration delay = claim_delay(j), waited = now - slot;
+  new_claim(j, slot, claim_reason::scheduled, delay > waited ? delay - waited : duration::zero());
 }
 
 template <Store S, Clock C, Executor E, OverlapPolicy P>
@@ -164,6 +196,7 @@ template <Store S, Clock C, Executor E, OverlapPolicy P>
 bool scheduler<S, C, E, P>::announced_ended(std::uint32_t j, const claim_request& req) {
   const std::optional<time_point>& seen = jobs_[j].end_announced;
   if (req.reason == claim_reason::manual || !seen || *seen != req.run.slot) return false;
+  jobs_[j].won_last = job::last_win::another;
   emit(event_kind::skip, req.run, 0, 0,
        std::string(to_string(req.reason)) +
            " claim not sent: the store announced that this run already ended (another instance ran it, or a manual "
@@ -349,6 +382,25 @@ std::optional<claim_result> scheduler<S, C, E, P>::try_claim(const claim_request
   }
 }
 
+/// Who won the slot a scheduled or catch-up claim asked for, as far as its
+/// answer says (claim_delay places the next slot's claim by it). Manual runs
+/// and takeovers are outside the schedule's rhythm and say nothing of it.
+template <Store S, Clock C, Executor E, OverlapPolicy P>
+void scheduler<S, C, E, P>::note_winner(std::uint32_t j, const claim_request& req, const claim_result& res,
+                                        bool ours) {
+  if (req.reason != claim_reason::scheduled && req.reason != claim_reason::catch_up) return;
+  const bool others = !ours && res.record.runner != req.runner;
+  switch (res.outcome) {
+    case claim_outcome::won: jobs_[j].won_last = job::last_win::this_instance; break;
+    case claim_outcome::running:
+    case claim_outcome::finished:
+      if (ours) jobs_[j].won_last = job::last_win::this_instance;
+      else if (others && res.record.slot == req.run.slot) jobs_[j].won_last = job::last_win::another;
+      break;
+    default: break;
+  }
+}
+
 /// Every claim answer lands here. `sent`: when the request's token was first
 /// sent (the earliest its lease can have started).
 template <Store S, Clock C, Executor E, OverlapPolicy P>
@@ -356,6 +408,7 @@ void scheduler<S, C, E, P>::on_claim(std::uint32_t j, const claim_request& req, 
                                      steady_point sent) {
   const run_record& rec = res.record;
   const bool ours = rec.token == req.token && rec.runner == req.runner;
+  note_winner(j, req, res, ours);
   if (res.outcome == claim_outcome::won || (ours && res.outcome == claim_outcome::running)) {
     // A takeover's latency: from the lease end this backup last read to the store's answer.
     std::optional<duration> latency;
