@@ -85,8 +85,10 @@ void scheduler<S, C, E, P>::on_slot(std::uint32_t j, time_point slot, std::uint6
   }
   arm_slot(j, jb.schedule.next(slot));
   // The delay counts from the slot: the timer's own jitter, or a loop that
-  // comes late, has waited part of it.
-  const duration delay = claim_delay(j), waited = now - slot;
+  // comes late, has waited part of it. (Never less than nothing: a wall
+  // clock stepped back since the timer fired must not push the claim past
+  // claim_jitter.)
+  const duration delay = claim_delay(j), waited = std::max(now - slot, duration::zero());
   new_claim(j, slot, claim_reason::scheduled, delay > waited ? delay - waited : duration::zero());
 }
 
@@ -389,7 +391,7 @@ template <Store S, Clock C, Executor E, OverlapPolicy P>
 void scheduler<S, C, E, P>::note_winner(std::uint32_t j, const claim_request& req, const claim_result& res,
                                         bool ours) {
   if (req.reason != claim_reason::scheduled && req.reason != claim_reason::catch_up) return;
-  const bool others = !ours && res.record.runner != req.runner;
+  const bool others = res.record.runner != req.runner;
   switch (res.outcome) {
     case claim_outcome::won: jobs_[j].won_last = job::last_win::this_instance; break;
     case claim_outcome::running:

@@ -666,8 +666,9 @@ class cluster {
     takeover_checks_ = 0;
     aimed_checks_ = 0;
     // Lease ends are on the store's clock, op times on real time: the same
-    // until the store's clock is first stepped, so only lease ends whose
-    // deadline falls before that are checked.
+    // until the store's clock is first stepped, so only lease ends set
+    // before that, whose deadline also falls before it, are checked. (A
+    // release just after a step back sets an end that reads as long past.)
     const time_point stepped_at = world_->store_steps.empty() ? time_point::max() : world_->store_steps.front().first;
     const history& h = world_->hist;
     const duration hb = *opts_.heartbeat;
@@ -695,7 +696,7 @@ class cluster {
       for (const auto& [token, end_runner] : lease_end) {
         const auto& [end, runner] = end_runner;
         const time_point deadline = end + backup_window + duration{1};
-        if (deadline > now() || deadline >= stepped_at) continue;
+        if (deadline > now() || deadline >= stepped_at || set_at[token] >= stepped_at) continue;
         std::optional<run_record> at_end = record_at(ops, end);
         if (!at_end || at_end->token != token || at_end->status != run_status::running) continue;
         if (spec->slots.next(run.slot) <= deadline + opts_.lease) continue;
