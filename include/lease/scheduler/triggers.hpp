@@ -25,6 +25,8 @@
 #include <algorithm>
 #include <span>
 #include <string>
+#include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include "lease/scheduler.hpp"
@@ -104,10 +106,16 @@ void scheduler<S, C, E, P>::on_trigger_poll(std::uint64_t retry) {
 template <Store S, Clock C, Executor E, OverlapPolicy P>
 bool scheduler<S, C, E, P>::poll_triggers(const std::vector<std::string>& only) {
   if constexpr (TriggerStore<S>) {
+    // Looked up by name, never searched: an operator may trigger every job
+    // at once, and `only` then names thousands.
     std::vector<std::string> names;
-    for (const job& jb : jobs_)
-      if (!jb.removed && (only.empty() || std::find(only.begin(), only.end(), jb.name) != only.end()))
-        names.push_back(jb.name);
+    if (only.empty()) {
+      for (const job& jb : jobs_)
+        if (!jb.removed) names.push_back(jb.name);
+    } else {
+      for (const std::string& name : only)
+        if (auto it = job_index_.find(name); it != job_index_.end() && !jobs_[it->second].removed) names.push_back(name);
+    }
     if (names.empty()) return true;
     std::vector<run_key> found;
     try {
@@ -128,9 +136,11 @@ bool scheduler<S, C, E, P>::poll_triggers(const std::vector<std::string>& only) 
     // A job pushed to us whose trigger is no longer pending was answered by
     // another instance first: read its runs, to back up the manual run that
     // instance started (as every instance that claims a slot backs it up).
+    if (only.empty()) return true;
+    std::unordered_set<std::string_view> answered;
+    for (const run_key& k : found) answered.insert(k.job);
     for (const std::string& name : only)
-      if (std::none_of(found.begin(), found.end(), [&](const run_key& k) { return k.job == name; }))
-        follow_manual_runs(name);
+      if (!answered.contains(name)) follow_manual_runs(name);
     return true;
   } else {
     (void)only;

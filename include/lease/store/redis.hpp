@@ -53,6 +53,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -377,17 +378,20 @@ class redis_store {
   /// per master, all at once). Safe to repeat: a lost reply is unavailable.
   void register_jobs(std::span<const job_registration> regs) {
     if (regs.empty()) return;
-    // By job, in the order given (a later registration of the same instance wins).
+    // By job, in the order given (a later registration of the same instance
+    // wins). Grouped through a hash index: every job is here at once, and a
+    // search of the list per job made a start with 100,000 jobs quadratic.
     std::vector<std::string_view> jobs;
     std::vector<std::vector<const job_registration*>> of;
+    std::unordered_map<std::string_view, std::size_t> at;
+    at.reserve(regs.size());
     for (const job_registration& g : regs) {
-      auto at = std::find(jobs.begin(), jobs.end(), std::string_view(g.job));
-      if (at == jobs.end()) {
+      const auto [it, fresh] = at.try_emplace(g.job, jobs.size());
+      if (fresh) {
         jobs.push_back(g.job);
         of.emplace_back();
-        at = jobs.end() - 1;
       }
-      of[static_cast<std::size_t>(at - jobs.begin())].push_back(&g);
+      of[it->second].push_back(&g);
     }
     std::vector<detail::redis::job_keys> keys;
     keys.reserve(jobs.size());
@@ -476,8 +480,10 @@ class redis_store {
   /// trip (on a cluster one per master, all at once).
   std::vector<run_key> triggers(std::span<const std::string> jobs) {
     std::vector<std::string_view> names;  // each job once, in the order asked
+    std::unordered_set<std::string_view> seen;  // (hashed: a poll asks for every job at once)
+    seen.reserve(jobs.size());
     for (const std::string& j : jobs)
-      if (std::find(names.begin(), names.end(), j) == names.end()) names.push_back(j);
+      if (seen.insert(j).second) names.push_back(j);
     std::vector<run_key> out;
     if (names.empty()) return out;
     std::vector<argv_t> cmds;

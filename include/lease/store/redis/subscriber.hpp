@@ -42,6 +42,7 @@
 #include <string_view>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -112,7 +113,10 @@ class release_subscriber {
     explicit shard(endpoint w) : where(std::move(w)) {}
     endpoint where;
     context_ptr ctx;
-    std::vector<std::string> channels;   // assigned here (subscribed or to be)
+    // Assigned here (subscribed or to be). A set: an instance watches one
+    // channel per job, and a search of a list for each new one made the
+    // start of 100,000 jobs quadratic.
+    std::unordered_set<std::string, string_hash, std::equal_to<>> channels;
     std::vector<std::string> to_send;    // assigned, SSUBSCRIBE not sent on this connection yet
     std::deque<std::string> in_flight;   // SSUBSCRIBEs sent, reply not read yet
     std::uint64_t confirmed = 0;         // the server's count on this connection
@@ -186,17 +190,15 @@ class release_subscriber {
   }
 
   void place(shard& sh, std::string channel) {
-    if (std::find(sh.channels.begin(), sh.channels.end(), channel) != sh.channels.end()) return;
-    sh.channels.push_back(channel);
+    if (!sh.channels.insert(channel).second) return;
     if (sh.ctx) sh.to_send.push_back(std::move(channel));  // else all are sent on connect
   }
 
   /// Takes `channel` off whatever shard holds it, to be placed anew.
   void unplace(std::string_view channel) {
     for (auto& sh : shards_) {
-      auto drop = [&](std::vector<std::string>& v) { v.erase(std::remove(v.begin(), v.end(), channel), v.end()); };
-      drop(sh->channels);
-      drop(sh->to_send);
+      if (auto it = sh->channels.find(channel); it != sh->channels.end()) sh->channels.erase(it);
+      sh->to_send.erase(std::remove(sh->to_send.begin(), sh->to_send.end(), channel), sh->to_send.end());
     }
   }
 
@@ -290,7 +292,7 @@ class release_subscriber {
     ++connects_;
     sh.confirmed = 0;
     sh.in_flight.clear();
-    sh.to_send = sh.channels;
+    sh.to_send.assign(sh.channels.begin(), sh.channels.end());
     return true;
   }
 
