@@ -9,6 +9,8 @@
 // claims of new jobs, claim() each vs one claim_many(). The store's clock is
 // the server's clock_timestamp(), as in production. `wal_B`: WAL bytes per
 // operation (the server's insert position over the loop, less the floors').
+// Last, BM_start_per_job: one registration and one trigger poll of every
+// job, as an instance's start does, at 1,000 / 10,000 / 100,000 jobs.
 //
 // Why BM_claim's cpu_vs_floor stays near 0.4-0.6 (measured 2026-12-01 on
 // 2 loaded cores, pgbench -M prepared and pg_stat_statements on the bench
@@ -298,6 +300,31 @@ void BM_claim_100_batched_vs_single(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * claim_batch_size);
 }
 
+/// What an instance does for all its jobs at start (and every
+/// register_every): one registration of each and one poll of their pending
+/// triggers, with the release listener on. Time per job at 1,000, 10,000
+/// and 100,000 jobs should stay flat (redis_bench BM_start_per_job says why
+/// it is measured).
+void BM_start_per_job(benchmark::State& state) {
+  const auto n = static_cast<std::size_t>(state.range(0));
+  std::vector<lease::job_registration> regs;
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < n; ++i) {
+    names.push_back("job-" + std::to_string(i));
+    regs.push_back({names.back(), "bench", "every 1s", "", {}});
+  }
+  for (auto _ : state) {
+    auto store = make_store("start");  // a new instance: nothing known yet
+    store.listen_releases([](std::string_view) {});
+    const auto t = clock_type::now();
+    store.register_jobs(regs);
+    benchmark::DoNotOptimize(store.triggers(names));
+    state.SetIterationTime(seconds_since(t));
+    store.listen_releases({});
+  }
+  state.SetItemsProcessed(state.iterations() * state.range(0));
+}
+
 // Registration order is run order.
 BENCHMARK(BM_floor_upsert)->UseManualTime();
 BENCHMARK(BM_claim)->UseManualTime();
@@ -307,5 +334,6 @@ BENCHMARK(BM_heartbeat)->UseManualTime();
 BENCHMARK(BM_finish)->UseManualTime();
 BENCHMARK(BM_heartbeat_1000_batched_vs_single)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_claim_100_batched_vs_single)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_start_per_job)->UseManualTime()->Unit(benchmark::kMillisecond)->Arg(1000)->Arg(10000)->Arg(100000)->Iterations(1);
 
 }  // namespace

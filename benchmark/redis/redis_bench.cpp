@@ -5,7 +5,9 @@
 // the floor; aim ≥ 0.8). Then 1,000 running attempts renewed by 1,000
 // heartbeat() calls vs one heartbeat_many(): round trips of each, and
 // `speedup` = single time / batched time (aims: ≥ 20× fewer round trips, ≥ 10×
-// less wall time). The store's clock is Redis TIME, as in production.
+// less wall time). Last, BM_start_per_job: one registration and one trigger
+// poll of every job, as an instance's start does, at 1,000 / 10,000 / 100,000
+// jobs (time per job flat). The store's clock is Redis TIME, as in production.
 //
 //   redis_bench [--benchmark_min_time=2]   (LEASE_BENCH_REDIS_URL=redis://... to use your server)
 #include <algorithm>
