@@ -44,9 +44,8 @@ void scheduler<S, C, E, P>::begin_attempt(std::uint32_t j, const claim_request& 
     return;
   }
   const std::uint64_t id = next_id_++;
-  attempt& a = attempts_[id];
+  attempt& a = add_attempt(id, rec.key());
   a.job = j;
-  a.run = rec.key();
   a.number = rec.attempt;
   a.token = req.token;
   a.fence = rec.fence;
@@ -202,7 +201,7 @@ void scheduler<S, C, E, P>::lose(It it, const std::string& why) {
   guard_.remove(a.lease.get());
   emit(event_kind::lost, a.run, a.number, a.fence, why, {.handler_duration = a.handler_time(steady())});
   const std::uint32_t j = a.job;
-  attempts_.erase(it);
+  drop_attempt(it);
   after_attempt(j);
 }
 
@@ -362,9 +361,25 @@ void scheduler<S, C, E, P>::end_answered(std::uint64_t id, bool ok) {
   // and released again without end.
   const bool watch_own = release && a.removed_hand_over && phase_ == phase::running && !jobs_[j].removed;
   guard_.remove(a.lease.get());
-  attempts_.erase(it);
+  drop_attempt(it);
   after_attempt(j);
   if (watch_own) watch_run(j, run, false);
+}
+
+/// attempts_ and own_runs_ change together, here and in drop_attempt.
+template <Store S, Clock C, Executor E, OverlapPolicy P>
+typename scheduler<S, C, E, P>::attempt& scheduler<S, C, E, P>::add_attempt(std::uint64_t id, const run_key& run) {
+  attempt& a = attempts_[id];
+  a.run = run;
+  ++own_runs_[run];
+  return a;
+}
+
+template <Store S, Clock C, Executor E, OverlapPolicy P>
+typename std::map<std::uint64_t, typename scheduler<S, C, E, P>::attempt>::iterator scheduler<S, C, E, P>::drop_attempt(
+    typename std::map<std::uint64_t, attempt>::iterator it) {
+  if (auto o = own_runs_.find(it->second.run); o != own_runs_.end() && --o->second == 0) own_runs_.erase(o);
+  return attempts_.erase(it);
 }
 
 /// After an outcome_unknown finish or release: did it apply? nullopt: can't tell yet.

@@ -82,9 +82,7 @@ void scheduler<S, C, E, P>::recheck_watches(std::string_view job, std::optional<
 
 template <Store S, Clock C, Executor E, OverlapPolicy P>
 bool scheduler<S, C, E, P>::own_attempt(const run_key& run) const {
-  for (const auto& [id, a] : attempts_)
-    if (a.run == run) return true;
-  return false;
+  return own_runs_.contains(run);
 }
 
 template <Store S, Clock C, Executor E, OverlapPolicy P>

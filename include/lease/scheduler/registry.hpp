@@ -119,7 +119,7 @@ void scheduler<S, C, E, P>::operator_stopped(It it) {
        {.handler_duration = a.handler_time(steady())});
   const std::uint32_t j = a.job;
   const run_key run = a.run;
-  attempts_.erase(it);
+  drop_attempt(it);
   after_attempt(j);
   // This instance may be the job's only one: it backs the run up too, so a
   // resume gets it taken over even then.

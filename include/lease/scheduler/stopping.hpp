@@ -54,7 +54,7 @@ void scheduler<S, C, E, P>::begin_stop(duration timeout) {
 template <Store S, Clock C, Executor E, OverlapPolicy P>
 void scheduler<S, C, E, P>::on_stop_deadline() {
   flush_ends();  // handlers that ended in this very turn are recorded, not abandoned
-  for (auto it = attempts_.begin(); it != attempts_.end(); it = attempts_.erase(it)) {
+  for (auto it = attempts_.begin(); it != attempts_.end(); it = drop_attempt(it)) {
     const attempt& a = it->second;
     guard_.remove(a.lease.get());
     emit(event_kind::abandoned, a.run, a.number, a.fence,
