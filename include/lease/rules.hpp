@@ -15,6 +15,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include "lease/run.hpp"
@@ -344,13 +345,14 @@ inline time_point trigger(run_table& t, std::string_view job, time_point now) {
   return *j->second.trigger;
 }
 
-/// The pending triggers among `jobs`, in the order asked (each job once).
+/// The pending triggers among `jobs`, in the order asked (each job once;
+/// a set, not a search of the answer: an operator may trigger every job).
 inline std::vector<run_key> triggers(const run_table& t, std::span<const std::string> jobs) {
   std::vector<run_key> out;
+  std::unordered_set<std::string_view> listed;
   for (const auto& name : jobs) {
     auto j = t.jobs.find(name);
-    if (j == t.jobs.end() || !j->second.trigger) continue;
-    if (std::any_of(out.begin(), out.end(), [&](const run_key& k) { return k.job == name; })) continue;
+    if (j == t.jobs.end() || !j->second.trigger || !listed.insert(name).second) continue;
     out.push_back({name, *j->second.trigger});
   }
   return out;
