@@ -58,6 +58,7 @@
 
 #include "lease/store/postgres.hpp"
 #include "bench_server.hpp"
+#include "start.hpp"
 
 namespace {
 
@@ -300,29 +301,9 @@ void BM_claim_100_batched_vs_single(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * claim_batch_size);
 }
 
-/// What an instance does for all its jobs at start (and every
-/// register_every): one registration of each and one poll of their pending
-/// triggers, with the release listener on. Time per job at 1,000, 10,000
-/// and 100,000 jobs should stay flat (redis_bench BM_start_per_job says why
-/// it is measured).
+/// An instance's start with 1,000 / 10,000 / 100,000 jobs (start.hpp).
 void BM_start_per_job(benchmark::State& state) {
-  const auto n = static_cast<std::size_t>(state.range(0));
-  std::vector<lease::job_registration> regs;
-  std::vector<std::string> names;
-  for (std::size_t i = 0; i < n; ++i) {
-    names.push_back("job-" + std::to_string(i));
-    regs.push_back({names.back(), "bench", "every 1s", "", {}});
-  }
-  for (auto _ : state) {
-    auto store = make_store("start");  // a new instance: nothing known yet
-    store.listen_releases([](std::string_view) {});
-    const auto t = clock_type::now();
-    store.register_jobs(regs);
-    benchmark::DoNotOptimize(store.triggers(names));
-    state.SetIterationTime(seconds_since(t));
-    store.listen_releases({});
-  }
-  state.SetItemsProcessed(state.iterations() * state.range(0));
+  lease::bench::start_per_job(state, [] { return make_store("start"); });
 }
 
 // Registration order is run order.

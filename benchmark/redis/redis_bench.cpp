@@ -23,6 +23,7 @@
 
 #include "lease/store/redis.hpp"
 #include "redis/server.hpp"
+#include "start.hpp"
 
 namespace {
 
@@ -252,32 +253,9 @@ void BM_heartbeat_1000_batched_vs_single(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * batch_size);
 }
 
-/// What an instance does for all its jobs at start (and every
-/// register_every, or on a trigger listener's reconnect): one registration
-/// of each job and one poll of their pending triggers, with the release
-/// listener on (each job's channel is subscribed as its keys are first
-/// used). Time per job, at 1,000, 10,000 and 100,000 jobs: it should stay
-/// flat, as it is all pipelined (one round trip each) and every lookup is
-/// hashed. (A linear search per job made it quadratic: 100,000 jobs took
-/// minutes and stalled the instance's loop.)
+/// An instance's start with 1,000 / 10,000 / 100,000 jobs (start.hpp).
 void BM_start_per_job(benchmark::State& state) {
-  const auto n = static_cast<std::size_t>(state.range(0));
-  std::vector<lease::job_registration> regs;
-  std::vector<std::string> names;
-  for (std::size_t i = 0; i < n; ++i) {
-    names.push_back("job-" + std::to_string(i));
-    regs.push_back({names.back(), "bench", "every 1s", "", {}});
-  }
-  for (auto _ : state) {
-    auto store = make_store(unique_prefix("start"));  // a new instance: nothing known yet
-    store.listen_releases([](std::string_view) {});
-    const auto t = clock_type::now();
-    store.register_jobs(regs);
-    benchmark::DoNotOptimize(store.triggers(names));
-    state.SetIterationTime(seconds_since(t));
-    store.listen_releases({});
-  }
-  state.SetItemsProcessed(state.iterations() * state.range(0));
+  lease::bench::start_per_job(state, [] { return make_store(unique_prefix("start")); });
 }
 
 // Registration order is run order.
