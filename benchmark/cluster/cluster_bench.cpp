@@ -17,7 +17,8 @@
 //  e. the sweep: S jobs every 1 s over 3 instances for --sweep-seconds each:
 //     slot-runs exactly once (audited from the handler starts in the logs),
 //     missed (and the events logged for them), lag slot → handler start p50 /
-//     p99, client round trips per fire (counted by each instance's store),
+//     p99 and, of it, slot → handed to the executor (the scheduler's part; the
+//     rest is the pool's queue), client round trips per fire (counted by each instance's store),
 //     commands run inside scripts per fire (Redis INFO commandstats), instance
 //     and server CPU per 1,000 fires (/proc; Redis: INFO cpu), stop() time
 //     (SIGTERM to all three at once, 150 ms after a slot).
@@ -266,7 +267,8 @@ struct sweep_result {
   std::map<std::string, long> why;  // the events logged for missed slots
   std::map<std::int64_t, long> silent;
   std::map<std::string, double> per_fire;  // Redis: calls per fire by command, in the window  // missed slots with no event, by seconds after the window opened
-  std::vector<double> lag;
+  std::vector<double> lag;     // slot → handler start
+  std::vector<double> handed;  // slot → handed to the executor (the rest is the pool's queue)
   double stop_max = 0;
   double trips_per_fire = NAN, script_cmds_per_fire = NAN;
   double inst_cpu_per_k = NAN, server_cpu_per_k = NAN;
@@ -328,6 +330,8 @@ sweep_result sweep_one(const backend& b, const config& c, int jobs, const std::f
       if (k < 0) continue;
       if (starts[static_cast<std::size_t>(k)] < 255) ++starts[static_cast<std::size_t>(k)];
       r.lag.push_back(static_cast<double>(l.wall - l.slot));
+      if (l.message.starts_with("handed="))
+        r.handed.push_back(static_cast<double>(std::stoll(l.message.substr(7)) - l.slot));
     } else if (l.type == "event") {
       const long k = cell(l.job, l.slot);
       if (k >= 0) events[static_cast<std::size_t>(k)].insert(l.kind);
@@ -393,10 +397,10 @@ void sweep(const backend& b, const config& c, const std::filesystem::path& dir) 
               "slots audited: %d s from the 2nd slot after start (the last 2 s before stop() not counted)\n",
               sweep_work_ms, sweep_threads(c.sweep.empty() ? 0 : c.sweep.back()), c.sweep.empty() ? 0 : c.sweep.back(),
               c.sweep_seconds, c.sweep_seconds - 1);
-  std::printf("   %-6s | %-22s | %-6s | %-7s | %-13s | %-10s | %-16s | %-22s | %s\n", "S", "slot-runs exactly once",
-              "twice+", "missed", "lag p50 / p99", "trips/fire", "script cmds/fire", "CPU per 1k fires",
+  std::printf("   %-6s | %-22s | %-6s | %-7s | %-13s | %-15s | %-10s | %-16s | %-22s | %s\n", "S", "slot-runs exactly once",
+              "twice+", "missed", "lag p50 / p99", "to pool p50/p99", "trips/fire", "script cmds/fire", "CPU per 1k fires",
               "stop() max");
-  std::printf("   %-6s | %-22s | %-6s | %-7s | %-13s | %-10s | %-16s | %-22s | %s\n", "", "", "", "", "ms",
+  std::printf("   %-6s | %-22s | %-6s | %-7s | %-13s | %-15s | %-10s | %-16s | %-22s | %s\n", "", "", "", "", "ms", "ms",
               "(client)", "(Redis)", "3 instances / server", "ms");
   auto opt = [](double v, const char* fmt) {
     if (std::isnan(v)) return std::string("-");
@@ -405,13 +409,15 @@ void sweep(const backend& b, const config& c, const std::filesystem::path& dir) 
     return std::string(b);
   };
   for (auto& r : rs) {
-    char once[64], lag[64], cpu[64];
+    char once[64], lag[64], handed[64], cpu[64];
     std::snprintf(once, sizeof once, "%ld / %ld (%.2f%%)", r.once, r.due,
                   100.0 * static_cast<double>(r.once) / static_cast<double>(std::max(r.due, 1L)));
     std::snprintf(lag, sizeof lag, "%.0f / %.0f", pct(r.lag, 50), pct(r.lag, 99));
+    std::snprintf(handed, sizeof handed, "%.0f / %.0f", pct(r.handed, 50), pct(r.handed, 99));
     std::snprintf(cpu, sizeof cpu, "%.0f / %s ms", r.inst_cpu_per_k, opt(r.server_cpu_per_k, "%.0f").c_str());
-    std::printf("   %-6d | %-22s | %-6ld | %-7ld | %-13s | %-10s | %-16s | %-22s | %.0f%s\n", r.jobs, once, r.twice,
-                r.missed, lag, opt(r.trips_per_fire, "%.2f").c_str(), opt(r.script_cmds_per_fire, "%.2f").c_str(), cpu,
+    std::printf("   %-6d | %-22s | %-6ld | %-7ld | %-13s | %-15s | %-10s | %-16s | %-22s | %.0f%s\n", r.jobs, once,
+                r.twice, r.missed, lag, handed, opt(r.trips_per_fire, "%.2f").c_str(),
+                opt(r.script_cmds_per_fire, "%.2f").c_str(), cpu,
                 r.stop_max, r.stop_missing ? " (an instance did not exit: killed)" : "");
   }
   for (auto& r : rs)

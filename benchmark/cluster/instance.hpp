@@ -10,7 +10,8 @@
 //   (attempt 1) or 200 ms (a takeover) and logs every acknowledged heartbeat
 //   as an "ack" line (the moment the lease deadline it reads moves: polled
 //   every 1 ms), so the driver can time a takeover from the last ack;
-// * sweep: --jobs jobs every 1 s, handlers of --work ms logging their start;
+// * sweep: --jobs jobs every 1 s, handlers of --work ms logging their start
+//   and when the scheduler handed them to the pool (timed_pool);
 // * idle: --jobs jobs every 7 days (none due while it runs).
 // SIGTERM: stop(), then a "bye" line with stop()'s time, the store round
 // trips (client side, read after stop()), handler starts and event counts.
@@ -96,6 +97,31 @@ class audit_log {
   std::jthread flusher_;
 };
 
+/// The wall time (ms) at which the task now running on this thread was
+/// handed to the pool: set by timed_pool just before the handler runs.
+inline thread_local std::int64_t handed_at_ms = 0;
+
+/// A lease::thread_pool that notes when each task was handed to it, so a
+/// sweep can tell the scheduler's lag (slot → handed to the executor) from
+/// the time a task then waits in the pool's queue for a free thread. With
+/// every job on one anchor, each second brings a burst of S slots at once:
+/// that queue is the user's executor, not the scheduler or the store.
+class timed_pool {
+ public:
+  explicit timed_pool(std::size_t threads) : pool_(threads) {}
+  void execute(lease::task t) {
+    const std::int64_t at = lease::system_clock{}.now().time_since_epoch().count();
+    lease::run_context ctx = t.context();
+    pool_.execute(lease::task(std::move(ctx), [at, inner = std::move(t)](lease::run_context&) mutable {
+      handed_at_ms = at;
+      inner();
+    }));
+  }
+
+ private:
+  lease::thread_pool pool_;
+};
+
 /// An instance's command line: `--name value` pairs.
 using args = std::map<std::string, std::string>;
 
@@ -137,7 +163,7 @@ int run_instance(Store store, const args& a, sigset_t& stop_signals) {
     o.heartbeat = lease::duration{500};
   }
   auto s = lease::make_scheduler(lease::store = std::move(store), lease::clock = lease::system_clock{},
-                                 lease::executor = lease::thread_pool{static_cast<std::size_t>(
+                                 lease::executor = timed_pool{static_cast<std::size_t>(
                                      num(a, "--threads", takeover ? 2 : 32))},
                                  lease::overlap = lease::skip, lease::settings = o);
   const int jobs = static_cast<int>(num(a, "--jobs", 1));
@@ -178,7 +204,7 @@ int run_instance(Store store, const args& a, sigset_t& stop_signals) {
       s.add(job_name(j), every, [&](lease::run_context& ctx) {
         fires.fetch_add(1);
         log.write({0, 0, name, "start", reason_name(ctx.reason), ctx.job, ctx.slot.time_since_epoch().count(),
-                   ctx.attempt, ctx.fence, {}, {}});
+                   ctx.attempt, ctx.fence, {}, "handed=" + std::to_string(handed_at_ms)});
         std::this_thread::sleep_for(std::chrono::milliseconds(work_ms));
       });
   }

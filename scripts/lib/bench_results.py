@@ -203,11 +203,13 @@ def cluster_table(texts):
                      lambda g: f"{g[1]} attempts, interrupted after {g[3]} ms" if g[3] else f"{g[1]} attempts, NOT interrupted")
         idle = grab(r"^d\. idle.*?instance syscalls ([\d.]+)/s(?:, server commands ([\d.]+)/s)?",
                     lambda g: f"{g[1]} syscalls/s" + (f", {g[2]} commands/s" if g[2] else ""))
-        sweep = re.findall(r"^\s+(\d+)\s+\| (\d+) / (\d+) \(([\d.]+)%\)\s+\| (\d+)\s+\| (\d+)\s+\| (\S+) / (\S+)\s+\| (\S+)\s+\| (\S+)\s+\| "
-                           r"(\S+) / (\S+) ms\s+\| (\d+)", text, re.M)
-        runs = "; ".join(f"{int(r[0]):,}: {r[3]} %, p99 {r[7]} ms, stop {r[12]} ms" for r in sweep) or "—"
-        work = "; ".join(f"{int(r[0]):,}: " + ("no client round trips (in-process)" if r[8] == "-" else f"{r[8]} trips")
-                         + (f", {r[9]} script cmds" if r[9] != "-" else "") for r in sweep[:1] + sweep[-1:])
+        # S | once | twice | missed | lag p50 / p99 | to pool p50 / p99 | trips | script cmds | CPU | stop
+        sweep = re.findall(r"^\s+(\d+)\s+\| (\d+) / (\d+) \(([\d.]+)%\)\s+\| (\d+)\s+\| (\d+)\s+\| (\S+) / (\S+)\s+\| "
+                           r"(\S+) / (\S+)\s+\| (\S+)\s+\| (\S+)\s+\| (\S+) / (\S+) ms\s+\| (\d+)", text, re.M)
+        runs = "; ".join(f"{int(r[0]):,}: {r[3]} %, p99 {r[7]} ms (handed to the pool: {r[9]}), stop {r[14]} ms"
+                         for r in sweep) or "—"
+        work = "; ".join(f"{int(r[0]):,}: " + ("no client round trips (in-process)" if r[10] == "-" else f"{r[10]} trips")
+                         + (f", {r[11]} script cmds" if r[11] != "-" else "") for r in sweep[:1] + sweep[-1:])
         rows.append((store, take, hand, crash, idle, runs, work or "—"))
     if not rows:
         return []
@@ -217,7 +219,7 @@ def cluster_table(texts):
            "lease + 2 × heartbeat + one round trip; 0 idle traffic; 10,000 jobs/s ≥ 99.9 % exactly once, lag p99 ≤ "
            "500 ms, stop() ≤ 1 s; ≤ 5 client round trips and ≤ 20 commands inside scripts per fire.", "",
            "| store | takeover after kill -9, median after last ack | hand-over after SIGTERM, median | crash loop | "
-           "idle | sweep S jobs/s: exactly once, lag p99, stop() | store work per fire (smallest, largest S) |",
+           "idle | sweep S jobs/s: exactly once, lag p99 (of it, slot → handed to the executor), stop() | store work per fire (smallest, largest S) |",
            "| --- | --- | --- | --- | --- | --- | --- |"]
     out += [f"| {' | '.join(r)} |" for r in rows]
     out.append("")
