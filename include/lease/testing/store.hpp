@@ -42,9 +42,10 @@
 // moment, then claims: a run's lease end, deadline + 10 s (late), the pruning
 // horizon slot + retain + 10 s, slot − early_tolerance (early), and lost_at
 // + lease (quarantine end).
-// Two of them (a win at an older run's lease end, a win at an ended run's
-// pruning horizon) are also replayed in histories written out
-// (conformance::written_histories), since random ones meet them too rarely.
+// Three boundaries are also replayed in histories written out
+// (conformance::written_histories), since random ones meet them too rarely:
+// a win at an older run's lease end, a win at an ended run's pruning
+// horizon, and the slot 1 s after a loss of state.
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -804,14 +805,16 @@ std::string check_hostile_names(S& store, fake_clock clock) {
 }
 
 /// Histories written out, not drawn: boundaries that random histories meet
-/// too rarely to be proven by one run of the suite. (scripts/mutation-check.py
-/// found two mutants of the PostgreSQL store that 100 random histories let
-/// through.) Each is replayed at −1, 0 and +1 ms of its boundary:
+/// too rarely to be proven by one run of the suite (scripts/mutation-check.py
+/// found three mutants of the PostgreSQL store that 100 random histories let
+/// through). Each is replayed at −1, 0 and +1 ms of its boundary:
 /// * a new run won at an older running run's lease end, in every overlap
 ///   mode: at the end, that run is expired and the win interrupts it;
 /// * a new run won at the pruning horizon of an ended run (slot + retain +
-///   10 s), with 0 and 1 ended runs kept: at the horizon it is still kept.
-/// Each is read back with unfinished(), get() and list_runs().
+///   10 s), with 0 and 1 ended runs kept: at the horizon it is still kept;
+/// * after a loss of state, a claim of the slot 1 s after the loss, once the
+///   quarantine is over: it may have run before the loss, so it never starts.
+/// Each is read back with get() and list_runs() (and unfinished()).
 inline std::vector<std::pair<settings, std::vector<op>>> written_histories() {
   const auto step = [](op_kind kind, int slot = 0) {
     op o;
@@ -870,6 +873,16 @@ inline std::vector<std::pair<settings, std::vector<op>>> written_histories() {
                          step(op_kind::get, next), list});
       out.push_back({cfg, h});
     }
+  // A loss of state at 9 s ± 1 ms, and a claim of slot 1 (t = 10 s) once the
+  // quarantine is over: a slot up to 1 s after the loss may have run before
+  // it, so it never starts (a store that cannot be wiped skips the loss).
+  for (const int delta : {-1, 0, 1}) {
+    settings cfg;
+    cfg.max_late_ms = 30'000;
+    cfg.retain_ms = 30'000;
+    out.push_back({cfg, {advance(9'000 + delta), step(op_kind::lose_state), advance(5'000), claim(1, 5'000),
+                         step(op_kind::get, 1), list}});
+  }
   return out;
 }
 
