@@ -42,10 +42,11 @@
 // moment, then claims: a run's lease end, deadline + 10 s (late), the pruning
 // horizon slot + retain + 10 s, slot − early_tolerance (early), and lost_at
 // + lease (quarantine end).
-// Three boundaries are also replayed in histories written out
+// Four boundaries are also replayed in histories written out
 // (conformance::written_histories), since random ones meet them too rarely:
 // a win at an older run's lease end, a win at an ended run's pruning
-// horizon, and the slot 1 s after a loss of state.
+// horizon, the slot 1 s after a loss of state, and a takeover at the end of
+// a quarantine.
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -806,7 +807,7 @@ std::string check_hostile_names(S& store, fake_clock clock) {
 
 /// Histories written out, not drawn: boundaries that random histories meet
 /// too rarely to be proven by one run of the suite (scripts/mutation-check.py
-/// found three mutants of the PostgreSQL store that 100 random histories let
+/// found four mutants of the PostgreSQL store that 100 random histories let
 /// through). Each is replayed at −1, 0 and +1 ms of its boundary:
 /// * a new run won at an older running run's lease end, in every overlap
 ///   mode: at the end, that run is expired and the win interrupts it;
@@ -814,6 +815,9 @@ std::string check_hostile_names(S& store, fake_clock clock) {
 ///   10 s), with 0 and 1 ended runs kept: at the horizon it is still kept;
 /// * after a loss of state, a claim of the slot 1 s after the loss, once the
 ///   quarantine is over: it may have run before the loss, so it never starts.
+/// * after a loss of state, a run won with a short lease and claimed again,
+///   expired, at the quarantine's end for a longer lease: the takeover waits
+///   for that end, and no longer.
 /// Each is read back with get() and list_runs() (and unfinished()).
 inline std::vector<std::pair<settings, std::vector<op>>> written_histories() {
   const auto step = [](op_kind kind, int slot = 0) {
@@ -882,6 +886,17 @@ inline std::vector<std::pair<settings, std::vector<op>>> written_histories() {
     cfg.retain_ms = 30'000;
     out.push_back({cfg, {advance(9'000 + delta), step(op_kind::lose_state), advance(5'000), claim(1, 5'000),
                          step(op_kind::get, 1), list}});
+  }
+  // A loss at t = 0; slot 1 won at 9 s for 1 s (a 1 s lease is out of
+  // quarantine by then); at the quarantine end of a 20 s lease ± 1 ms, the
+  // expired run is claimed again with that lease: quarantined before the
+  // end, taken over from it on.
+  for (const int delta : {-1, 0, 1}) {
+    settings cfg;
+    cfg.max_late_ms = 30'000;
+    cfg.retain_ms = 30'000;
+    out.push_back({cfg, {step(op_kind::lose_state), advance(9'000), claim(1, 1'000),
+                         boundary(edge::quarantine, 1, delta, -1, 20'000), step(op_kind::get, 1), list}});
   }
   return out;
 }
