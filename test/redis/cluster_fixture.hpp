@@ -7,6 +7,12 @@
 // node size() + i), ready once each has synced with its master, so that a
 // failover (kill the master, CLUSTER FAILOVER TAKEOVER on the replica)
 // keeps the data.
+//
+// Every wait is a bounded poll of real processes on the steady clock. While
+// the cluster forms, the MEETs are sent again each second: a node forgets a
+// handshake the other side has not answered within the node timeout, and on
+// a loaded machine (two sanitizer builds' tests at once) a single MEET was
+// lost that way and the cluster never formed.
 #pragma once
 
 #include <chrono>
@@ -39,11 +45,8 @@ class redis_cluster {
       const int lo = i * per, hi = i + 1 == masters ? 16383 : (i + 1) * per - 1;
       expect_ok(node(i).command({"CLUSTER", "ADDSLOTSRANGE", std::to_string(lo), std::to_string(hi)}), "ADDSLOTSRANGE");
     }
-    for (int i = 1; i < total(); ++i)
-      expect_ok(node(0).command({"CLUSTER", "MEET", "127.0.0.1", std::to_string(node(i).port()),
-                                 std::to_string(buses_[static_cast<std::size_t>(i)])}),
-                "MEET");
-    wait_ready();
+    meet();
+    wait_ready(/*meet_again=*/true);
     if (!replicas) return;
     for (int i = 0; i < masters; ++i) {
       const std::string master = id(i);
@@ -66,11 +69,13 @@ class redis_cluster {
   /// Waits until node `replica` (a replica) has every write of its master `master`.
   void wait_synced(int master, int replica = -1) {
     if (replica < 0) replica = master + masters_;
-    for (int tries = 0;; ++tries) {
+    const auto start = std::chrono::steady_clock::now();
+    for (;;) {
       const auto m = info_field(master, "replication", "master_repl_offset");
       const std::string r = info_field(replica, "replication", "slave_repl_offset");
       if (info_field(replica, "replication", "master_link_status") == "up" && !m.empty() && m == r) return;
-      if (tries > 1000) throw std::runtime_error("test cluster: a replica did not sync within 10 s");
+      if (std::chrono::steady_clock::now() - start > std::chrono::seconds{30})
+        throw std::runtime_error("test cluster: a replica did not sync within 30 s");
       std::this_thread::sleep_for(std::chrono::milliseconds{10});
     }
   }
@@ -119,20 +124,33 @@ class redis_cluster {
     down_.insert(i);
   }
 
-  /// Every node up says cluster_state:ok and knows every node.
-  void wait_ready() {
+  /// Every node up says cluster_state:ok and knows every node; with
+  /// `meet_again`, the MEETs are sent again each second while it does not.
+  void wait_ready(bool meet_again = false) {
     using namespace std::chrono_literals;
-    for (int tries = 0;; ++tries) {
+    const auto start = std::chrono::steady_clock::now();
+    auto met = start;
+    for (;;) {
+      std::string state;  // for the error: what each node says
       bool ok = true;
-      for (int i = 0; i < total() && ok; ++i) {
+      for (int i = 0; i < total(); ++i) {
         if (down_.count(i) != 0) continue;
         auto info = node(i).command({"CLUSTER", "INFO"});
-        const std::string_view text(info->str, info->len);
-        ok = text.find("cluster_state:ok") != std::string_view::npos &&
-             text.find("cluster_known_nodes:" + std::to_string(total())) != std::string_view::npos;
+        const std::string_view text = info && info->type == REDIS_REPLY_STRING ? std::string_view(info->str, info->len)
+                                                                              : std::string_view{};
+        const bool state_ok = text.find("cluster_state:ok") != std::string_view::npos;
+        const bool knows_all = text.find("cluster_known_nodes:" + std::to_string(total())) != std::string_view::npos;
+        ok = ok && state_ok && knows_all;
+        state += " node " + std::to_string(i) + ": " + (state_ok ? "ok" : "not ok") + ", knows " +
+                 info_line(text, "cluster_known_nodes") + " of " + std::to_string(total()) + ";";
       }
       if (ok) return;
-      if (tries > 1000) throw std::runtime_error("the test cluster did not become ready in 10 s");
+      const auto now = std::chrono::steady_clock::now();
+      if (now - start > 30s) throw std::runtime_error("the test cluster did not become ready in 30 s:" + state);
+      if (meet_again && now - met > 1s) {
+        meet();
+        met = now;
+      }
       std::this_thread::sleep_for(10ms);
     }
   }
@@ -143,6 +161,24 @@ class redis_cluster {
   }
 
  private:
+  /// Node 0 meets every other node. A MEET of a node already known is
+  /// harmless: the handshake ends as soon as the node answers with its id.
+  void meet() {
+    for (int i = 1; i < total(); ++i)
+      expect_ok(node(0).command({"CLUSTER", "MEET", "127.0.0.1", std::to_string(node(i).port()),
+                                 std::to_string(buses_[static_cast<std::size_t>(i)])}),
+                "MEET");
+  }
+
+  /// The value of `field` in CLUSTER INFO's text ("?" if absent).
+  static std::string info_line(std::string_view text, std::string_view field) {
+    const std::string key = std::string(field) + ":";
+    const auto at = text.find(key);
+    if (at == std::string_view::npos) return "?";
+    const auto end = text.find('\r', at);
+    return std::string(text.substr(at + key.size(), end - at - key.size()));
+  }
+
   std::vector<std::unique_ptr<redis_server>> nodes_;
   std::vector<int> buses_;
   int masters_;
