@@ -9,14 +9,15 @@
 // keeps the data.
 //
 // Every wait is a bounded poll of real processes on the steady clock. While
-// the cluster forms, the MEETs are sent again each second: a node forgets a
-// handshake the other side has not answered within the node timeout, and on
-// a loaded machine (two sanitizer builds' tests at once) a single MEET was
-// lost that way and the cluster never formed.
+// the cluster forms, the MEETs are sent again each second: on a loaded
+// machine (two sanitizer builds' tests at once) a cluster once never formed
+// from a single round of MEETs, most likely because a node drops a handshake
+// the other side has not answered within the node timeout.
 #pragma once
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -50,10 +51,11 @@ class redis_cluster {
     if (!replicas) return;
     for (int i = 0; i < masters; ++i) {
       const std::string master = id(i);
-      for (int tries = 0;; ++tries) {  // the replica must have heard of its master first
+      const auto start = std::chrono::steady_clock::now();
+      for (;;) {  // the replica must have heard of its master first
         auto r = node(masters + i).command({"CLUSTER", "REPLICATE", master});
         if (r && r->type != REDIS_REPLY_ERROR) break;
-        if (tries > 500) expect_ok(r, "REPLICATE");
+        if (std::chrono::steady_clock::now() - start > std::chrono::seconds{30}) expect_ok(r, "REPLICATE (30 s)");
         std::this_thread::sleep_for(std::chrono::milliseconds{10});
       }
     }
@@ -84,12 +86,7 @@ class redis_cluster {
   [[nodiscard]] std::string info_field(int i, const std::string& section, std::string_view field) {
     auto r = node(i).command({"INFO", section});
     if (!r || r->type != REDIS_REPLY_STRING) return {};
-    const std::string_view text(r->str, r->len);
-    const std::string key = std::string(field) + ":";
-    const auto at = text.find(key);
-    if (at == std::string_view::npos) return {};
-    const auto end = text.find('\r', at);
-    return std::string(text.substr(at + key.size(), end - at - key.size()));
+    return field_of(std::string_view(r->str, r->len), field).value_or("");
   }
 
   [[nodiscard]] redis_server& node(int i) { return *nodes_.at(static_cast<std::size_t>(i)); }
@@ -142,7 +139,7 @@ class redis_cluster {
         const bool knows_all = text.find("cluster_known_nodes:" + std::to_string(total())) != std::string_view::npos;
         ok = ok && state_ok && knows_all;
         state += " node " + std::to_string(i) + ": " + (state_ok ? "ok" : "not ok") + ", knows " +
-                 info_line(text, "cluster_known_nodes") + " of " + std::to_string(total()) + ";";
+                 field_of(text, "cluster_known_nodes").value_or("?") + " of " + std::to_string(total()) + ";";
       }
       if (ok) return;
       const auto now = std::chrono::steady_clock::now();
@@ -170,11 +167,11 @@ class redis_cluster {
                 "MEET");
   }
 
-  /// The value of `field` in CLUSTER INFO's text ("?" if absent).
-  static std::string info_line(std::string_view text, std::string_view field) {
+  /// The value of `field` in an INFO or CLUSTER INFO text ("field:value\r\n" lines).
+  static std::optional<std::string> field_of(std::string_view text, std::string_view field) {
     const std::string key = std::string(field) + ":";
     const auto at = text.find(key);
-    if (at == std::string_view::npos) return "?";
+    if (at == std::string_view::npos) return std::nullopt;
     const auto end = text.find('\r', at);
     return std::string(text.substr(at + key.size(), end - at - key.size()));
   }
