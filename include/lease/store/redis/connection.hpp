@@ -269,7 +269,7 @@ class connection {
 
   std::vector<reply_ptr> send_and_read(std::span<const argv_t> cmds, bool handshake) {
     ++round_trips_;
-    write_out(cmds);
+    write_out(cmds, handshake);
     return read(cmds.size(), handshake);
   }
 
@@ -283,8 +283,9 @@ class connection {
   /// write to a connection the server closed an EPIPE error, not a SIGPIPE
   /// (hiredis writes with write(2): sigpipe.hpp), with no signal-mask calls.
   /// Arguments are length-prefixed bulk strings, so any bytes (NUL, CR LF)
-  /// pass unchanged.
-  void write_out(std::span<const argv_t> cmds) {
+  /// pass unchanged. `handshake`: the connect's own commands (AUTH, SELECT,
+  /// SCRIPT LOAD), whose failure cannot have applied anything of the caller's.
+  void write_out(std::span<const argv_t> cmds, bool handshake = false) {
     std::string& out = resp_;
     out.clear();
     for (const argv_t& cmd : cmds) {
@@ -302,12 +303,12 @@ class connection {
       }
       if (errno == EINTR) continue;
       // What hiredis records for a failed write (EAGAIN: the command
-      // timeout ran out), so fail() says it the same way. Some commands may
-      // have reached the server: maybe applied.
+      // timeout ran out), so fail() says it the same way. Some of the
+      // caller's commands may have reached the server: maybe applied.
       const int saved = errno;
       ctx_->err = REDIS_ERR_IO;
       std::snprintf(ctx_->errstr, sizeof ctx_->errstr, "%s", std::strerror(saved));
-      fail(saved, true, "talking to");
+      fail(saved, !handshake, handshake ? "setting up" : "talking to");
     }
     if (out.capacity() > (std::size_t{1} << 20)) std::string().swap(out);  // keep no megabytes after a burst
   }
