@@ -29,7 +29,11 @@
 // A plain program, not a Google Benchmark: a cluster run is the measurement.
 //
 //   cluster_<store> [--quick] [--runs N] [--sweep 1000,2000,...] [--sweep-seconds N]
-//                   [--idle-seconds N] [--lease MS] [--heartbeat MS] [--only abcde]
+//                   [--sweep-threads N] [--idle-seconds N] [--lease MS] [--heartbeat MS]
+//                   [--only abcde]
+// --sweep-threads: pool threads per instance at every S, instead of twice the
+// average busy (sweep_threads below); e.g. enough to start a whole burst at
+// once, to see the scheduler and the store without the pool's queue.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -49,6 +53,7 @@ struct config {
   int runs = 20;
   std::vector<int> sweep{1000, 2000, 3000, 6000, 10000};
   int sweep_seconds = 10;
+  int sweep_threads = 0;  // 0: the default rule (sweep_threads())
   int idle_seconds = 10;
   std::int64_t lease = 2000, heartbeat = 500, every = 4000;
   std::string only = "abcde";
@@ -285,13 +290,14 @@ struct sweep_result {
 /// skips of runs still queued).
 constexpr int sweep_work_ms = 10;
 constexpr int sweep_threads(int jobs) { return std::max(32, (2 * jobs * sweep_work_ms + 2999) / 3000); }
+int sweep_threads(const config& c, int jobs) { return c.sweep_threads > 0 ? c.sweep_threads : sweep_threads(jobs); }
 
 sweep_result sweep_one(const backend& b, const config& c, int jobs, const std::filesystem::path& dir) {
   sweep_result r;
   r.jobs = jobs;
   auto f = make_fleet(b, dir / ("sweep-" + std::to_string(jobs)), "sweep",
                       {"--jobs", std::to_string(jobs), "--work", std::to_string(sweep_work_ms), "--threads",
-                       std::to_string(sweep_threads(jobs))});
+                       std::to_string(sweep_threads(c, jobs))});
   const auto now_ms = [] { return lease::system_clock{}.now().time_since_epoch().count(); };
   // The window: from the second slot after a fresh store's wait (one lease,
   // 3 s in sweep mode) is over, for --sweep-seconds slots; stop 150 ms
@@ -392,10 +398,11 @@ void sweep(const backend& b, const config& c, const std::filesystem::path& dir) 
     std::fprintf(stderr, "sweep S=%d ...\n", s);
     rs.push_back(sweep_one(b, c, s, dir));
   }
-  std::printf("e. sweep: S jobs every 1 s over 3 instances (handlers %d ms; pool threads per instance: twice the "
-              "average busy, at least 32: %d at S = %d), %d s each; "
+  std::printf("e. sweep: S jobs every 1 s over 3 instances (handlers %d ms; pool threads per instance: %s: %d at S = "
+              "%d), %d s each; "
               "slots audited: %d s from the 2nd slot after start (the last 2 s before stop() not counted)\n",
-              sweep_work_ms, sweep_threads(c.sweep.empty() ? 0 : c.sweep.back()), c.sweep.empty() ? 0 : c.sweep.back(),
+              sweep_work_ms, c.sweep_threads > 0 ? "--sweep-threads" : "twice the average busy, at least 32",
+              sweep_threads(c, c.sweep.empty() ? 0 : c.sweep.back()), c.sweep.empty() ? 0 : c.sweep.back(),
               c.sweep_seconds, c.sweep_seconds - 1);
   std::printf("   %-6s | %-22s | %-6s | %-7s | %-13s | %-15s | %-10s | %-16s | %-22s | %s\n", "S", "slot-runs exactly once",
               "twice+", "missed", "lag p50 / p99", "to pool p50/p99", "trips/fire", "script cmds/fire", "CPU per 1k fires",
@@ -471,6 +478,7 @@ int main(int argc, char** argv) {
         c.idle_seconds = 3;
       } else if (k == "--runs") c.runs = std::stoi(val());
       else if (k == "--sweep-seconds") c.sweep_seconds = std::stoi(val());
+      else if (k == "--sweep-threads") c.sweep_threads = std::stoi(val());
       else if (k == "--idle-seconds") c.idle_seconds = std::stoi(val());
       else if (k == "--lease") c.lease = std::stoll(val());
       else if (k == "--heartbeat") c.heartbeat = std::stoll(val());
@@ -488,8 +496,9 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  if (c.sweep_seconds < 3 || c.runs < 1 || c.idle_seconds < 1) {
-    std::fprintf(stderr, "error: --sweep-seconds must be at least 3, --runs and --idle-seconds at least 1\n");
+  if (c.sweep_seconds < 3 || c.runs < 1 || c.idle_seconds < 1 || c.sweep_threads < 0 || c.sweep_threads > 4096) {
+    std::fprintf(stderr, "error: --sweep-seconds must be at least 3, --runs and --idle-seconds at least 1, "
+                         "--sweep-threads from 1 to 4096 (or 0: the default)\n");
     return 2;
   }
   if (c.heartbeat * 2 >= c.lease) {
