@@ -213,6 +213,23 @@ TEST_CASE("heartbeat_many renews a batch in one round trip, answers in order") {
   }
 }
 
+TEST_CASE("heartbeat_many with a run named twice renews it as calls one by one would: both answered, the later lease stands") {
+  lease::fake_clock clock{at(1'700'000'000'000)};
+  lease::postgres_store store{options(srv().conninfo(), lease::testing::fresh_schema("batchdup"), clock)};
+  const time_point t = clock.now();
+  REQUIRE(store.claim(request("a", t, "ta")).outcome == claim_outcome::won);
+  REQUIRE(store.claim(request("b", t, "tb")).outcome == claim_outcome::won);
+  const std::vector<lease::heartbeat_request> batch{
+      {{"a", t}, "ta", 40s}, {{"b", t}, "stale", 90s}, {{"a", t}, "ta", 70s}, {{"b", t}, "tb", 50s},
+      {{"a", t}, "stale", 90s}, {{"b", t}, "tb", 20s}, {{"c", t}, "tc", 90s}};
+  const auto before = store.round_trips();
+  CHECK(store.heartbeat_many(batch) == std::vector<bool>{true, false, true, true, false, true, false});
+  CHECK(store.round_trips() == before + 1);
+  CHECK(store.get({"a", t})->lease_end == t + 70s);
+  CHECK(store.get({"b", t})->lease_end == t + 20s);
+  CHECK(!store.get({"c", t}));
+}
+
 namespace {
 
 /// The same state in two schemas: jobs whose runs are live, expired, or
@@ -657,7 +674,7 @@ TEST_CASE("a schema with a version this library does not know is a clear error")
     FAIL("a newer schema was used");
   } catch (const lease::store_error& e) {
     CHECK(e.code() == lease::errc::corrupt);
-    CHECK(std::string(e.what()).find("has lease schema version '99', this library knows version 5") !=
+    CHECK(std::string(e.what()).find("has lease schema version '99', this library knows version 6") !=
           std::string::npos);
   }
 }
@@ -792,7 +809,7 @@ $f$;
 
 }  // namespace
 
-TEST_CASE("a version 1 schema with live runs is migrated to version 5 at the first connect, and its runs carry on") {
+TEST_CASE("a version 1 schema with live runs is migrated to version 6 at the first connect, and its runs carry on") {
   const std::string schema = lease::testing::fresh_schema("v1");
   // The layout and the claim function as version 1 of this library made them, and a run won through it.
   srv().sql(lease::detail::postgres::in_schema(lease::detail::postgres::create_v1, schema) +
@@ -805,7 +822,7 @@ TEST_CASE("a version 1 schema with live runs is migrated to version 5 at the fir
   lease::fake_clock clock{at(1'700'000'000'000)};  // the time of that claim
   lease::postgres_store store{options(srv().conninfo(), schema, clock)};
   const auto rec = store.get({"old", at(1'700'000'000'000)});  // connects: migrates
-  CHECK(srv().sql("SELECT max(version)::text FROM " + q + ".lease_schema_version") == "5");
+  CHECK(srv().sql("SELECT max(version)::text FROM " + q + ".lease_schema_version") == "6");
   CHECK(srv().sql("SELECT count(*)::text FROM " + q + ".lease_schema_version") == "1");
   // Version 5's registrations (none yet), no placeholder job row, no purge yet; stop and purge functions.
   CHECK(srv().sql("SELECT count(*)::text FROM " + q + ".lease_registrations") == "0");
@@ -818,6 +835,9 @@ TEST_CASE("a version 1 schema with live runs is migrated to version 5 at the fir
                   "pronamespace = '" + q + "'::regnamespace") == "true");
   CHECK(srv().sql("SELECT string_agg(indexrelid::regclass::text, ',') FROM pg_index WHERE indrelid = '" + q +
                   ".lease_runs'::regclass") == schema + ".lease_runs_pkey");
+  // Version 6's room on each page of runs, for heartbeats as HOT updates.
+  CHECK(srv().sql("SELECT array_to_string(reloptions, ',') FROM pg_class WHERE oid = '" + q + ".lease_runs'::regclass") ==
+        "fillfactor=50");
   REQUIRE(rec);
   CHECK(rec->token == "t1");
   // The run won under version 1 is still the runner's; its job's fence goes on from where it was.
@@ -846,7 +866,7 @@ TEST_CASE("a version 1 schema with live runs is migrated to version 5 at the fir
   CHECK(srv().sql("SELECT count(*)::text FROM " + q + ".lease_registrations") == "0");
 }
 
-TEST_CASE("a version 3 schema with live runs is migrated to version 5: no job paused, runs and fences kept, pauses then held") {
+TEST_CASE("a version 3 schema with live runs is migrated to version 6: no job paused, runs and fences kept, pauses then held") {
   const std::string schema = lease::testing::fresh_schema("v3");
   // Version 3 exactly as the previous release left it: its migrations, in order.
   srv().sql(lease::detail::postgres::in_schema(lease::detail::postgres::create_v1, schema) +
@@ -861,7 +881,7 @@ TEST_CASE("a version 3 schema with live runs is migrated to version 5: no job pa
   lease::fake_clock clock{at(1'700'000'000'000)};
   lease::postgres_store store{options(srv().conninfo(), schema, clock)};
   const auto rec = store.get({"old", at(1'700'000'000'000)});  // connects: migrates
-  CHECK(srv().sql("SELECT max(version)::text FROM " + q + ".lease_schema_version") == "5");
+  CHECK(srv().sql("SELECT max(version)::text FROM " + q + ".lease_schema_version") == "6");
   CHECK(srv().sql("SELECT count(*)::text FROM " + q + ".lease_schema_version") == "1");
   // Version 5's registrations (none yet), no placeholder job row, no purge yet; stop and purge functions.
   CHECK(srv().sql("SELECT count(*)::text FROM " + q + ".lease_registrations") == "0");

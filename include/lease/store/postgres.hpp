@@ -190,12 +190,22 @@ class postgres_store {
   }
 
   /// heartbeat() for every element in one statement (one round trip, one
-  /// transaction); answers in order.
+  /// transaction); answers in order. A run named twice with one token is
+  /// sent once, as its last element (whose lease stands, as after calls one
+  /// by one), and every element of it gets that element's answer: the
+  /// statement's UPDATE ... FROM would renew the row once, with either
+  /// lease, and answer for one of them.
   std::vector<bool> heartbeat_many(std::span<const heartbeat_request> batch) {
     if (batch.empty()) return {};
+    const std::vector<std::size_t> same = last_of_each_run(batch);
     std::vector<const heartbeat_request*> xs;
+    std::vector<std::size_t> sent_at(batch.size());  // for a sent element: its place in xs
     xs.reserve(batch.size());
-    for (const auto& h : batch) xs.push_back(&h);
+    for (std::size_t i = 0; i < batch.size(); ++i)
+      if (same[i] == i) {
+        sent_at[i] = xs.size();
+        xs.push_back(&batch[i]);
+      }
     using detail::postgres::params;
     params p;
     p.opt_i64(now_arg());
@@ -205,7 +215,32 @@ class postgres_store {
     p.array(xs, 20, [](const heartbeat_request* h) { return params::be(static_cast<std::uint64_t>(h->lease.count()), 8); });
     auto r = exec(detail::postgres::stmt::heartbeat_many, p, "heartbeat_many");
     if (PQntuples(r.get()) != 1) bad_reply("heartbeat_many");
-    return parse_bool_array(detail::postgres::row{r.get(), 0}.bytes(0), batch.size());
+    const std::vector<bool> renewed = parse_bool_array(detail::postgres::row{r.get(), 0}.bytes(0), xs.size());
+    std::vector<bool> out(batch.size());
+    for (std::size_t i = 0; i < batch.size(); ++i) out[i] = renewed[sent_at[same[i]]];
+    return out;
+  }
+
+  /// For each element of `batch`, the index of the last element naming the
+  /// same run with the same token (itself, unless it is repeated later).
+  static std::vector<std::size_t> last_of_each_run(std::span<const heartbeat_request> batch) {
+    std::vector<std::size_t> order(batch.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    auto key = [&](std::size_t i) {
+      const heartbeat_request& h = batch[i];
+      return std::tie(h.run.slot, h.run.job, h.token);
+    };
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      return std::forward_as_tuple(key(a), a) < std::forward_as_tuple(key(b), b);
+    });
+    std::vector<std::size_t> last(batch.size());
+    for (std::size_t k = 0; k < order.size();) {
+      std::size_t end = k + 1;
+      while (end < order.size() && key(order[end]) == key(order[k])) ++end;
+      for (std::size_t m = k; m < end; ++m) last[order[m]] = order[end - 1];
+      k = end;
+    }
+    return last;
   }
 
   /// Ends the current attempt with `status` (success, failed or interrupted)
@@ -741,6 +776,10 @@ class postgres_store {
       if (ver == "4") {
         c.exec_simple(detail::postgres::in_schema(detail::postgres::upgrade_to_v5(), s_->schema), "migrating to version 5");
         ver = "5";
+      }
+      if (ver == "5") {
+        c.exec_simple(detail::postgres::in_schema(detail::postgres::upgrade_to_v6, s_->schema), "migrating to version 6");
+        ver = "6";
       }
       if (ver != std::to_string(detail::postgres::schema_version))
         detail::postgres::raise(postgres_errc::schema_version,
