@@ -120,9 +120,9 @@ TEST_CASE("hostile registrations are stored and listed byte for byte, instances 
 TEST_CASE("stop on the server's clock hands the runs over at once, keeping their leases, another store's release "
           "listener hears it, and no takeover wins before the lease ends nor until the resume") {
   const std::string schema = lease::testing::fresh_schema("stop");
-  lease::postgres_store runner{options(schema)}, op{options(schema)}, watcher{options(schema)};
   std::mutex m;
   std::vector<std::string> heard;
+  lease::postgres_store runner{options(schema)}, op{options(schema)}, watcher{options(schema)};
   watcher.listen_releases([&](std::string_view j) {
     std::scoped_lock lock(m);
     heard.emplace_back(j);

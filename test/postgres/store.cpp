@@ -437,9 +437,9 @@ TEST_CASE("finish_many: a mixed batch in one round trip gets the answers and lea
   const auto batch = mixed_ends(t);
 
   // Each ended run is announced, as a single finish or release announces it.
-  lease::postgres_store watcher{options(srv().conninfo(), schema, clock)};
   std::mutex m;
   std::map<std::string, int> heard;
+  lease::postgres_store watcher{options(srv().conninfo(), schema, clock)};
   watcher.listen_releases([&](std::string_view job) {
     std::scoped_lock lock(m);
     ++heard[std::string(job)];
@@ -987,10 +987,10 @@ TEST_CASE("take_notices says what the server's durability settings mean, once") 
 TEST_CASE("a release or finish by one store reaches another store's listener, and a cut listener reconnects") {
   lease::fake_clock clock{at(1'700'000'000'000)};
   const std::string schema = lease::testing::fresh_schema("push");
-  lease::postgres_store watcher{options(srv().conninfo(), schema, clock)};
-  lease::postgres_store runner{options(srv().conninfo(), schema, clock)};
   std::mutex m;
   std::vector<std::string> heard;
+  lease::postgres_store watcher{options(srv().conninfo(), schema, clock)};
+  lease::postgres_store runner{options(srv().conninfo(), schema, clock)};
   watcher.listen_releases([&](std::string_view job) {
     std::scoped_lock lock(m);
     heard.emplace_back(job);
@@ -1037,10 +1037,10 @@ TEST_CASE("a release or finish by one store reaches another store's listener, an
 TEST_CASE("a postgres finish is announced with its run's slot (listen_ends), a release or stop with none") {
   lease::fake_clock clock{at(1'700'000'000'000)};
   const std::string schema = lease::testing::fresh_schema("ends");
-  lease::postgres_store watcher{options(srv().conninfo(), schema, clock)};
-  lease::postgres_store runner{options(srv().conninfo(), schema, clock)};
   std::mutex m;
   std::vector<std::pair<std::string, std::optional<time_point>>> heard;
+  lease::postgres_store watcher{options(srv().conninfo(), schema, clock)};
+  lease::postgres_store runner{options(srv().conninfo(), schema, clock)};
   auto count = [&] {
     std::scoped_lock lock(m);
     return heard.size();

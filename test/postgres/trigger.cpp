@@ -271,9 +271,9 @@ TEST_CASE("a trigger by one store reaches another store's trigger listener, not 
           "waits for a call under way") {
   lease::fake_clock clock{at(1'700'000'000'000)};
   const std::string schema = lease::testing::fresh_schema("tpush");
+  heard_log triggers, releases;
   lease::postgres_store watcher{options(schema, clock)};
   lease::postgres_store op{options(schema, clock)};
-  heard_log triggers, releases;
   watcher.listen_triggers([&](std::string_view j) { triggers.add(j); });
   watcher.listen_releases([&](std::string_view j) { releases.add(j); });
   // Listening: the first LISTEN is followed by one "poll once" (a trigger before it was not heard).
@@ -317,9 +317,9 @@ TEST_CASE("the trigger listener's connection killed: it reconnects and says 'pol
           "trigger") {
   lease::fake_clock clock{at(1'700'000'000'000)};
   const std::string schema = lease::testing::fresh_schema("tkill");
+  heard_log heard;
   lease::postgres_store watcher{options(schema, clock)};
   lease::postgres_store op{options(schema, clock)};
-  heard_log heard;
   watcher.listen_triggers([&](std::string_view j) { heard.add(j); });
   REQUIRE(wait_for([&] { return watcher.listener_connects() == 1 && heard.count("") == 1; }));
   (void)op.trigger("before");
@@ -344,8 +344,8 @@ TEST_CASE("a LISTEN connection whose backend stops answering is found by SELECT 
   auto o = options(schema);
   o.command_timeout = 300ms;
   o.listen_ping_every = 500ms;
-  lease::postgres_store watcher{o};
   heard_log heard;
+  lease::postgres_store watcher{o};
   watcher.listen_triggers([&](std::string_view j) { heard.add(j); });
   REQUIRE(wait_for([&] { return watcher.listener_connects() == 1 && heard.count("") == 1; }));
   const std::string listening = "application_name = 'lease-listener' AND query LIKE 'LISTEN%" + schema + ".trigger%'";
@@ -367,8 +367,8 @@ TEST_CASE("a LISTEN connection whose backend stops answering is found by SELECT 
 
 TEST_CASE("an idle LISTEN connection sends nothing before listen_ping_every, and 0 is refused with a sentence") {
   const std::string schema = lease::testing::fresh_schema("tidle");
-  lease::postgres_store quiet{options(schema)};  // the default: 30 s
   heard_log heard;
+  lease::postgres_store quiet{options(schema)};  // the default: 30 s
   quiet.listen_triggers([&](std::string_view j) { heard.add(j); });
   REQUIRE(wait_for([&] { return quiet.listener_connects() == 1 && heard.count("") == 1; }));
   // pg_stat_activity.query is the backend's latest statement: LISTEN until

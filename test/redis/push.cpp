@@ -147,10 +147,10 @@ TEST_CASE("a redis finish is announced with its run's slot (listen_ends), a rele
   lease::testing::redis_server srv;
   lease::fake_clock clock{time_point{lease::duration{1'700'000'000'000}}};
   const std::string prefix = lease::testing::fresh_prefix("ends");
-  auto watcher = store_on(srv, prefix, clock);
-  auto runner = store_on(srv, prefix, clock);
   std::mutex m;
   std::vector<std::pair<std::string, std::optional<time_point>>> heard;
+  auto watcher = store_on(srv, prefix, clock);
+  auto runner = store_on(srv, prefix, clock);
   auto count = [&] {
     std::scoped_lock l(m);
     return heard.size();

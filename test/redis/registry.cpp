@@ -166,9 +166,10 @@ TEST_CASE("redis: stop on the server's clock hands the runs over keeping their l
           "listener hears it, and no takeover wins while paused") {
   lease::testing::redis_server srv;
   const std::string prefix = lease::testing::fresh_prefix("stop");
-  auto runner = store_on(srv.url(), prefix), op = store_on(srv.url(), prefix), watcher = store_on(srv.url(), prefix);
+  // Before the stores: the watcher's listener thread may call in until its store is destroyed.
   std::mutex m;
   std::vector<std::string> heard;
+  auto runner = store_on(srv.url(), prefix), op = store_on(srv.url(), prefix), watcher = store_on(srv.url(), prefix);
   watcher.listen_releases([&](std::string_view j) {
     std::scoped_lock lock(m);
     heard.emplace_back(j);
