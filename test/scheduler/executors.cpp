@@ -3,6 +3,8 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -121,4 +123,38 @@ TEST_CASE("thread_pool destroyed right after construction never hangs, and still
     if (i % 2 == 0) pool.execute(counting_task(n));  // half of them with a task queued at the stop
   }
   CHECK(n == 10000);  // every accepted task ran before its pool was gone (L1)
+}
+
+// A burst of tasks wakes one worker, and each worker that takes a task wakes
+// the next (thread_pool.hpp). If a link of that chain were lost, a task would
+// wait in the queue while workers sleep: here, tasks that can only finish
+// when all of them run at once would never finish. 500 bursts of 8 tasks on
+// 8 workers, each burst queued while every worker sleeps (the first rounds)
+// or while some are still waking from the last one.
+TEST_CASE("thread_pool runs a burst of tasks on every idle worker at once, a burst after another") {
+  constexpr int workers = 8, bursts = 500;
+  std::mutex m;
+  std::condition_variable cv;
+  int arrived = 0, stranded = 0;
+  {
+    lease::thread_pool pool(workers);
+    for (int b = 0; b < bursts; ++b) {
+      for (int i = 0; i < workers; ++i)
+        pool.execute(lease::task(lease::run_context{}, [&, b](lease::run_context&) {
+          std::unique_lock l(m);
+          ++arrived;
+          cv.notify_all();
+          // Leaves once the whole burst has arrived: every task of it is running.
+          if (!cv.wait_for(l, std::chrono::seconds(10), [&] { return arrived >= (b + 1) * workers; })) {
+            ++stranded;
+            cv.notify_all();
+          }
+        }));
+      std::unique_lock l(m);
+      cv.wait(l, [&] { return arrived >= (b + 1) * workers || stranded > 0; });
+      if (stranded > 0) break;
+    }
+  }
+  CHECK(stranded == 0);
+  CHECK(arrived == workers * bursts);
 }
