@@ -60,7 +60,7 @@ class thread_pool {
  private:
   // Waking a thread is the dear part of handing it a task: a futex call and
   // a context switch, paid by the caller of execute() (the scheduler's loop:
-  // under perf, at 10,000 fires a second, a fifth of its time was spent in
+  // under perf, at 10,000 fires a second, about a quarter of its time went to
   // the wake-ups of a notify per task). So at most one wake-up is in flight
   // from execute(): a burst of tasks wakes one worker, and each worker that
   // takes a task wakes the next while tasks are left (a chain, paid by the
