@@ -931,7 +931,18 @@ class redis_store {
     const bool detected = as_int(r->element[2], "claim") != 0;
     res.record.job = req.run.job;
     res.record.slot = req.run.slot;
-    if (r->elements == 4) {
+    if (r->elements == 4 && res.outcome == claim_outcome::won) {
+      // A new run, of which the script sends only the fence: the rest is
+      // what this claim asked for (rules::claim's new run).
+      res.record.attempt = 1;
+      res.record.token = req.token;
+      res.record.fence = static_cast<std::uint64_t>(as_int(r->element[3], "claim"));
+      res.record.runner = req.runner;
+      res.record.status = run_status::running;
+      res.record.lease_end = res.store_now + req.lease;
+      res.record.manual = req.reason == claim_reason::manual;
+      watch_->saw_fence(req.run.job, res.record.fence);
+    } else if (r->elements == 4) {
       if (res.outcome != claim_outcome::quarantined) bad_reply("claim");
       const std::int64_t end = as_int(r->element[3], "claim");
       res.record.lease_end = end < 0 ? time_point::max() : time_point{duration{end}};
