@@ -3,6 +3,7 @@
 // which counts the instructions the server spends on each call.
 #include <lease/store/redis/scripts.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <string_view>
@@ -13,6 +14,10 @@ namespace {
 constexpr std::array<std::string_view, lease::detail::redis::script_count> names{
     "claim", "heartbeat", "finish",    "release",   "get",     "unfinished", "marker",        "pause",
     "resume", "paused",   "job_summary", "list_runs", "trigger", "stop",       "register_jobs", "purge"};
+
+// A script added to the enum without a name here would leave its entry empty.
+static_assert(std::ranges::none_of(names, [](std::string_view n) { return n.empty(); }),
+              "every script needs its name in this list");
 
 }  // namespace
 

@@ -931,21 +931,25 @@ class redis_store {
     const bool detected = as_int(r->element[2], "claim") != 0;
     res.record.job = req.run.job;
     res.record.slot = req.run.slot;
-    if (r->elements == 4 && res.outcome == claim_outcome::won) {
-      // A new run, of which the script sends only the fence: the rest is
-      // what this claim asked for (rules::claim's new run).
-      res.record.attempt = 1;
-      res.record.token = req.token;
-      res.record.fence = static_cast<std::uint64_t>(as_int(r->element[3], "claim"));
-      res.record.runner = req.runner;
-      res.record.status = run_status::running;
-      res.record.lease_end = res.store_now + req.lease;
-      res.record.manual = req.reason == claim_reason::manual;
-      watch_->saw_fence(req.run.job, res.record.fence);
-    } else if (r->elements == 4) {
-      if (res.outcome != claim_outcome::quarantined) bad_reply("claim");
-      const std::int64_t end = as_int(r->element[3], "claim");
-      res.record.lease_end = end < 0 ? time_point::max() : time_point{duration{end}};
+    if (r->elements == 4) {
+      // Four elements: a new run won, the fourth its fence (the rest is what
+      // this claim asked for: rules::claim's new run); or a quarantine, the
+      // fourth its end (-1: never).
+      const std::int64_t fourth = as_int(r->element[3], "claim");
+      if (res.outcome == claim_outcome::won) {
+        res.record.attempt = 1;
+        res.record.token = req.token;
+        res.record.fence = static_cast<std::uint64_t>(fourth);
+        res.record.runner = req.runner;
+        res.record.status = run_status::running;
+        res.record.lease_end = res.store_now + req.lease;
+        res.record.manual = req.reason == claim_reason::manual;
+        watch_->saw_fence(req.run.job, res.record.fence);
+      } else if (res.outcome == claim_outcome::quarantined) {
+        res.record.lease_end = fourth < 0 ? time_point::max() : time_point{duration{fourth}};
+      } else {
+        bad_reply("claim");
+      }
     } else if (r->elements > 4) {
       res.record = parse_record(r->element + 3, req.run.job, "claim");
       watch_->saw_fence(req.run.job, res.record.fence);
