@@ -10,7 +10,9 @@
 
 #include "lease/clock/fake.hpp"
 #include "lease/store/redis.hpp"
+#include "redis/proxy.hpp"
 #include "redis/server.hpp"
+#include "redis/wait.hpp"
 
 using namespace std::chrono_literals;
 using lease::claim_outcome;
@@ -135,6 +137,65 @@ TEST_CASE("after FLUSHALL an instance that never saw the job is quarantined too,
   auto later = a.claim(request("report", run.slot, "a3", claim_reason::takeover));
   REQUIRE(later.outcome == claim_outcome::won);
   CHECK(later.record.fence > first.record.fence);
+}
+
+// The marker is read in the claim's pipeline, outside the script (on a
+// cluster it lives on another node). A claim whose reply is lost never saw
+// that answer: the win it may have had inside the loss must still be handed
+// back, whether it is read back or answered `running` to a resend of it.
+TEST_CASE("after FLUSHALL a win whose reply was lost, read back as ours, is handed back and quarantined") {
+  lease::testing::redis_server srv;
+  lease::testing::cut_proxy proxy{srv.port()};
+  lease::fake_clock clock{at(1'700'000'000'000)};
+  const std::string prefix = lease::testing::fresh_prefix("flush-lost-reply");
+  auto a = store_on(srv.url(), prefix, clock);
+  auto b = store_on(proxy.url(), prefix, clock);
+  const run_key run{"report", clock.now()};
+  REQUIRE(a.claim(request("report", run.slot, "a1")).outcome == claim_outcome::won);  // a's handler runs
+  REQUIRE_FALSE(b.get({"elsewhere", run.slot}));  // b connected through the proxy; it never saw "report"
+
+  srv.command({"FLUSHALL"});  // the connections stay up
+  proxy.lose_next_reply();    // the script wins for b, and b never hears it
+  auto res = b.claim(request("report", run.slot, "b1"));
+  CHECK(proxy.cuts() == 1);
+  CHECK(res.outcome == claim_outcome::quarantined);
+  CHECK(res.record.lease_end == clock.now() + 30s);
+  const auto rec = a.get(run);
+  REQUIRE(rec);  // the lost copy did win…
+  CHECK(rec->token == "b1");
+  CHECK(rec->released);  // …and was handed back: no takeover before the quarantine ends
+  CHECK(has(b.take_notices(), "the marker key is gone"));
+}
+
+TEST_CASE("after FLUSHALL a resent claim answered running with its own token is handed back and quarantined") {
+  lease::testing::redis_server srv;
+  lease::testing::cut_proxy proxy{srv.port()};
+  lease::fake_clock clock{at(1'700'000'000'000)};
+  const std::string prefix = lease::testing::fresh_prefix("flush-resent");
+  auto a = store_on(srv.url(), prefix, clock);
+  auto b = store_on(proxy.url(), prefix, clock);
+  const run_key run{"report", clock.now()};
+  REQUIRE(a.claim(request("report", run.slot, "a1")).outcome == claim_outcome::won);
+  REQUIRE_FALSE(b.get({"elsewhere", run.slot}));
+
+  srv.command({"FLUSHALL"});
+  // b's claim is held in the network: b reconnects (and notices the loss),
+  // finds no run, and its copy sent again is quarantined. The held copy,
+  // sent before b knew, reaches the script later and wins.
+  proxy.delay_next_request(300ms);
+  CHECK(b.claim(request("report", run.slot, "b1")).outcome == claim_outcome::quarantined);
+  REQUIRE(lease::testing::wait_for([&] {
+    const auto r = a.get(run);
+    return r && r->token == "b1";
+  }));
+  // The scheduler sends the same claim again later (its outcome was unknown
+  // to it): the script answers running, with b's own token.
+  auto again = b.claim(request("report", run.slot, "b1"));
+  CHECK(again.outcome == claim_outcome::quarantined);
+  CHECK(again.record.lease_end == clock.now() + 30s);
+  const auto rec = a.get(run);
+  REQUIRE(rec);
+  CHECK(rec->released);
 }
 
 // rules::trigger_slot on Redis: a trigger asked within a second of a loss
@@ -363,6 +424,33 @@ TEST_CASE("the first connect tells what the server's persistence and eviction me
     const std::string n = all(a.take_notices());
     CHECK(n.find("persistence unknown (CONFIG is renamed or forbidden here") != std::string::npos);
   }
+}
+
+TEST_CASE("with replicas set a resent claim answered running with its own token waits for them too") {
+  lease::testing::redis_server master;  // no replica: every WAIT falls short
+  lease::fake_clock clock{at(1'700'000'000'000)};
+  lease::redis_options o;
+  o.url = master.url();
+  o.prefix = lease::testing::fresh_prefix("wait-resent");
+  o.clock = [clock] { return clock.now(); };
+  const run_key run{"report", clock.now()};
+  // The first copy, applied but never answered (and never waited for): the
+  // same request through a handle without replicas set.
+  REQUIRE(lease::redis_store{o}.claim(request("report", run.slot, "t1")).outcome == claim_outcome::won);
+  o.replicas = 1;
+  o.replica_timeout = 50ms;
+  lease::redis_store store{o};
+  std::error_code err;
+  try {
+    (void)store.claim(request("report", run.slot, "t1"));  // the resend: running, with its own token
+  } catch (const lease::store_error& e) {
+    err = e.code();
+  }
+  CHECK(err == lease::redis_errc::not_replicated);
+  auto rec = store.get(run);
+  REQUIRE(rec);
+  CHECK(rec->token == "t1");
+  CHECK(rec->released);  // handed back: no handler runs on it
 }
 
 TEST_CASE("with replicas set a won claim waits for them and is released when they fall short") {

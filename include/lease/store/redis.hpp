@@ -185,7 +185,9 @@ class redis_store {
       if (!e.maybe_applied()) throw;
       res = resolve_claim(req, e);
     }
-    if (res.outcome == claim_outcome::won && opts_.replicas > 0) wait_for_replicas(req);
+    // A resent claim answered `running` with its own token starts a handler
+    // too: its first copy must be on the replicas as a win must.
+    if (starts_handler(req, res) && opts_.replicas > 0) wait_for_replicas(req);
     return res;
   }
 
@@ -201,7 +203,7 @@ class redis_store {
     std::vector<claim_result> out = send_claims(batch);
     if (opts_.replicas > 0 && !replicated()) {
       for (std::size_t i = 0; i < batch.size(); ++i)
-        if (out[i].outcome == claim_outcome::won) release_unreplicated(batch[i]);
+        if (starts_handler(batch[i], out[i])) release_unreplicated(batch[i]);
       not_replicated(batch.front(), batch.size());
     }
     return out;
@@ -962,22 +964,41 @@ class redis_store {
     return res;
   }
 
+  /// An answer on which the scheduler starts a handler: a win, or `running`
+  /// with this claim's own token and runner, not released (a resent claim
+  /// whose first copy was applied).
+  static bool starts_handler(const claim_request& req, const claim_result& res) {
+    return res.outcome == claim_outcome::won ||
+           (res.outcome == claim_outcome::running && res.record.token == req.token &&
+            res.record.runner == req.runner && !res.record.released);
+  }
+
   /// The marker showed a quarantine the script did not know of (a loss
   /// detected just now, or by another handle since this one last looked):
   /// a win inside it must not run. Hand it back and answer as the rules would
   /// (which also put the quarantine before a pause: a claim of a paused job
   /// inside it is answered quarantined, and waits for its end).
+  ///
+  /// A resent claim answered `running` with its own token (its first copy
+  /// was applied, its reply lost) starts a handler as a win does, so it is
+  /// held to the same test against every loss this handle knows, whatever the
+  /// resend told the script: the script answers `running` before it looks at
+  /// a quarantine, and the first copy may have won inside one the script
+  /// could not see (a FLUSHALL before it, noticed only at the reconnect).
   claim_result unless_quarantined(const claim_request& req, claim_result res, std::optional<std::int64_t> sent_lost) {
     const time_point lost_at{duration{watch_->lost_at.value_or(0)}};
-    const bool unknown_loss = watch_->lost_at && watch_->lost_at != sent_lost;
+    const bool resent_win = starts_handler(req, res) && res.outcome == claim_outcome::running;
+    const bool unknown_loss = watch_->lost_at && (watch_->lost_at != sent_lost || resent_win);
+    // When the win was applied: a resent one's first copy, one lease before its lease end.
+    const time_point applied_at = resent_win ? res.record.lease_end - req.lease : res.store_now;
     // A manual run is exempt, as in rules::claim: its pending trigger was
     // asked after the loss (which forgot every earlier one).
     const bool forgotten_slot = req.reason != claim_reason::manual && res.record.attempt == 1 &&
                                 req.run.slot <= lost_at + early_tolerance;
     const bool paused_inside = res.outcome == claim_outcome::paused && res.store_now < lost_at + req.lease;
-    if (unknown_loss && (paused_inside || (res.outcome == claim_outcome::won &&
-                                           (res.store_now < lost_at + req.lease || forgotten_slot)))) {
-      if (res.outcome == claim_outcome::won) {
+    if (unknown_loss && (paused_inside || (starts_handler(req, res) &&
+                                           (applied_at < lost_at + req.lease || forgotten_slot)))) {
+      if (starts_handler(req, res)) {
         try {
           (void)release(req.run, req.token);
         } catch (const store_error&) {
@@ -988,7 +1009,7 @@ class redis_store {
       q.outcome = claim_outcome::quarantined;
       q.record.job = req.run.job;
       q.record.slot = req.run.slot;
-      q.record.lease_end = res.store_now < lost_at + req.lease ? lost_at + req.lease : time_point::max();
+      q.record.lease_end = applied_at < lost_at + req.lease ? lost_at + req.lease : time_point::max();
       q.store_now = res.store_now;
       return q;
     }
@@ -1009,6 +1030,13 @@ class redis_store {
       if (ec == std::errc{} && p == lost->str + lost->len) stored_lost = v;
     }
     if (same_id && stored_lost == sent_lost) return;
+    verify_marker();
+  }
+
+  /// Reads the marker with the marker script (watch.hpp): a marker gone or
+  /// replaced is a loss, noticed now; a quarantine another handle recorded is
+  /// adopted. The handle's lost_at is then every loss the store knows of.
+  void verify_marker() {
     const std::string fresh = make_token(watch_->rng);
     const std::string key = detail::redis::store_key(opts_.prefix), now = now_arg();
     const argv_t cmd = detail::redis::marker_command(*conn_, key, now, *watch_, fresh, false);
@@ -1100,7 +1128,21 @@ class redis_store {
       // started after our lease ran out): then it is finished for us.
       const bool ours = rec->status == run_status::running && !rec->released;
       const time_point applied_at = rec->lease_end - req.lease;
-      return claim_result{ours ? claim_outcome::won : claim_outcome::finished, *rec, applied_at};
+      claim_result res{ours ? claim_outcome::won : claim_outcome::finished, *rec, applied_at};
+      if (!ours) return res;
+      // The marker the lost claim was sent behind never answered: a loss
+      // before the claim (a FLUSHALL, which keeps connections open) let the
+      // script win a run it could not see was forgotten. Read the marker now,
+      // and hold the win to every loss known, as send_claims does.
+      try {
+        verify_marker();
+      } catch (const store_error& again) {
+        detail::redis::raise(redis_errc::reply_lost,
+                             std::string(e.what()) + "; the run read back is ours, but reading the store's marker "
+                                                     "(has it lost its state?) failed",
+                             again.what());
+      }
+      return unless_quarantined(req, std::move(res), std::nullopt);
     }
     claim_result res = resend([&] { return send_claim(req); }, e);
     // The lost copy may still have run before the resent one (it was queued
