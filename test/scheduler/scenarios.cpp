@@ -527,16 +527,36 @@ TEST_CASE("a claim that fails with unavailable is reported and retried with the 
   CHECK(c.record(at(60s))->attempt == 1);
 }
 
-TEST_CASE("a claim whose outcome is unknown is resolved by reading the run back, never by a blind retry") {
+TEST_CASE("a claim whose outcome is unknown is sent again at once with its own token, never a new one") {
   cluster c{at(1s)};
   auto& a = c.add(spec_options("A", 1));
   a.s->start();
   c.store.fail_next(op::claim, lease::errc::outcome_unknown, /*applied=*/true);
   c.run_until(at(60s));
+  // The second copy finds the first one's run, running with its token: won.
   REQUIRE(a.count(event_kind::won) == 1);
-  CHECK(c.store.calls(op::claim) == 1);
-  CHECK(c.store.calls(op::get) == 1);
+  REQUIRE(a.started.size() == 1);
+  CHECK(c.store.calls(op::claim) == 2);
   CHECK(c.record(at(60s))->token == a.started.at(0).token);
+  CHECK(c.record(at(60s))->attempt == 1);
+}
+
+TEST_CASE("a claim applied but unanswered, whose run an operator stopped before it was sent again, starts nothing") {
+  cluster c{at(1s)};
+  auto& a = c.add(spec_options("A", 1));
+  a.s->start();
+  // Applied, and then unknown twice: the copy sent at once is lost too.
+  c.store.fail_next(op::claim, lease::errc::outcome_unknown, /*applied=*/true);
+  c.store.fail_next(op::claim, lease::errc::outcome_unknown, /*applied=*/true);
+  c.run_until(at(60s));
+  REQUIRE(c.record(at(60s)));
+  CHECK(a.started.empty());
+  // leasectl stop: the job paused, its run released with its lease end kept.
+  CHECK(c.store.inner().stop("report") == 1);
+  c.run_until(at(61s));
+  CHECK(c.store.calls(op::claim) >= 3);  // sent again: answered running, with its own token, released
+  CHECK(a.count(event_kind::won) == 0);
+  CHECK(a.started.empty());
 }
 
 TEST_CASE("a claim the store cannot take before its deadline is dropped with an event saying so") {

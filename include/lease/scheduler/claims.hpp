@@ -246,7 +246,7 @@ void scheduler<S, C, E, P>::flush_claims() {
       else
         claim_answered(items[i].pending_id, std::move(res));
     };
-    if (items.size() == 1) {  // one claim: the single call, and its read-back of an unknown outcome
+    if (items.size() == 1) {  // one claim: the single call, sent again at once if its outcome is unknown
       answer(0, try_claim(batch[0]));
       return;
     }
@@ -347,40 +347,37 @@ void scheduler<S, C, E, P>::observe_store_clock(steady_point sent, steady_point 
 }
 
 /// One claim call. A store_error is reported; an outcome_unknown is resolved
-/// by reading the run back and comparing tokens (never a blind retry).
+/// at once by sending the same request again, same token (never a new one):
+/// the rules recognise the token, so a first copy that was applied is
+/// answered `running` with this claim's token, which on_claim takes as the
+/// win it was. Sent again rather than read back with get(): the answer then
+/// passes the store's own claim checks, which a read cannot (a Redis store
+/// that lost its state before the first copy won, noticed only on the
+/// reconnect, answers quarantined and hands the run back).
 /// Returns nullopt when the outcome is still not known: the caller resends
 /// the same request (same token) later.
 template <Store S, Clock C, Executor E, OverlapPolicy P>
 std::optional<claim_result> scheduler<S, C, E, P>::try_claim(const claim_request& req) {
   const steady_point sent = steady();
-  try {
-    claim_result r = store_.claim(req);
-    round_trip_ = steady() - sent;
-    store_answered();
-    observe_store_clock(sent, sent + *round_trip_, req.run, r.store_now);
-    return r;
-  } catch (const store_error& e) {
-    if (e.code() == errc::outcome_unknown) {
-      try {
-        std::optional<run_record> rec = store_.get(req.run);
-        if (rec && rec->token == req.token && rec->runner == req.runner) {
-          claim_result r;
-          r.outcome = claim_outcome::won;
-          r.record = *rec;
-          r.store_now = store_.now();
-          round_trip_ = steady() - sent;
-          emit(event_kind::store_error, req.run, rec->attempt, rec->fence,
-               std::string("claim outcome unknown (") + e.what() +
-                   "); read the run back: the stored token is ours, so this instance won",
-               {.runner = opts_.instance});
-          return r;
-        }
-      } catch (const store_error&) {
-        // still unknown: resent with the same token
+  for (int copy = 1;; ++copy) {
+    try {
+      claim_result r = store_.claim(req);
+      round_trip_ = steady() - sent;
+      store_answered();
+      observe_store_clock(sent, sent + *round_trip_, req.run, r.store_now);
+      return r;
+    } catch (const store_error& e) {
+      if (e.code() == errc::outcome_unknown && copy == 1) {
+        emit(event_kind::store_error, req.run, 0, 0,
+             std::string("claim outcome unknown (") + e.what() +
+                 "); sending it again at once with the same token, which the store recognises if the first copy "
+                 "was applied",
+             {.runner = opts_.instance});
+        continue;
       }
+      store_failed(std::string(to_string(req.reason)) + " claim", req.run, e);
+      return std::nullopt;
     }
-    store_failed(std::string(to_string(req.reason)) + " claim", req.run, e);
-    return std::nullopt;
   }
 }
 
@@ -411,7 +408,9 @@ void scheduler<S, C, E, P>::on_claim(std::uint32_t j, const claim_request& req, 
   const run_record& rec = res.record;
   const bool ours = rec.token == req.token && rec.runner == req.runner;
   note_winner(j, req, res, ours);
-  if (res.outcome == claim_outcome::won || (ours && res.outcome == claim_outcome::running)) {
+  // `running` with our own token: a resent claim whose first copy won. Not
+  // if an operator's stop released it meanwhile (its lease end kept).
+  if (res.outcome == claim_outcome::won || (ours && res.outcome == claim_outcome::running && !rec.released)) {
     // A takeover's latency: from the lease end this backup last read to the store's answer.
     std::optional<duration> latency;
     if (auto w = watches_.find(rec.key()); req.reason == claim_reason::takeover &&
