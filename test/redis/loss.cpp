@@ -143,57 +143,59 @@ TEST_CASE("after FLUSHALL an instance that never saw the job is quarantined too,
 // cluster it lives on another node). A claim whose reply is lost never saw
 // that answer: the win it may have had inside the loss must still be handed
 // back, whether it is read back or answered `running` to a resend of it.
-TEST_CASE("after FLUSHALL a win whose reply was lost, read back as ours, is handed back and quarantined") {
+namespace {
+
+/// a has won report's slot (its handler runs); b, connected through a
+/// proxy, never saw the job; then FLUSHALL, which keeps connections open.
+struct flushed_under_a_runner {
   lease::testing::redis_server srv;
   lease::testing::cut_proxy proxy{srv.port()};
   lease::fake_clock clock{at(1'700'000'000'000)};
-  const std::string prefix = lease::testing::fresh_prefix("flush-lost-reply");
-  auto a = store_on(srv.url(), prefix, clock);
-  auto b = store_on(proxy.url(), prefix, clock);
-  const run_key run{"report", clock.now()};
-  REQUIRE(a.claim(request("report", run.slot, "a1")).outcome == claim_outcome::won);  // a's handler runs
-  REQUIRE_FALSE(b.get({"elsewhere", run.slot}));  // b connected through the proxy; it never saw "report"
+  std::string prefix = lease::testing::fresh_prefix("flush-in-flight");
+  lease::redis_store a = store_on(srv.url(), prefix, clock);
+  lease::redis_store b = store_on(proxy.url(), prefix, clock);
+  run_key run{"report", clock.now()};
 
-  srv.command({"FLUSHALL"});  // the connections stay up
-  proxy.lose_next_reply();    // the script wins for b, and b never hears it
-  auto res = b.claim(request("report", run.slot, "b1"));
-  CHECK(proxy.cuts() == 1);
+  flushed_under_a_runner() {
+    REQUIRE(a.claim(request("report", run.slot, "a1")).outcome == claim_outcome::won);
+    REQUIRE_FALSE(b.get({"elsewhere", run.slot}));  // b connected
+    srv.command({"FLUSHALL"});
+  }
+};
+
+}  // namespace
+
+TEST_CASE("after FLUSHALL a win whose reply was lost, read back as ours, is handed back and quarantined") {
+  flushed_under_a_runner f;
+  f.proxy.lose_next_reply();  // the script wins for b, and b never hears it
+  auto res = f.b.claim(request("report", f.run.slot, "b1"));
+  CHECK(f.proxy.cuts() == 1);
   CHECK(res.outcome == claim_outcome::quarantined);
-  CHECK(res.record.lease_end == clock.now() + 30s);
-  const auto rec = a.get(run);
+  CHECK(res.record.lease_end == f.clock.now() + 30s);
+  const auto rec = f.a.get(f.run);
   REQUIRE(rec);  // the lost copy did win…
   CHECK(rec->token == "b1");
   CHECK(rec->released);  // …and was handed back: no takeover before the quarantine ends
-  CHECK(has(b.take_notices(), "the marker key is gone"));
+  CHECK(has(f.b.take_notices(), "the marker key is gone"));
 }
 
 TEST_CASE("after FLUSHALL a resent claim answered running with its own token is handed back and quarantined") {
-  lease::testing::redis_server srv;
-  lease::testing::cut_proxy proxy{srv.port()};
-  lease::fake_clock clock{at(1'700'000'000'000)};
-  const std::string prefix = lease::testing::fresh_prefix("flush-resent");
-  auto a = store_on(srv.url(), prefix, clock);
-  auto b = store_on(proxy.url(), prefix, clock);
-  const run_key run{"report", clock.now()};
-  REQUIRE(a.claim(request("report", run.slot, "a1")).outcome == claim_outcome::won);
-  REQUIRE_FALSE(b.get({"elsewhere", run.slot}));
-
-  srv.command({"FLUSHALL"});
+  flushed_under_a_runner f;
   // b's claim is held in the network: b reconnects (and notices the loss),
   // finds no run, and its copy sent again is quarantined. The held copy,
   // sent before b knew, reaches the script later and wins.
-  proxy.delay_next_request(300ms);
-  CHECK(b.claim(request("report", run.slot, "b1")).outcome == claim_outcome::quarantined);
+  f.proxy.delay_next_request(300ms);
+  CHECK(f.b.claim(request("report", f.run.slot, "b1")).outcome == claim_outcome::quarantined);
   REQUIRE(lease::testing::wait_for([&] {
-    const auto r = a.get(run);
+    const auto r = f.a.get(f.run);
     return r && r->token == "b1";
   }));
   // The scheduler sends the same claim again later (its outcome was unknown
   // to it): the script answers running, with b's own token.
-  auto again = b.claim(request("report", run.slot, "b1"));
+  auto again = f.b.claim(request("report", f.run.slot, "b1"));
   CHECK(again.outcome == claim_outcome::quarantined);
-  CHECK(again.record.lease_end == clock.now() + 30s);
-  const auto rec = a.get(run);
+  CHECK(again.record.lease_end == f.clock.now() + 30s);
+  const auto rec = f.a.get(f.run);
   REQUIRE(rec);
   CHECK(rec->released);
 }
