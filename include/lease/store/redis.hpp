@@ -179,15 +179,24 @@ class redis_store {
   /// released and thrown as unavailable (redis_errc::not_replicated).
   claim_result claim(const claim_request& req) {
     claim_result res;
+    bool written_here = true;  // a win is this connection's own write
     try {
       res = send_claim(req);
     } catch (const detail::redis::transport_error& e) {
       if (!e.maybe_applied()) throw;
       res = resolve_claim(req, e);
+      written_here = false;  // read back, or sent again on a new connection
     }
-    // A resent claim answered `running` with its own token starts a handler
-    // too: its first copy must be on the replicas as a win must.
-    if (starts_handler(req, res) && opts_.replicas > 0) wait_for_replicas(req);
+    if (opts_.replicas > 0 && starts_handler(req, res)) {
+      // A resent claim answered `running` with its own token starts a
+      // handler too: its first copy must be on the replicas as a win must.
+      if ((res.outcome == claim_outcome::running || !written_here) && !write_before_wait(req)) {
+        last_acked_ = -1;  // no WAIT was possible: the run could not be renewed
+        release_unreplicated(req);
+        not_replicated(req, 1);
+      }
+      wait_for_replicas(req);
+    }
     return res;
   }
 
@@ -201,10 +210,22 @@ class redis_store {
     if (batch.empty()) return {};
     if (batch.size() == 1) return {claim(batch.front())};
     std::vector<claim_result> out = send_claims(batch);
-    if (opts_.replicas > 0 && !replicated()) {
+    if (opts_.replicas == 0) return out;
+    if (!replicated()) {
       for (std::size_t i = 0; i < batch.size(); ++i)
         if (starts_handler(batch[i], out[i])) release_unreplicated(batch[i]);
       not_replicated(batch.front(), batch.size());
+    }
+    // A resent claim answered `running` with its own token: its first copy
+    // was another connection's write, which the WAIT above did not cover.
+    // Each waits for its own (rare: only after a lost reply); one short of
+    // replicas is released, and marked so that no handler starts on it.
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      if (!starts_handler(batch[i], out[i]) || out[i].outcome != claim_outcome::running) continue;
+      if (!write_before_wait(batch[i]) || !replicated()) {
+        release_unreplicated(batch[i]);
+        out[i].record.released = true;
+      }
     }
     return out;
   }
@@ -1068,6 +1089,20 @@ class redis_store {
     if (replicated()) return;
     release_unreplicated(req);
     not_replicated(req, 1);
+  }
+
+  /// WAIT counts the replicas that have this connection's last write. A run
+  /// won by another connection's write (a first copy whose reply was lost)
+  /// is covered only once this connection writes after it on the same
+  /// master: a heartbeat of the run (the replication stream is in order, so
+  /// a replica that has the heartbeat has the win). False if the run is no
+  /// longer ours to renew.
+  bool write_before_wait(const claim_request& req) {
+    try {
+      return heartbeat(req.run, req.token, req.lease);
+    } catch (const store_error&) {
+      return false;
+    }
   }
 
   /// Whether opts_.replicas acknowledged every write so far (one WAIT; on a
