@@ -557,6 +557,10 @@ TEST_CASE("a claim applied but unanswered, whose run an operator stopped before 
   CHECK(c.store.calls(op::claim) >= 3);  // sent again: answered running, with its own token, released
   CHECK(a.count(event_kind::won) == 0);
   CHECK(a.started.empty());
+  REQUIRE(a.count(event_kind::skip) == 1);  // said, not taken for a backup's watch
+  CHECK(a.of(event_kind::skip).front().message.find("released before this instance could start it") !=
+        std::string::npos);
+  CHECK(a.count(event_kind::backup) == 0);
 }
 
 TEST_CASE("a claim the store cannot take before its deadline is dropped with an event saying so") {

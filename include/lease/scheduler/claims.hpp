@@ -367,7 +367,10 @@ std::optional<claim_result> scheduler<S, C, E, P>::try_claim(const claim_request
       observe_store_clock(sent, sent + *round_trip_, req.run, r.store_now);
       return r;
     } catch (const store_error& e) {
-      if (e.code() == errc::outcome_unknown && copy == 1) {
+      // Not a manual claim: its first copy may have answered the trigger
+      // (a refusal clears it), and claim_answered explains a `none` after a
+      // resend only when the resend came after a backoff (tries > 0).
+      if (e.code() == errc::outcome_unknown && copy == 1 && req.reason != claim_reason::manual) {
         emit(event_kind::store_error, req.run, 0, 0,
              std::string("claim outcome unknown (") + e.what() +
                  "); sending it again at once with the same token, which the store recognises if the first copy "
@@ -421,6 +424,14 @@ void scheduler<S, C, E, P>::on_claim(std::uint32_t j, const claim_request& req, 
     return;
   }
   const std::string what = std::string(to_string(req.reason)) + " claim: ";
+  if (ours && res.outcome == claim_outcome::running) {  // released: nothing runs, nothing to back up
+    emit(event_kind::skip, rec.key(), rec.attempt, rec.fence,
+         what + "this instance's attempt " + std::to_string(rec.attempt) +
+             " was won by a send whose reply was lost, and released before this instance could start it (an "
+             "operator's stop, or too few replicas had it); its handler is not started",
+         answer_facts());
+    return;
+  }
   switch (res.outcome) {
     case claim_outcome::won: break;
     case claim_outcome::running:
