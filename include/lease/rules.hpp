@@ -155,6 +155,13 @@ inline claim_result claim(run_table& t, const claim_request& req, time_point now
     } else if (r.attempt - r.handovers >= req.max_attempts) {
       r.status = run_status::interrupted;  // dead runners used up the attempts
       res.outcome = claim_outcome::finished;
+    } else if (t.lost_at && r.slot <= *t.lost_at + early_tolerance) {
+      // Won on the forgotten state, before the loss was noticed (only a
+      // store that notices a loss beside its claims, as Redis does, has such
+      // a run): its slot may have run before the loss, so it is never
+      // taken over (case 14, for a run that has state).
+      r.status = run_status::interrupted;
+      res.outcome = claim_outcome::finished;
     } else if (quarantine) {
       return quarantined();
     } else if (js.paused) {
@@ -214,10 +221,12 @@ inline claim_result claim(run_table& t, const claim_request& req, time_point now
   // A slot that could have had state before the loss (claims are answered
   // early until store-now reaches slot − early_tolerance) may have run
   // already: it is never started as a new run. Skipped with an event, not
-  // perhaps run twice. (A pending trigger was asked after the loss, which
-  // forgot every earlier one, and its slot is past this horizon:
-  // trigger_slot.)
-  if (!manual && t.lost_at && req.run.slot <= *t.lost_at + early_tolerance) {
+  // perhaps run twice. A trigger asked after the loss was noticed has its
+  // slot past this horizon (trigger_slot); one still inside it was asked
+  // before the loss was noticed (a store that notices beside its claims),
+  // at a slot a forgotten scheduled run may share: it is answered, not run.
+  if (t.lost_at && req.run.slot <= *t.lost_at + early_tolerance) {
+    answer_trigger();
     res.outcome = claim_outcome::quarantined;
     res.record.lease_end = time_point::max();
     return res;
@@ -260,6 +269,46 @@ inline claim_result claim(run_table& t, const claim_request& req, time_point now
 inline void lose_state(run_table& t, time_point now) {
   t.jobs.clear();
   t.lost_at = now;
+}
+
+/// The two halves of lose_state, for a store that notices a loss later
+/// than it happens (Redis notices a FLUSHALL when a call reads its marker
+/// key): every run, fence and pause is forgotten, and nothing knows yet...
+inline void forget_state(run_table& t) { t.jobs.clear(); }
+
+/// ...until a call finds the evidence at `now`: from then on claims are
+/// quarantined as after lose_state. A later loss moves the quarantine on.
+inline void notice_loss(run_table& t, time_point now) {
+  if (!t.lost_at || *t.lost_at < now) t.lost_at = now;
+}
+
+/// For a store that learns of a loss beside a claim rather than inside it
+/// (Redis reads its marker in the claim's round trip, and the claim script
+/// may have run on the forgotten state): the end of the quarantine that
+/// turns this answer into `quarantined`, given a loss noticed at `lost_at`
+/// that the claim did not know of — or nothing, if the answer stands.
+/// It is claim()'s own rule, applied after the fact, to an answer that
+/// starts a handler (starts_handler):
+///  * a run of a slot inside the loss's horizon (cases 14 and 4a: it may
+///    have run before the loss, whatever its attempt, manual too): never;
+///    the caller ends it (finish as interrupted), so that no takeover
+///    starts it later either;
+///  * otherwise one applied within a lease of the loss: at the quarantine's
+///    end; the caller releases it (a backup takes it over then).
+/// A resent claim's `running` was applied one lease before its lease end.
+/// A `paused` answer inside the quarantine is quarantined too (claim() puts
+/// the quarantine before a pause).
+[[nodiscard]] inline std::optional<time_point> quarantine_after_loss(const claim_request& req,
+                                                                     const claim_result& res, time_point lost_at) {
+  const time_point quarantine_end = lost_at + req.lease;
+  if (res.outcome == claim_outcome::paused)
+    return res.store_now < quarantine_end ? std::optional(quarantine_end) : std::nullopt;
+  if (!starts_handler(req, res)) return std::nullopt;
+  if (req.run.slot <= lost_at + early_tolerance) return time_point::max();
+  const time_point applied_at =
+      res.outcome == claim_outcome::running ? res.record.lease_end - req.lease : res.store_now;
+  if (applied_at < quarantine_end) return quarantine_end;
+  return std::nullopt;
 }
 
 /// Extends the lease to now + lease: only the current token of a running,
@@ -341,8 +390,13 @@ inline time_point trigger_slot(const run_table& t, time_point now) {
 inline time_point trigger(run_table& t, std::string_view job, time_point now) {
   auto j = t.jobs.find(job);
   if (j == t.jobs.end()) j = t.jobs.emplace(std::string(job), job_state{}).first;
-  if (!j->second.trigger) j->second.trigger = trigger_slot(t, now);
-  return *j->second.trigger;
+  // A pending trigger inside a loss's horizon was asked before the loss was
+  // noticed (a store that notices beside its claims): its slot may be that
+  // of a forgotten scheduled run, so it moves past the horizon, as a
+  // trigger asked now would be placed.
+  auto& pending = j->second.trigger;
+  if (!pending || (t.lost_at && *pending <= *t.lost_at + early_tolerance)) pending = trigger_slot(t, now);
+  return *pending;
 }
 
 /// The pending triggers among `jobs`, in the order asked (each job once;

@@ -125,6 +125,18 @@ struct claim_result {
   time_point store_now{};
 };
 
+/// Whether an answer starts a handler on the instance that claimed: a win,
+/// or `running` with the claim's own token and runner, not released (a
+/// resent claim whose first copy won while its reply was lost). The
+/// scheduler starts handlers by this test, and a store that checks a win
+/// after its claim ran (Redis reads its loss marker beside the claim
+/// script) holds exactly these answers to that check.
+[[nodiscard]] inline bool starts_handler(const claim_request& req, const claim_result& res) {
+  return res.outcome == claim_outcome::won ||
+         (res.outcome == claim_outcome::running && res.record.token == req.token &&
+          res.record.runner == req.runner && !res.record.released);
+}
+
 /// One element of a batched heartbeat.
 struct heartbeat_request {
   run_key run;

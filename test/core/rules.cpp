@@ -673,6 +673,101 @@ TEST_CASE("a manual claim in the very millisecond of the loss, before its trigge
   CHECK(c.claim(slot, "api-1", lease::claim_reason::manual).outcome == claim_outcome::won);
 }
 
+// A store that notices a loss beside its claims (Redis reads its marker in
+// the claim's round trip): between the loss and its notice, claims run on
+// the forgotten state. These rules keep what they won then from running.
+TEST_CASE("a loss noticed later: a run won on the forgotten state is never taken over, whatever its attempt") {
+  cluster c;
+  REQUIRE(c.claim(t0, "api-1").outcome == claim_outcome::won);  // t0 runs on api-1…
+  c.clock.advance(2s);
+  c.store.forget_state();  // …the store forgets it, and does not know yet
+  const auto blind = c.claim(t0, "api-2");
+  REQUIRE(blind.outcome == claim_outcome::won);  // won again, on the forgotten state
+  c.clock.advance(1s);
+  c.store.notice_loss();  // noticed at t0 + 3 s: slots up to t0 + 4 s may have run
+  c.clock.advance(40s);   // the blind run's lease and the quarantine are over
+  const auto takeover = c.claim(t0, "api-3", lease::claim_reason::takeover);
+  CHECK(takeover.outcome == claim_outcome::finished);
+  CHECK(c.store.get({"report", t0})->status == run_status::interrupted);
+  // A run past the horizon is taken over as usual.
+  const auto later = c.clock.now();
+  REQUIRE(c.claim(later, "api-1").outcome == claim_outcome::won);
+  c.clock.advance(31s);
+  CHECK(c.claim(later, "api-2", lease::claim_reason::takeover).outcome == claim_outcome::won);
+}
+
+TEST_CASE("a loss noticed later: a trigger asked before the notice is not run at a slot inside the horizon, and "
+          "moves past it when asked again") {
+  cluster c;
+  const std::string job = "report";
+  const auto slot = t0 + 1s;
+  c.clock.advance(600ms);
+  REQUIRE(c.claim(slot).outcome == claim_outcome::won);  // a scheduled run, won early…
+  c.clock.advance(100ms);
+  c.store.forget_state();  // …forgotten
+  c.clock.advance(300ms);
+  const auto asked = c.store.trigger("report");  // in the slot's own millisecond, nothing knows of the loss
+  REQUIRE(asked == slot);
+  c.store.notice_loss();  // at t0 + 1 s
+  c.clock.advance(30s);   // past the quarantine
+  // Its key may be the forgotten scheduled run's: answered, not run.
+  const auto manual = c.claim(asked, "api-2", lease::claim_reason::manual);
+  CHECK(manual.outcome == claim_outcome::quarantined);
+  CHECK(manual.record.lease_end == lease::time_point::max());
+  CHECK(c.store.triggers(std::span(&job, 1)).empty());  // answered: no instance claims it again
+  // A trigger pending inside the horizon (its asker learnt of the loss and
+  // asks again) moves past it, and runs there.
+  c.store.forget_state();
+  c.clock.advance(1s);
+  const auto again = c.store.trigger("report");
+  c.store.notice_loss();
+  const auto moved = c.store.trigger("report");
+  CHECK(moved == c.clock.now() + lease::early_tolerance + 1ms);
+  CHECK(moved != again);
+  CHECK(c.store.trigger("report") == moved);  // idempotent while pending
+  c.clock.advance(31s);
+  CHECK(c.claim(moved, "api-2", lease::claim_reason::manual).outcome == claim_outcome::won);
+}
+
+TEST_CASE("quarantine_after_loss: a win or a resent win inside the horizon never runs, one after it waits out the "
+          "quarantine") {
+  cluster c;
+  const lease::time_point lost_at = t0 + 10s;
+  auto req = c.request(t0 + 10s);
+  lease::claim_result won;
+  won.outcome = claim_outcome::won;
+  won.store_now = t0 + 10s;
+  won.record.token = req.token;
+  won.record.runner = req.runner;
+  won.record.attempt = 2;  // any attempt
+  CHECK(lease::rules::quarantine_after_loss(req, won, lost_at) == lease::time_point::max());
+  // `running` with our own token: a resent claim whose first copy won.
+  lease::claim_result resent = won;
+  resent.outcome = claim_outcome::running;
+  resent.record.lease_end = t0 + 40s;
+  CHECK(lease::rules::quarantine_after_loss(req, resent, lost_at) == lease::time_point::max());
+  resent.record.released = true;  // released: it starts nothing, nothing to hand back
+  CHECK_FALSE(lease::rules::quarantine_after_loss(req, resent, lost_at).has_value());
+  // Past the horizon: applied within a lease of the loss waits for its end.
+  auto past = c.request(t0 + 12s);
+  lease::claim_result inside = won;
+  inside.record.token = past.token;
+  inside.store_now = t0 + 12s;
+  CHECK(lease::rules::quarantine_after_loss(past, inside, lost_at) == lost_at + past.lease);
+  inside.store_now = lost_at + past.lease;  // applied after the quarantine: stands
+  CHECK_FALSE(lease::rules::quarantine_after_loss(past, inside, lost_at).has_value());
+  // Someone else's run: this claim starts nothing.
+  lease::claim_result other = resent;
+  other.record.released = false;
+  other.record.token = "someone-else";
+  CHECK_FALSE(lease::rules::quarantine_after_loss(req, other, lost_at).has_value());
+  // Paused inside the quarantine is quarantined (claim() puts it first).
+  lease::claim_result paused;
+  paused.outcome = claim_outcome::paused;
+  paused.store_now = t0 + 12s;
+  CHECK(lease::rules::quarantine_after_loss(past, paused, lost_at) == lost_at + past.lease);
+}
+
 TEST_CASE("list_jobs shows a pending trigger and list_runs marks a manual run") {
   cluster c;
   const auto slot = c.store.trigger("report");

@@ -125,18 +125,22 @@ TEST_CASE("after FLUSHALL an instance that never saw the job is quarantined too,
   srv.command({"FLUSHALL"});  // the connections stay up: only the marker check can tell b
   auto second = b.claim(request("report", run.slot, "b1"));
   CHECK(second.outcome == claim_outcome::quarantined);
-  CHECK(second.record.lease_end == clock.now() + 30s);
-  auto rec = b.get(run);  // the win the script gave before the marker said "lost" was handed back
-  CHECK((!rec || rec->released));
+  CHECK(second.record.lease_end == lease::time_point::max());  // this slot may have run: never
+  auto rec = b.get(run);  // the win the script gave before the marker said "lost" was ended
+  REQUIRE(rec);
+  CHECK(rec->token == "b1");
+  CHECK(rec->status == lease::run_status::interrupted);
   const auto notices = b.take_notices();
   CAPTURE(all(notices));
   CHECK(has(notices, "the marker key is gone"));
-  CHECK(a.claim(request("report", run.slot, "a2", claim_reason::takeover)).outcome == claim_outcome::quarantined);
-
+  // Ended, not released: no takeover starts it, during the quarantine or after.
+  CHECK(a.claim(request("report", run.slot, "a2", claim_reason::takeover)).outcome == claim_outcome::finished);
   clock.advance(30s);
-  auto later = a.claim(request("report", run.slot, "a3", claim_reason::takeover));
+  CHECK(a.claim(request("report", run.slot, "a3", claim_reason::takeover)).outcome == claim_outcome::finished);
+
+  auto later = a.claim(request("report", clock.now(), "a4"));  // a slot after the loss runs
   REQUIRE(later.outcome == claim_outcome::won);
-  CHECK(later.record.fence > first.record.fence);
+  CHECK(later.record.fence > first.record.fence);  // fences keep growing
 }
 
 // The marker is read in the claim's pipeline, outside the script (on a
@@ -171,11 +175,11 @@ TEST_CASE("after FLUSHALL a win whose reply was lost, read back as ours, is hand
   auto res = f.b.claim(request("report", f.run.slot, "b1"));
   CHECK(f.proxy.cuts() == 1);
   CHECK(res.outcome == claim_outcome::quarantined);
-  CHECK(res.record.lease_end == f.clock.now() + 30s);
+  CHECK(res.record.lease_end == lease::time_point::max());
   const auto rec = f.a.get(f.run);
   REQUIRE(rec);  // the lost copy did win…
   CHECK(rec->token == "b1");
-  CHECK(rec->released);  // …and was handed back: no takeover before the quarantine ends
+  CHECK(rec->status == lease::run_status::interrupted);  // …and was ended: a runs it, no takeover ever will
   CHECK(has(f.b.take_notices(), "the marker key is gone"));
 }
 
@@ -194,10 +198,10 @@ TEST_CASE("after FLUSHALL a resent claim answered running with its own token is 
   // to it): the script answers running, with b's own token.
   auto again = f.b.claim(request("report", f.run.slot, "b1"));
   CHECK(again.outcome == claim_outcome::quarantined);
-  CHECK(again.record.lease_end == f.clock.now() + 30s);
+  CHECK(again.record.lease_end == lease::time_point::max());
   const auto rec = f.a.get(f.run);
   REQUIRE(rec);
-  CHECK(rec->released);
+  CHECK(rec->status == lease::run_status::interrupted);
 }
 
 // rules::trigger_slot on Redis: a trigger asked within a second of a loss
@@ -242,6 +246,40 @@ TEST_CASE("after FLUSHALL a trigger in the very millisecond of a slot won early 
   const auto won = a.claim(request("report", manual, "a4", claim_reason::manual));
   REQUIRE(won.outcome == claim_outcome::won);
   CHECK(won.record.manual);
+  CHECK(won.record.fence > early.record.fence);
+}
+
+// The same, before anything noticed the loss: the trigger script runs on
+// the forgotten state, at the slot's millisecond. The marker read beside it
+// notices the loss, and the trigger is asked again, past the horizon.
+TEST_CASE("after FLUSHALL nothing noticed yet, a trigger in the millisecond of a slot won early moves past the loss") {
+  lease::testing::redis_server srv;
+  lease::fake_clock clock{at(1'700'000'000'000)};
+  const std::string prefix = lease::testing::fresh_prefix("trigger-unnoticed");
+  auto a = store_on(srv.url(), prefix, clock);
+  auto op = store_on(srv.url(), prefix, clock);  // the operator's (leasectl) store
+  const time_point slot = clock.now() + 1s;
+  clock.advance(600ms);
+  const auto early = a.claim(request("report", slot, "a1"));  // within early_tolerance
+  REQUIRE(early.outcome == claim_outcome::won);
+  REQUIRE_FALSE(op.get({"elsewhere", slot}));  // connected before the loss
+
+  srv.command({"FLUSHALL"});  // connections stay up: nothing knows
+  clock.advance(400ms);       // the slot's own millisecond
+  const time_point noticed = clock.now();
+  const time_point manual = op.trigger("report");
+  CHECK(manual == noticed + 1001ms);
+  CHECK(has(op.take_notices(), "the marker key is gone"));
+  CHECK(a.triggers(std::vector<std::string>{"report"}) == std::vector<run_key>{{"report", manual}});
+  clock.advance(30s);
+  // (Through op: a's first claim of the job would find its fence counter
+  // below the one it saw, and record that loss again, from then.)
+  const auto scheduled = op.claim(request("report", slot, "o1"));
+  CHECK(scheduled.outcome == claim_outcome::quarantined);  // may have run: never again
+  CHECK(scheduled.record.lease_end == lease::time_point::max());
+  const auto won = op.claim(request("report", manual, "o2", claim_reason::manual));
+  REQUIRE(won.outcome == claim_outcome::won);
+  CHECK(won.record.slot != slot);
   CHECK(won.record.fence > early.record.fence);
 }
 

@@ -815,6 +815,82 @@ TEST_CASE("after the store loses its state, no instance starts a run a runner ma
   CHECK_FALSE(t.events(event_kind::store_notice).empty());
 }
 
+// A store that notices a loss only by a marker read beside its claims, as
+// Redis does. The fault of 1367506: a FLUSHALL while a runs the slot; b,
+// whose clock is behind, claims the slot afterwards; the script wins it for
+// b on the forgotten state, and b's reply is lost, the marker's answer with
+// it. b's resend is answered `running` with its own token; the marker beside
+// it shows the loss, and the run is ended: b starts nothing, and no backup
+// takes the ended run over later.
+TEST_CASE("a loss noticed beside claims: a win on the forgotten state whose reply was lost starts nothing at its "
+          "resend, then or later") {
+  lease::sim::cluster<> sim(3, sim_options());
+  sim.notice_losses_beside_claims(true);
+  sim.add_job("report", lease::every(60s), [](const lease::run_context&) {
+    return lease::sim::script{.runs_for = 20s, .honours_stop = 0ms};
+  });
+  sim.add_instance("a");
+  sim.add_instance("b", -2s);  // claims each slot 2 s after a
+  sim.start_all();
+  sim.run_for(60s + 500ms);
+  const auto& h = sim.recorded().handlers;
+  REQUIRE_FALSE(h.empty());
+  const lease::sim::handler_run ran = h.back();
+  REQUIRE(ran.instance == "a");  // a runs the slot of 1 h + 60 s
+  const std::size_t before = h.size();
+  sim.lose_store_state();                                     // FLUSHALL: nothing knows yet
+  sim.fail_store(1, lease::errc::outcome_unknown, 1, true);  // b's next call: applied, its reply lost
+  sim.run_for(40s);
+  INFO(sim.describe());
+  CHECK(sim.handed_back(true) == 1);  // the resend was answered running, ours, and handed back
+  for (std::size_t i = before; i < h.size(); ++i) CHECK(h[i].run != ran.run);  // never started again
+  CHECK(sim.violations().empty());
+  bool told = false;
+  for (const auto& e : sim.recorded().events)
+    told = told || (e.instance == "b" && e.run == ran.run && e.kind == event_kind::late &&
+                    e.message.find("it is not started") != std::string::npos);
+  CHECK(told);
+  const auto rec = sim.backing_store().get(ran.run);
+  REQUIRE(rec);
+  CHECK(rec->status == run_status::interrupted);  // ended, never to be taken over
+}
+
+// The same store, and an operator's trigger through an instance's API in
+// the very millisecond of a slot won early before the loss, asked before
+// anything noticed the loss, its reply lost (so its marker answer too): its
+// key may be the forgotten run's, so it is answered, not run, and an event
+// says what to do.
+TEST_CASE("a loss noticed beside claims: a trigger asked before the notice, its reply lost, is dropped with an "
+          "event rather than run at a forgotten run's key") {
+  lease::sim::cluster<> sim(5, sim_options());
+  sim.notice_losses_beside_claims(true);
+  sim.add_job("report", lease::every(60s), [](const lease::run_context&) {
+    return lease::sim::script{.runs_for = 100ms, .honours_stop = 0ms};
+  });
+  sim.add_instance("a", 800ms);  // claims each slot 800 ms early (within early_tolerance)
+  sim.add_instance("b", -2s);
+  sim.start_all();
+  const lease::time_point slot = sim.now() + 120s - sim.now().time_since_epoch() % 60s;
+  sim.run_until(slot - 500ms);  // a won the slot early and ran it
+  const auto& h = sim.recorded().handlers;
+  REQUIRE_FALSE(h.empty());
+  REQUIRE(h.back().run.slot == slot);
+  const std::size_t ran = h.size();
+  sim.lose_store_state();
+  sim.run_until(slot);  // the slot's own millisecond, on the store's clock
+  sim.fail_store(0, lease::errc::unavailable, 1, true);  // a's next call: applied, its reply lost
+  sim.trigger_on(0, "report");
+  sim.run_for(40s);
+  INFO(sim.describe());
+  for (std::size_t i = ran; i < h.size(); ++i) CHECK(h[i].run.slot != slot);  // never run again
+  CHECK(sim.violations().empty());
+  int told = 0;
+  for (const auto& e : sim.recorded().events)
+    told += e.run.slot == slot && e.message.find("was asked after the store lost its state but before it noticed") !=
+                                      std::string::npos;
+  CHECK(told == 1);
+}
+
 TEST_CASE("an instance restarted under the same id does not call itself the backup of its own run") {
   cluster c{at(1s)};
   auto& old = c.add(spec_options("api-3", 1));

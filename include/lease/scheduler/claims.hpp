@@ -411,9 +411,9 @@ void scheduler<S, C, E, P>::on_claim(std::uint32_t j, const claim_request& req, 
   const run_record& rec = res.record;
   const bool ours = rec.token == req.token && rec.runner == req.runner;
   note_winner(j, req, res, ours);
-  // `running` with our own token: a resent claim whose first copy won. Not
-  // if an operator's stop released it meanwhile (its lease end kept).
-  if (res.outcome == claim_outcome::won || (ours && res.outcome == claim_outcome::running && !rec.released)) {
+  // A win, or `running` with our own token: a resent claim whose first copy
+  // won. Not if an operator's stop released it meanwhile (its lease end kept).
+  if (starts_handler(req, res)) {
     // A takeover's latency: from the lease end this backup last read to the store's answer.
     std::optional<duration> latency;
     if (auto w = watches_.find(rec.key()); req.reason == claim_reason::takeover &&
@@ -424,7 +424,7 @@ void scheduler<S, C, E, P>::on_claim(std::uint32_t j, const claim_request& req, 
     return;
   }
   const std::string what = std::string(to_string(req.reason)) + " claim: ";
-  if (ours && res.outcome == claim_outcome::running) {  // released: nothing runs, nothing to back up
+  if (ours && res.outcome == claim_outcome::running) {  // so released: nothing runs, nothing to back up
     emit(event_kind::skip, rec.key(), rec.attempt, rec.fence,
          what + "this instance's attempt " + std::to_string(rec.attempt) +
              " was won by a send whose reply was lost, and released before this instance could start it (an "
@@ -543,6 +543,14 @@ void scheduler<S, C, E, P>::not_yet(std::uint32_t j, const claim_request& req, c
              "about " + detail::fmt(wall() - res.store_now) + " (check its time sync); claimed again in " +
              detail::fmt(wait),
          answer_facts());
+  } else if (res.record.lease_end == time_point::max() && req.reason == claim_reason::manual) {
+    emit(event_kind::late, req.run, 0, 0,
+         "manual run of job " + req.run.job + " not run: the trigger of " + detail::fmt(req.run.slot) +
+             " was asked after the store lost its state but before it noticed, so its slot may be that of a "
+             "scheduled run which ran before the loss; the trigger is dropped rather than perhaps run that slot "
+             "twice (trigger again: a new one is placed past the loss)",
+         answer_facts());
+    return;
   } else if (res.record.lease_end == time_point::max()) {
     emit(event_kind::late, req.run, 0, 0,
          std::string(to_string(req.reason)) + " claim refused: the store lost its state after this slot could "

@@ -176,9 +176,16 @@ class cluster {
     fault(i, "hang " + std::to_string(calls) + " store calls for " + std::to_string(d.count()) + " ms");
     world_->slow[instances_.at(i)->name].push_back({d, calls, false, true});
   }
-  /// The store loses every run and fence (a restart without persistence)
-  /// and notices it: claims are quarantined for a lease (rules::lose_state).
+  /// The store loses every run and fence (a restart without persistence, a
+  /// FLUSHALL) and notices it: claims are quarantined for a lease
+  /// (rules::lose_state) — at once, or, after notice_losses_beside_claims,
+  /// only when an instance's claim reply brings the marker's answer.
   void lose_store_state() { world_->lose_state(); }
+  /// Whether the store notices a loss only by a marker read beside its
+  /// claims, as Redis does (world::loss_beside_claims): a claim can then win
+  /// on the forgotten state and be handed back when its reply arrives, and
+  /// a lost reply leaves the win in the store, unchecked, for a resend.
+  void notice_losses_beside_claims(bool on) { world_->loss_beside_claims = on; }
   /// The store's clock is stepped by `d`, ahead or back (NTP or an operator
   /// on the store's host; on SQLite, the one host's wall clock). Real time,
   /// on which the history and I9 are checked, goes on unchanged, and so do
@@ -298,7 +305,11 @@ class cluster {
   /// Checked by violations(): no trigger runs twice, and each one runs or
   /// has an event saying why not (or is still pending where no instance
   /// could take it).
-  void trigger_job(const std::string& name) { world_->trigger(name, "operator"); }
+  void trigger_job(const std::string& name) {
+    const bool marker_gone = world_->marker_gone;  // an operator's tool reads the marker beside its trigger too
+    world_->trigger(name, "operator");
+    if (marker_gone) world_->trigger_after_notice(name, "operator");
+  }
   /// An operator triggers job `name` through instance `i`'s API
   /// (scheduler::trigger()), unless it is down (crashed, frozen, stopped or in
   /// a store call: it would not answer). A refusal or a store error is
@@ -372,6 +383,7 @@ class cluster {
     check_takeover_time(out);
     check_no_win_while_paused(out);
     check_no_overlap(out);
+    check_no_start_across_loss(out);
     check_registrations(out);
     check_registration_cost(out);
     check_healthy_kept(out);
@@ -412,6 +424,12 @@ class cluster {
   [[nodiscard]] std::uint64_t unheard_triggers() const noexcept { return world_->unheard_triggers; }
   /// triggers() calls the instances made (their polls).
   [[nodiscard]] std::uint64_t trigger_polls() const noexcept { return world_->trigger_polls; }
+  /// Answers that would have started a handler, handed back by the marker's
+  /// answer beside them (notice_losses_beside_claims); `resent`: of those,
+  /// resent claims answered `running` with their own token.
+  [[nodiscard]] std::uint64_t handed_back(bool resent = false) const noexcept {
+    return resent ? world_->resent_handed_back : world_->handed_back;
+  }
 
   /// How many (instance, slot) pairs the last violations() call held to
   /// "every slot that does not run says why".
@@ -786,6 +804,27 @@ class cluster {
       if (p.at >= from && paused) return true;
     }
     return paused;
+  }
+
+  /// I5 across a loss of the store's state: a run whose handler started
+  /// before the loss never starts again after it, in any attempt. The loss
+  /// forgot the run, and a slot inside the loss's horizon (every slot that
+  /// could have started before it) is never started anew nor taken over
+  /// (rules::claim) — which a store that notices the loss only beside its
+  /// claims must uphold for wins its script made before it noticed.
+  void check_no_start_across_loss(std::vector<std::string>& out) const {
+    const history& h = world_->hist;
+    for (const auto& [at, what] : h.faults) {
+      if (what != "store lost its state") continue;
+      std::set<run_key> before;
+      for (const handler_run& r : h.handlers)
+        if (r.start < at) before.insert(r.run);
+      for (const handler_run& r : h.handlers)
+        if (r.start > at && before.count(r.run) != 0)
+          out.push_back("I5: " + to_text(r.run) + " started before the store lost its state at " +
+                        std::to_string(at.time_since_epoch().count()) + " and again after it (attempt " +
+                        std::to_string(r.attempt) + " on " + r.instance + ")");
+    }
   }
 
   /// I9: no two handlers of one run execute at overlapping times — each is

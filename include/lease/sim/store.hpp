@@ -114,6 +114,22 @@ struct world {
   /// With it, an instance can do only so many calls per second: overload.
   duration round_trip{};
 
+  /// How the store notices a loss of its state. Off: at once, inside every
+  /// claim (memory_store: rules::lose_state). On: as Redis does, only when a
+  /// call reads its marker key — which a claim reads beside its script, in
+  /// the same round trip, not inside it. The script then runs on the
+  /// forgotten state and may win; only the marker answer in the same reply
+  /// makes the handle hand that win back (rules::quarantine_after_loss). A
+  /// lost reply loses that answer with it, and the handle learns nothing.
+  /// (Once noticed, the quarantine is store-wide here; on Redis each handle
+  /// learns it from the marker beside its next claim, and hands back what
+  /// its script won meanwhile — the same answers, one step later.)
+  bool loss_beside_claims = false;
+  /// A loss not noticed yet (loss_beside_claims): the marker key is gone.
+  bool marker_gone = false;
+  std::uint64_t handed_back = 0;         ///< answers that would start a handler, handed back by the marker's answer
+  std::uint64_t resent_handed_back = 0;  ///< of those, resent claims answered `running` with their own token
+
   void announce(const std::string& job, std::optional<time_point> finished = std::nullopt) {
     if (!pushes) return;
     if (lost_announcements > 0) {
@@ -125,6 +141,24 @@ struct world {
   }
 
   void violation(std::string what) { hist.violations.push_back(std::move(what)); }
+
+  /// `by`'s call read the marker and found it gone: the loss is noticed
+  /// now (Redis's marker script writes a new marker and the quarantine's
+  /// start), and claims are quarantined from here on.
+  void notice_loss(const std::string& by) {
+    if (!marker_gone) return;
+    marker_gone = false;
+    mem.notice_loss();
+    // Worded so that it names no instance at its end: not a fault of one.
+    hist.faults.push_back({clock.now(), "loss of state noticed: " + by + "'s call found the marker gone"});
+  }
+  /// A trigger whose marker answer showed a loss it did not know of is
+  /// sent again (redis_store::trigger): a pending trigger asked before the
+  /// loss was noticed then moves past its horizon (rules::trigger).
+  time_point trigger_after_notice(const std::string& job, const std::string& by) {
+    notice_loss(by);
+    return trigger(job, by);
+  }
 
   /// An operator pauses or resumes `job` in the store (PauseStore), recorded
   /// in the history; returns the store's answer.
@@ -164,10 +198,23 @@ struct world {
   /// or from outside ("operator"): recorded in the history when it made a
   /// new request, announced to every listener; returns the store's answer.
   time_point trigger(const std::string& job, const std::string& by) {
+    const std::vector<run_key> before = mem.triggers(std::span(&job, 1));
     const time_point slot = mem.trigger(job);
-    const bool fresh = std::none_of(hist.triggers.begin(), hist.triggers.end(), [&](const trigger_request& t) {
-      return t.job == job && t.slot == slot;
-    });
+    if (!before.empty() && before.front().slot != slot) {
+      // The pending request moved past a loss's horizon (rules::trigger):
+      // the same request (the latest one of its job), at its new slot.
+      for (auto t = hist.triggers.rbegin(); t != hist.triggers.rend(); ++t)
+        if (t->job == job) {
+          t->slot = slot;
+          break;
+        }
+      hist.faults.push_back({clock.now(), "pending trigger of job " + job + " moved past the loss's horizon (" +
+                                              std::to_string(before.front().slot.time_since_epoch().count()) +
+                                              " to " + std::to_string(slot.time_since_epoch().count()) + ")"});
+    }
+    // A new request if none was pending (one at the key of an earlier,
+    // answered or forgotten, request is a new one all the same).
+    const bool fresh = before.empty();
     // Worded so that it names no instance at its end: not a fault of one.
     hist.faults.push_back({clock.now(), "trigger of job " + job + " asked by " + by + " (" +
                                             std::to_string(slot.time_since_epoch().count()) + ")"});
@@ -212,9 +259,16 @@ struct world {
     return next;
   }
 
-  /// The store loses every run and fence and notices at once (rules::lose_state).
+  /// The store loses every run and fence and notices at once
+  /// (rules::lose_state), or, with loss_beside_claims, when a call next
+  /// reads its marker (notice_loss).
   void lose_state() {
-    mem.lose_state();
+    if (loss_beside_claims) {
+      mem.forget_state();
+      marker_gone = true;
+    } else {
+      mem.lose_state();
+    }
     hist.faults.push_back({clock.now(), "store lost its state"});
     hist.pauses.push_back({clock.now(), hist.ops.size(), {}, false});  // pauses are lost too
     last = mem.snapshot();  // deleted on purpose: not an I7 breach
@@ -231,25 +285,10 @@ class store {
  public:
   store(std::shared_ptr<world> w, std::string instance) : w_(std::move(w)), instance_(std::move(instance)) {}
 
-  claim_result claim(const claim_request& req) {
-    w_->claim_first_sent.try_emplace(req.token, w_->clock.now());
-    arrive();
-    claim_result res = apply_claim(req);
-    depart();
-    return res;
-  }
+  claim_result claim(const claim_request& req) { return std::move(claim_many(std::span(&req, 1), false).front()); }
   /// BatchClaimStore: one call (one round trip: a slow or failed call is
   /// slow or failed for the whole batch), each claim applied in order.
-  std::vector<claim_result> claim_many(std::span<const claim_request> batch) {
-    for (const auto& req : batch) w_->claim_first_sent.try_emplace(req.token, w_->clock.now());
-    arrive();
-    std::vector<claim_result> out;
-    out.reserve(batch.size());
-    ++w_->claim_batches;
-    for (const auto& req : batch) out.push_back(apply_claim(req, w_->claim_batches));
-    depart();
-    return out;
-  }
+  std::vector<claim_result> claim_many(std::span<const claim_request> batch) { return claim_many(batch, true); }
   bool heartbeat(const run_key& run, std::string_view token, duration lease) {
     arrive();
     const bool ok = w_->mem.heartbeat(run, token, lease);
@@ -320,8 +359,10 @@ class store {
   /// instance's faults; the poll, with them too.
   time_point trigger(std::string_view job) {
     arrive();
-    const time_point slot = w_->trigger(std::string(job), instance_);
-    depart();
+    const bool marker_gone = w_->marker_gone;  // read beside the trigger, as a claim's
+    time_point slot = w_->trigger(std::string(job), instance_);
+    depart();  // a lost reply loses the marker's answer too
+    if (marker_gone) slot = w_->trigger_after_notice(std::string(job), instance_);
     return slot;
   }
   std::vector<run_key> triggers(std::span<const std::string> jobs) {
@@ -401,8 +442,66 @@ class store {
   std::vector<run_record> list_runs(std::string_view job, std::size_t limit) { return w_->mem.list_runs(job, limit); }
 
  private:
+  /// Claims in one round trip: with loss_beside_claims, the marker is read
+  /// first, the claims run on whatever the store holds, and the reply, if
+  /// it arrives, brings the marker's answer to hold them to (beside_loss).
+  std::vector<claim_result> claim_many(std::span<const claim_request> batch, bool batched) {
+    for (const auto& req : batch) w_->claim_first_sent.try_emplace(req.token, w_->clock.now());
+    arrive();
+    const std::optional<time_point> sent_lost = known_lost_;
+    const bool marker_gone = w_->marker_gone;
+    if (batched) ++w_->claim_batches;
+    std::vector<claim_result> out;
+    out.reserve(batch.size());
+    for (const auto& req : batch) out.push_back(apply_claim(req, batched ? w_->claim_batches : 0));
+    depart();  // a lost reply throws here: the marker's answer is lost with it
+    if (w_->loss_beside_claims) {
+      if (marker_gone) w_->notice_loss(instance_);
+      known_lost_ = w_->mem.lost_at();
+      for (std::size_t i = 0; i < batch.size(); ++i) out[i] = beside_loss(batch[i], std::move(out[i]), sent_lost);
+    }
+    return out;
+  }
+
+  /// What redis_store::unless_quarantined does with the marker's answer: a
+  /// loss this handle did not know of when it sent the claim (or any known
+  /// loss, for a resent claim answered `running` with its own token: its
+  /// first copy may have won before the loss was noticed) turns an answer
+  /// inside its quarantine into `quarantined`, and a win is handed back.
+  claim_result beside_loss(const claim_request& req, claim_result res, std::optional<time_point> sent_lost) {
+    if (!known_lost_) return res;
+    const bool resent_win = starts_handler(req, res) && res.outcome == claim_outcome::running;
+    if (known_lost_ == sent_lost && !resent_win) return res;
+    const auto quarantine_end = rules::quarantine_after_loss(req, res, *known_lost_);
+    if (!quarantine_end) return res;
+    if (starts_handler(req, res)) {
+      ++w_->handed_back;
+      if (resent_win) ++w_->resent_handed_back;
+      // Ended if its slot lies inside the loss's horizon (never to run),
+      // else released (a backup takes it over after the quarantine).
+      const bool end = *quarantine_end == time_point::max();
+      const bool ok = end ? w_->mem.finish(req.run, req.token, run_status::interrupted)
+                          : w_->mem.release(req.run, req.token);
+      fenced_write(end ? store_op::kind::finish : store_op::kind::release, req.run, req.token, ok);
+      if (ok) w_->announce(req.run.job, end ? std::optional(req.run.slot) : std::nullopt);
+    }
+    claim_result q;
+    q.outcome = claim_outcome::quarantined;
+    q.record.job = req.run.job;
+    q.record.slot = req.run.slot;
+    q.record.lease_end = *quarantine_end;
+    q.store_now = res.store_now;
+    return q;
+  }
+
   /// One claim against the store, recorded and checked (I3, I4, I5).
   claim_result apply_claim(const claim_request& req, std::uint64_t batch = 0) {
+    // A claim on a forgotten state (a loss not yet noticed) may win what was
+    // won before the loss: the store cannot know, and the handle hands it
+    // back when the marker's answer arrives. What must hold is that no
+    // handler runs twice (cluster::violations, I5 and I9), not that the
+    // store never said `won` twice.
+    const bool blind = w_->marker_gone;
     claim_result res = w_->mem.claim(req);
     store_op op = record(store_op::kind::claim, req.run, req.token);
     op.batch = batch;
@@ -421,10 +520,11 @@ class store {
         w_->violation("I4: " + to_text(req.run) + " won as a new run at " + std::to_string(now.time_since_epoch().count()) +
                       ", after its deadline + 10 s");
       // I5: each (run, attempt) has exactly one winner.
-      if (!w_->winners.insert({req.run, r.attempt}).second)
+      if (!w_->winners.insert({req.run, r.attempt}).second && !blind)
         w_->violation("I5: " + to_text(req.run) + " attempt " + std::to_string(r.attempt) + " won twice");
       // I3: a failed handler is never retried.
-      if (w_->failed.count(req.run) != 0) w_->violation("I3: " + to_text(req.run) + " won again after it failed");
+      if (w_->failed.count(req.run) != 0 && !blind)
+        w_->violation("I3: " + to_text(req.run) + " won again after it failed");
       w_->won_token[req.run] = req.token;
     }
     w_->hist.ops.push_back(std::move(op));
@@ -538,6 +638,9 @@ class store {
   std::string instance_;
   std::uint64_t listener_ = 0;  ///< this handle's listener in the world, 0 when none
   std::uint64_t trigger_listener_ = 0;  ///< its trigger listener, 0 when none
+  /// The loss this handle knows of, as read from the marker beside its
+  /// last claim (loss_beside_claims).
+  std::optional<time_point> known_lost_;
 };
 
 /// lease::sim::store for a store that cannot push triggers (as SQLite): the

@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 
 #include "lease/clock/concept.hpp"
@@ -203,6 +204,21 @@ class memory_store {
   void lose_state() {
     std::scoped_lock lock(state_->mutex);
     rules::lose_state(state_->table, clock_.now());
+  }
+  /// The same loss, noticed later (rules::forget_state, then notice_loss):
+  /// how a store that finds a loss by a marker beside its claims sees one.
+  void forget_state() {
+    std::scoped_lock lock(state_->mutex);
+    rules::forget_state(state_->table);
+  }
+  void notice_loss() {
+    std::scoped_lock lock(state_->mutex);
+    rules::notice_loss(state_->table, clock_.now());
+  }
+  /// When the loss claims are quarantined by was noticed (store clock), if any.
+  [[nodiscard]] std::optional<time_point> lost_at() const {
+    std::scoped_lock lock(state_->mutex);
+    return state_->table.lost_at;
   }
 
   /// A copy of the whole table (tests and the simulation inspect it).

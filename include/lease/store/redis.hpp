@@ -59,6 +59,7 @@
 
 #include "lease/detail/string_hash.hpp"
 #include "lease/error.hpp"
+#include "lease/rules.hpp"
 #include "lease/run.hpp"
 #include "lease/store/concept.hpp"
 #include "lease/store/inspect.hpp"
@@ -484,16 +485,39 @@ class redis_store {
   /// redis_errc::not_replicated, as pause() does: it is pending on the master,
   /// but a failover could forget it unnoticed; repeating it is harmless
   /// (idempotent while pending).
+  ///
+  /// The store's marker is read beside the trigger, as beside a claim: a
+  /// loss nothing had noticed yet (a FLUSHALL) is noticed here, and then the
+  /// trigger, asked at a slot that a forgotten scheduled run may share, is
+  /// asked again with the loss known: the script moves it past the loss's
+  /// horizon (rules::trigger). Had this reply been lost, the trigger stays
+  /// inside the horizon, and the first manual claim answers it, not run.
   time_point trigger(std::string_view job) {
     const auto& keys = keys_of(job);
     conn_->open();  // connect (and check the marker) before reading the quarantine this handle knows
-    const std::string now = now_arg(), channel = detail::redis::trigger_channel(opts_.prefix),
-                      lost = watch_->lost_at ? std::to_string(*watch_->lost_at) : std::string();
-    auto reply = conn_->eval(detail::redis::script::trigger, [&](argv_t& a) {
+    const std::optional<std::int64_t> sent_lost = watch_->lost_at;
+    const std::string now = now_arg(), channel = detail::redis::trigger_channel(opts_.prefix);
+    auto args = [&](argv_t& a, const std::string& lost) {
       push_keys(a, keys, detail::redis::script::trigger);
       a.insert(a.end(), {std::string_view(now), std::string_view(channel), job, std::string_view(lost)});
-    });
-    const time_point slot{duration{parse_i64(reply.get(), "trigger")}};
+    };
+    const std::string lost = sent_lost ? std::to_string(*sent_lost) : std::string();
+    std::vector<argv_t> cmds(2);
+    const std::string store_key = detail::redis::store_key(opts_.prefix);
+    cmds[0] = {"HMGET", store_key, "id", "lost"};
+    cmds[1] = {"EVALSHA", conn_->sha(detail::redis::script::trigger)};
+    args(cmds[1], lost);
+    auto replies = conn_->exchange(cmds);
+    detail::redis::reply_ptr reply = std::move(replies[1]);
+    if (detail::redis::connection::error_code_of(reply.get()) == redis_errc::noscript)  // it did not run
+      reply = conn_->eval(detail::redis::script::trigger, [&](argv_t& a) { args(a, lost); });
+    time_point slot{duration{parse_i64(reply.get(), "trigger")}};
+    check_marker(replies[0].get(), sent_lost);
+    if (watch_->lost_at != sent_lost) {
+      const std::string known = std::to_string(*watch_->lost_at);
+      reply = conn_->eval(detail::redis::script::trigger, [&](argv_t& a) { args(a, known); });
+      slot = time_point{duration{parse_i64(reply.get(), "trigger")}};
+    }
     require_replicated("trigger", job);
     return slot;
   }
@@ -985,20 +1009,10 @@ class redis_store {
     return res;
   }
 
-  /// An answer on which the scheduler starts a handler: a win, or `running`
-  /// with this claim's own token and runner, not released (a resent claim
-  /// whose first copy was applied).
-  static bool starts_handler(const claim_request& req, const claim_result& res) {
-    return res.outcome == claim_outcome::won ||
-           (res.outcome == claim_outcome::running && res.record.token == req.token &&
-            res.record.runner == req.runner && !res.record.released);
-  }
-
   /// The marker showed a quarantine the script did not know of (a loss
   /// detected just now, or by another handle since this one last looked):
-  /// a win inside it must not run. Hand it back and answer as the rules would
-  /// (which also put the quarantine before a pause: a claim of a paused job
-  /// inside it is answered quarantined, and waits for its end).
+  /// a win inside it must not run. Hand it back (ended or released) and
+  /// answer as the rules would (rules::quarantine_after_loss).
   ///
   /// A resent claim answered `running` with its own token (its first copy
   /// was applied, its reply lost) starts a handler as a win does, so it is
@@ -1007,34 +1021,31 @@ class redis_store {
   /// a quarantine, and the first copy may have won inside one the script
   /// could not see (a FLUSHALL before it, noticed only at the reconnect).
   claim_result unless_quarantined(const claim_request& req, claim_result res, std::optional<std::int64_t> sent_lost) {
-    const time_point lost_at{duration{watch_->lost_at.value_or(0)}};
+    if (!watch_->lost_at) return res;
     const bool resent_win = starts_handler(req, res) && res.outcome == claim_outcome::running;
-    const bool unknown_loss = watch_->lost_at && (watch_->lost_at != sent_lost || resent_win);
-    // When the win was applied: a resent one's first copy, one lease before its lease end.
-    const time_point applied_at = resent_win ? res.record.lease_end - req.lease : res.store_now;
-    // A manual run is exempt, as in rules::claim: its pending trigger was
-    // asked after the loss (which forgot every earlier one).
-    const bool forgotten_slot = req.reason != claim_reason::manual && res.record.attempt == 1 &&
-                                req.run.slot <= lost_at + early_tolerance;
-    const bool paused_inside = res.outcome == claim_outcome::paused && res.store_now < lost_at + req.lease;
-    if (unknown_loss && (paused_inside || (starts_handler(req, res) &&
-                                           (applied_at < lost_at + req.lease || forgotten_slot)))) {
-      if (starts_handler(req, res)) {
-        try {
+    if (watch_->lost_at == sent_lost && !resent_win) return res;  // the script knew of every loss
+    const auto quarantine_end = rules::quarantine_after_loss(req, res, time_point{duration{*watch_->lost_at}});
+    if (!quarantine_end) return res;
+    if (starts_handler(req, res)) {
+      try {
+        // A slot inside the loss's horizon is ended, never to be taken
+        // over; a later one is handed to a backup for after the quarantine.
+        if (*quarantine_end == time_point::max())
+          (void)finish(req.run, req.token, run_status::interrupted);
+        else
           (void)release(req.run, req.token);
-        } catch (const store_error&) {
-          // Unreleased, it expires after one lease, as the quarantine does.
-        }
+      } catch (const store_error&) {
+        // Left as it is, it expires after one lease, as the quarantine does,
+        // and a takeover of it is refused by the script if inside the horizon.
       }
-      claim_result q;
-      q.outcome = claim_outcome::quarantined;
-      q.record.job = req.run.job;
-      q.record.slot = req.run.slot;
-      q.record.lease_end = applied_at < lost_at + req.lease ? lost_at + req.lease : time_point::max();
-      q.store_now = res.store_now;
-      return q;
     }
-    return res;
+    claim_result q;
+    q.outcome = claim_outcome::quarantined;
+    q.record.job = req.run.job;
+    q.record.slot = req.run.slot;
+    q.record.lease_end = *quarantine_end;
+    q.store_now = res.store_now;
+    return q;
   }
 
   /// The marker as read before a claim: gone, replaced, or a quarantine this

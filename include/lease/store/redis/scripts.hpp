@@ -231,6 +231,10 @@ inline constexpr std::string_view claim_lua =
     "  local outcome = 5\n"
     "  if newer or r[1] - r[8] >= tonumber(ARGV[7]) then\n"
     "    end_run(slot, r, 3)\n"
+    // Inside a loss's horizon: won on the forgotten state before the loss
+    // was noticed (its slot may have run before the loss): never taken over.
+    "  elseif lost and nslot <= lost + 1000 then\n"
+    "    end_run(slot, r, 3)\n"
     "  elseif quarantine then\n"
     "    return {8, now, detected, lost + lease}\n"
     // Paused (rules::pause): the expired run stays as it is.
@@ -276,8 +280,12 @@ inline constexpr std::string_view claim_lua =
     "if quarantine then return {8, now, detected, lost + lease} end\n"
     // A slot that could have had state before the loss may have run: never
     // started as a new run (rules::claim; -1 stands for time_point::max()).
-    // (A pending trigger was asked after the loss, which forgot every earlier one.)
-    "if lost and not manual and nslot <= lost + 1000 then return {8, now, detected, -1} end\n"
+    // A trigger's slot is inside only if it was asked before the loss was
+    // noticed, when it may share a forgotten run's key: answered, not run.
+    "if lost and nslot <= lost + 1000 then\n"
+    "  if pending then redis.call('HDEL', KEYS[1], 't') end\n"
+    "  return {8, now, detected, -1}\n"
+    "end\n"
     "if pending then redis.call('HDEL', KEYS[1], 't') end\n"
     // Paused: only a claim that would win gets here; nothing else is written
     // (a paused job's trigger does not wait for the resume).
@@ -491,14 +499,16 @@ inline constexpr std::string_view trigger_lua =
     "#!lua\n"
     "local got = redis.call('HMGET', KEYS[1], 't', 'q')\n"
     "local t = got[1]\n"
-    "if not t then\n"
+    "local lost, g = tonumber(got[2]), tonumber(ARGV[4])\n"
+    "if g and (not lost or g > lost) then lost = g end\n"
+    // A pending trigger inside the loss's horizon was asked before the loss
+    // was noticed (its key may be a forgotten run's): it moves past it.
+    "if not t or (lost and tonumber(t) <= lost + 1000) then\n"
     "  local now\n"
     "  if ARGV[1] ~= '' then now = tonumber(ARGV[1]) else\n"
     "    local x = redis.call('TIME')\n"
     "    now = tonumber(x[1]) * 1000 + math.floor(tonumber(x[2]) / 1000)\n"
     "  end\n"
-    "  local lost, g = tonumber(got[2]), tonumber(ARGV[4])\n"
-    "  if g and (not lost or g > lost) then lost = g end\n"
     "  if lost and now <= lost + 1000 then now = lost + 1001 end\n"
     "  t = string.format('%.0f', now)\n"
     "  redis.call('HSET', KEYS[1], 't', t)\n"
