@@ -311,6 +311,19 @@ inline void notice_loss(run_table& t, time_point now) {
   return std::nullopt;
 }
 
+/// The answer that replaces one quarantine_after_loss held back: the
+/// request's key and the quarantine's end, as claim() answers `quarantined`.
+[[nodiscard]] inline claim_result quarantined_answer(const claim_request& req, time_point quarantine_end,
+                                                     time_point store_now) {
+  claim_result q;
+  q.outcome = claim_outcome::quarantined;
+  q.record.job = req.run.job;
+  q.record.slot = req.run.slot;
+  q.record.lease_end = quarantine_end;
+  q.store_now = store_now;
+  return q;
+}
+
 /// Extends the lease to now + lease: only the current token of a running,
 /// unreleased run.
 inline bool heartbeat(run_table& t, const run_key& k, std::string_view token, duration lease,

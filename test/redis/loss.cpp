@@ -204,83 +204,86 @@ TEST_CASE("after FLUSHALL a resent claim answered running with its own token is 
   CHECK(rec->status == lease::run_status::interrupted);
 }
 
+namespace {
+
+/// a has won report's slot early (within early_tolerance: the slot is 1 s
+/// ahead, claimed 600 ms on); op, the operator's store (leasectl), is
+/// connected; then FLUSHALL, which keeps every connection open.
+struct slot_won_early_then_flushed {
+  lease::testing::redis_server srv;
+  lease::fake_clock clock{at(1'700'000'000'000)};
+  std::string prefix = lease::testing::fresh_prefix("trigger-loss");
+  lease::redis_store a = store_on(srv.url(), prefix, clock);
+  lease::redis_store op = store_on(srv.url(), prefix, clock);
+  time_point slot = clock.now() + 1s;
+  lease::claim_result early;
+
+  slot_won_early_then_flushed() {
+    clock.advance(600ms);
+    early = a.claim(request("report", slot, "a1"));
+    REQUIRE(early.outcome == claim_outcome::won);
+    REQUIRE_FALSE(op.get({"elsewhere", slot}));  // connected before the loss
+    srv.command({"FLUSHALL"});
+  }
+};
+
+}  // namespace
+
 // rules::trigger_slot on Redis: a trigger asked within a second of a loss
 // the store noticed takes a slot past every slot that may have run before
 // it (a scheduled run of that millisecond, won early and forgotten, would
 // otherwise share the manual run's key).
 TEST_CASE("after FLUSHALL a trigger in the very millisecond of a slot won early before it takes a slot past the loss") {
-  lease::testing::redis_server srv;
-  lease::fake_clock clock{at(1'700'000'000'000)};
-  const std::string prefix = lease::testing::fresh_prefix("trigger-loss");
-  auto a = store_on(srv.url(), prefix, clock);
-  auto op = store_on(srv.url(), prefix, clock);  // the operator's (leasectl) store
-  const time_point slot = clock.now() + 1s;
-  clock.advance(600ms);
-  const auto early = a.claim(request("report", slot, "a1"));  // within early_tolerance
-  REQUIRE(early.outcome == claim_outcome::won);
-  REQUIRE_FALSE(op.get({"elsewhere", slot}));  // connected before the loss
-
-  srv.command({"FLUSHALL"});
-  clock.advance(100ms);
-  const time_point lost_at = clock.now();
-  const auto noticed = a.claim(request("report", slot - 1h, "a2"));  // a notices the loss (marker, fence)
+  slot_won_early_then_flushed f;
+  f.clock.advance(100ms);
+  const time_point lost_at = f.clock.now();
+  const auto noticed = f.a.claim(request("report", f.slot - 1h, "a2"));  // a notices the loss (marker, fence)
   REQUIRE(noticed.outcome == claim_outcome::quarantined);
   REQUIRE(noticed.record.lease_end == lost_at + 30s);
 
-  clock.advance(300ms);  // the slot's own millisecond
+  f.clock.advance(300ms);  // the slot's own millisecond
   // The job's own record of the loss ('q'), or the store's (the marker's
   // quarantine, for a job whose loss no claim detected: "unseen").
   SECTION("through the store that noticed the loss") {
-    CHECK(a.trigger("report") == lost_at + 1001ms);
-    CHECK(a.trigger("unseen") == lost_at + 1001ms);
+    CHECK(f.a.trigger("report") == lost_at + 1001ms);
+    CHECK(f.a.trigger("unseen") == lost_at + 1001ms);
   }
   SECTION("through a store that learns of it from the marker's quarantine") {
-    auto late = store_on(srv.url(), prefix, clock);  // connects now: reads the quarantine
+    auto late = store_on(f.srv.url(), f.prefix, f.clock);  // connects now: reads the quarantine
     CHECK(late.trigger("report") == lost_at + 1001ms);
     CHECK(late.trigger("unseen") == lost_at + 1001ms);
   }
   const time_point manual = lost_at + 1001ms;
-  CHECK(a.triggers(std::vector<std::string>{"report"}) == std::vector<run_key>{{"report", manual}});
-  clock.advance(30s);
-  CHECK(a.claim(request("report", slot, "a3")).outcome == claim_outcome::quarantined);  // may have run: never again
-  const auto won = a.claim(request("report", manual, "a4", claim_reason::manual));
+  CHECK(f.a.triggers(std::vector<std::string>{"report"}) == std::vector<run_key>{{"report", manual}});
+  f.clock.advance(30s);
+  CHECK(f.a.claim(request("report", f.slot, "a3")).outcome == claim_outcome::quarantined);  // may have run: never again
+  const auto won = f.a.claim(request("report", manual, "a4", claim_reason::manual));
   REQUIRE(won.outcome == claim_outcome::won);
   CHECK(won.record.manual);
-  CHECK(won.record.fence > early.record.fence);
+  CHECK(won.record.fence > f.early.record.fence);
 }
 
 // The same, before anything noticed the loss: the trigger script runs on
 // the forgotten state, at the slot's millisecond. The marker read beside it
 // notices the loss, and the trigger is asked again, past the horizon.
 TEST_CASE("after FLUSHALL nothing noticed yet, a trigger in the millisecond of a slot won early moves past the loss") {
-  lease::testing::redis_server srv;
-  lease::fake_clock clock{at(1'700'000'000'000)};
-  const std::string prefix = lease::testing::fresh_prefix("trigger-unnoticed");
-  auto a = store_on(srv.url(), prefix, clock);
-  auto op = store_on(srv.url(), prefix, clock);  // the operator's (leasectl) store
-  const time_point slot = clock.now() + 1s;
-  clock.advance(600ms);
-  const auto early = a.claim(request("report", slot, "a1"));  // within early_tolerance
-  REQUIRE(early.outcome == claim_outcome::won);
-  REQUIRE_FALSE(op.get({"elsewhere", slot}));  // connected before the loss
-
-  srv.command({"FLUSHALL"});  // connections stay up: nothing knows
-  clock.advance(400ms);       // the slot's own millisecond
-  const time_point noticed = clock.now();
-  const time_point manual = op.trigger("report");
+  slot_won_early_then_flushed f;
+  f.clock.advance(400ms);  // the slot's own millisecond
+  const time_point noticed = f.clock.now();
+  const time_point manual = f.op.trigger("report");
   CHECK(manual == noticed + 1001ms);
-  CHECK(has(op.take_notices(), "the marker key is gone"));
-  CHECK(a.triggers(std::vector<std::string>{"report"}) == std::vector<run_key>{{"report", manual}});
-  clock.advance(30s);
+  CHECK(has(f.op.take_notices(), "the marker key is gone"));
+  CHECK(f.a.triggers(std::vector<std::string>{"report"}) == std::vector<run_key>{{"report", manual}});
+  f.clock.advance(30s);
   // (Through op: a's first claim of the job would find its fence counter
   // below the one it saw, and record that loss again, from then.)
-  const auto scheduled = op.claim(request("report", slot, "o1"));
+  const auto scheduled = f.op.claim(request("report", f.slot, "o1"));
   CHECK(scheduled.outcome == claim_outcome::quarantined);  // may have run: never again
   CHECK(scheduled.record.lease_end == lease::time_point::max());
-  const auto won = op.claim(request("report", manual, "o2", claim_reason::manual));
+  const auto won = f.op.claim(request("report", manual, "o2", claim_reason::manual));
   REQUIRE(won.outcome == claim_outcome::won);
-  CHECK(won.record.slot != slot);
-  CHECK(won.record.fence > early.record.fence);
+  CHECK(won.record.slot != f.slot);
+  CHECK(won.record.fence > f.early.record.fence);
 }
 
 TEST_CASE("a job whose keys alone vanished is detected by the fence an instance saw, and the quarantine is shared") {

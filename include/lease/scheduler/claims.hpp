@@ -359,28 +359,34 @@ void scheduler<S, C, E, P>::observe_store_clock(steady_point sent, steady_point 
 template <Store S, Clock C, Executor E, OverlapPolicy P>
 std::optional<claim_result> scheduler<S, C, E, P>::try_claim(const claim_request& req) {
   const steady_point sent = steady();
-  for (int copy = 1;; ++copy) {
-    try {
-      claim_result r = store_.claim(req);
-      round_trip_ = steady() - sent;
-      store_answered();
-      observe_store_clock(sent, sent + *round_trip_, req.run, r.store_now);
-      return r;
-    } catch (const store_error& e) {
-      // Not a manual claim: its first copy may have answered the trigger
-      // (a refusal clears it), and claim_answered explains a `none` after a
-      // resend only when the resend came after a backoff (tries > 0).
-      if (e.code() == errc::outcome_unknown && copy == 1 && req.reason != claim_reason::manual) {
-        emit(event_kind::store_error, req.run, 0, 0,
-             std::string("claim outcome unknown (") + e.what() +
-                 "); sending it again at once with the same token, which the store recognises if the first copy "
-                 "was applied",
-             {.runner = opts_.instance});
-        continue;
-      }
+  auto send = [&] {
+    claim_result r = store_.claim(req);
+    round_trip_ = steady() - sent;
+    store_answered();
+    observe_store_clock(sent, sent + *round_trip_, req.run, r.store_now);
+    return r;
+  };
+  try {
+    return send();
+  } catch (const store_error& e) {
+    // Not a manual claim: its first copy may have answered the trigger
+    // (a refusal clears it), and claim_answered explains a `none` after a
+    // resend only when the resend came after a backoff (tries > 0).
+    if (e.code() != errc::outcome_unknown || req.reason == claim_reason::manual) {
       store_failed(std::string(to_string(req.reason)) + " claim", req.run, e);
       return std::nullopt;
     }
+    emit(event_kind::store_error, req.run, 0, 0,
+         std::string("claim outcome unknown (") + e.what() +
+             "); sending it again at once with the same token, which the store recognises if the first copy "
+             "was applied",
+         {.runner = opts_.instance});
+  }
+  try {
+    return send();  // the same request: the same token
+  } catch (const store_error& e) {
+    store_failed(std::string(to_string(req.reason)) + " claim", req.run, e);
+    return std::nullopt;
   }
 }
 

@@ -485,13 +485,7 @@ class store {
       fenced_write(end ? store_op::kind::finish : store_op::kind::release, req.run, req.token, ok);
       if (ok) w_->announce(req.run.job, end ? std::optional(req.run.slot) : std::nullopt);
     }
-    claim_result q;
-    q.outcome = claim_outcome::quarantined;
-    q.record.job = req.run.job;
-    q.record.slot = req.run.slot;
-    q.record.lease_end = *quarantine_end;
-    q.store_now = res.store_now;
-    return q;
+    return rules::quarantined_answer(req, *quarantine_end, res.store_now);
   }
 
   /// One claim against the store, recorded and checked (I3, I4, I5).

@@ -1039,13 +1039,7 @@ class redis_store {
         // and a takeover of it is refused by the script if inside the horizon.
       }
     }
-    claim_result q;
-    q.outcome = claim_outcome::quarantined;
-    q.record.job = req.run.job;
-    q.record.slot = req.run.slot;
-    q.record.lease_end = *quarantine_end;
-    q.store_now = res.store_now;
-    return q;
+    return rules::quarantined_answer(req, *quarantine_end, res.store_now);
   }
 
   /// The marker as read before a claim: gone, replaced, or a quarantine this
