@@ -286,6 +286,63 @@ TEST_CASE("after FLUSHALL nothing noticed yet, a trigger in the millisecond of a
   CHECK(won.record.fence > f.early.record.fence);
 }
 
+// Every instance remembers a fence of each job it claims, so after one
+// FLUSHALL each job's first claim finds its counter below that fence again.
+// A fence is at least the store's clock when it was won: one at most the
+// recorded loss was won before it, and that loss explains it for every
+// other job. Taken for a new loss, it restarted the store-wide quarantine
+// at each job's first claim, and skipped (or never took over) the slots of
+// every job up to then. The job itself stays cautious: runs of it won after
+// the recorded loss and lost again would look the same to this instance.
+TEST_CASE("after FLUSHALL a fence won before the recorded loss does not restart every job's quarantine") {
+  lease::testing::redis_server srv;
+  lease::fake_clock clock{at(1'700'000'000'000)};
+  const std::string prefix = lease::testing::fresh_prefix("redetect");
+  auto a = store_on(srv.url(), prefix, clock);
+  auto b = store_on(srv.url(), prefix, clock);
+  const run_key report{"report", clock.now()};
+  REQUIRE(a.claim(request("report", report.slot, "a1")).outcome == claim_outcome::won);
+  REQUIRE(a.claim(request("daily", report.slot, "a2")).outcome == claim_outcome::won);
+  REQUIRE_FALSE(b.get({"elsewhere", report.slot}));  // b connected
+
+  srv.command({"FLUSHALL"});
+  clock.advance(1s);
+  const time_point lost_at = clock.now();
+  REQUIRE(b.claim(request("other", clock.now(), "b1")).outcome == claim_outcome::quarantined);  // b notices
+  REQUIRE(has(b.take_notices(), "the marker key is gone"));
+  clock.advance(31s);  // the quarantine is over
+
+  // a's first claim since: daily's counter is behind the fence a saw. For
+  // daily itself that is a loss noticed now (its slot may be one that ran)...
+  auto daily = a.claim(request("daily", clock.now(), "a3"));
+  CHECK(daily.outcome == claim_outcome::quarantined);
+  CHECK(daily.record.lease_end == clock.now() + 30s);
+  CHECK_FALSE(a.heartbeat(report, "a1", 30s));  // report's run is gone, and report's counter too
+  const auto notices = a.take_notices();
+  CAPTURE(all(notices));
+  CHECK(has(notices, "another instance noticed it"));  // a adopts b's loss...
+  CHECK_FALSE(has(notices, "found its fence counter below"));  // ...and proved no new one
+  // ...but the store-wide quarantine did not start again: b's claims win.
+  CHECK(b.claim(request("third", clock.now(), "b2")).outcome == claim_outcome::won);
+  CHECK(b.claim(request("weekly", clock.now(), "b3")).outcome == claim_outcome::won);
+  CHECK(b.claim(request("report", clock.now(), "b5")).outcome == claim_outcome::quarantined);  // report's own, from a's heartbeat
+  CHECK_FALSE(has(b.take_notices(), "lost its state"));
+
+  // A fence won after the recorded loss does prove a new one, for every job.
+  clock.advance(31s);
+  auto fresh = a.claim(request("daily", clock.now(), "a4"));
+  REQUIRE(fresh.outcome == claim_outcome::won);
+  CHECK(fresh.record.fence > static_cast<std::uint64_t>(lost_at.time_since_epoch().count()));
+  auto keys = lease::detail::redis::keys_for(prefix, "daily");
+  REQUIRE(srv.command({"DEL", keys.runs, keys.ended})->integer >= 1);
+  clock.advance(1s);
+  auto again = a.claim(request("daily", clock.now(), "a5"));
+  CHECK(again.outcome == claim_outcome::quarantined);
+  CHECK(again.record.lease_end == clock.now() + 30s);  // one lease after the new loss
+  CHECK(has(a.take_notices(), "found its fence counter below fence " + std::to_string(fresh.record.fence)));
+  CHECK(b.claim(request("fourth", clock.now(), "b4")).outcome == claim_outcome::quarantined);  // store-wide again
+}
+
 TEST_CASE("a job whose keys alone vanished is detected by the fence an instance saw, and the quarantine is shared") {
   lease::testing::redis_server srv;
   lease::fake_clock clock{at(1'700'000'000'000)};

@@ -248,9 +248,9 @@ class redis_store {
     if (batch.empty()) return {};
     const std::string now = now_arg();
     std::vector<const detail::redis::job_keys*> keys;
-    std::vector<std::string> nums;  // slot and lease of each element
+    std::vector<std::string> nums;  // slot, lease and known fence of each element
     keys.reserve(batch.size());
-    nums.reserve(batch.size() * 2);
+    nums.reserve(batch.size() * 3);
     conn_->open();  // connect (and check the server) before reading what this handle knows
     for (const auto& h : batch) {
       keys.push_back(&keys_of(h.run.job));
@@ -261,14 +261,15 @@ class redis_store {
     auto replies = conn_->eval_many(detail::redis::script::heartbeat, batch.size(),
                                     [&](std::size_t i, detail::redis::argv_t& a) {
                                       push_keys(a, *keys[i], detail::redis::script::heartbeat);
-                                      a.insert(a.end(), {now, nums[3 * i], batch[i].token, nums[3 * i + 1], nums[3 * i + 2]});
+                                      a.insert(a.end(), {now, nums[3 * i], batch[i].token, nums[3 * i + 1],
+                                                         nums[3 * i + 2]});
                                     });
     std::vector<bool> out;
     out.reserve(batch.size());
     for (std::size_t i = 0; i < replies.size(); ++i) {
       const std::int64_t v = as_int(replies[i].get(), "heartbeat");
       if (v == 2)
-        record_loss(batch[i].run.job, "a heartbeat of job '" + detail::redis::printable(batch[i].run.job, 80) +
+        record_loss(nums[3 * i + 2], "a heartbeat of job '" + detail::redis::printable(batch[i].run.job, 80) +
                                           "' found its fence counter below fence " + nums[3 * i + 2] +
                                           " seen before: its keys were flushed, evicted or lost in a failover",
                     std::nullopt);
@@ -504,15 +505,15 @@ class redis_store {
     const std::string lost = sent_lost ? std::to_string(*sent_lost) : std::string();
     std::vector<argv_t> cmds(2);
     const std::string store_key = detail::redis::store_key(opts_.prefix);
-    cmds[0] = {"HMGET", store_key, "id", "lost"};
-    cmds[1] = {"EVALSHA", conn_->sha(detail::redis::script::trigger)};
-    args(cmds[1], lost);
+    cmds[0] = {"EVALSHA", conn_->sha(detail::redis::script::trigger)};
+    args(cmds[0], lost);
+    cmds[1] = {"HMGET", store_key, "id", "lost"};  // after the script: see send_claims
     auto replies = conn_->exchange(cmds);
-    detail::redis::reply_ptr reply = std::move(replies[1]);
+    detail::redis::reply_ptr reply = std::move(replies[0]);
     if (detail::redis::connection::error_code_of(reply.get()) == redis_errc::noscript)  // it did not run
       reply = conn_->eval(detail::redis::script::trigger, [&](argv_t& a) { args(a, lost); });
     time_point slot{duration{parse_i64(reply.get(), "trigger")}};
-    check_marker(replies[0].get(), sent_lost);
+    check_marker(replies[1].get(), sent_lost);
     if (watch_->lost_at != sent_lost) {
       const std::string known = std::to_string(*watch_->lost_at);
       reply = conn_->eval(detail::redis::script::trigger, [&](argv_t& a) { args(a, known); });
@@ -902,12 +903,14 @@ class redis_store {
     }
   }
 
-  /// One round trip: the store's marker and quarantine (HMGET), then the
-  /// claim script with what this handle knew when sending. The HMGET runs
-  /// first on the server, so if it shows a loss the claim ran after it too.
+  /// One round trip: the claim script with what this handle knew when
+  /// sending, then the store's marker and quarantine (HMGET). The HMGET runs
+  /// last on the server: if it shows no loss this handle did not know of,
+  /// none came before the claim either; if it shows one, it may have come
+  /// before the claim, and the answer is held to it (unless_quarantined).
   claim_result send_claim(const claim_request& req) { return std::move(send_claims(std::span(&req, 1)).front()); }
 
-  /// send_claim() for each request, pipelined behind one HMGET: one round
+  /// send_claim() for each request, pipelined before one HMGET: one round
   /// trip, each claim its own script call (atomic on its own), in order.
   std::vector<claim_result> send_claims(std::span<const claim_request> batch) {
     conn_->open();  // connect (and check the server) before reading what this handle knows
@@ -923,7 +926,6 @@ class redis_store {
     keys.reserve(batch.size());
     cmds.reserve(batch.size() + 1);
     const std::string store_key = detail::redis::store_key(opts_.prefix);
-    cmds.push_back({"HMGET", store_key, "id", "lost"});
     for (const claim_request& req : batch) {
       known.push_back(hold.emplace_back(std::to_string(watch_->fence_of(req.run.job))));
       keys.push_back(&keys_of(req.run.job));
@@ -932,18 +934,19 @@ class redis_store {
       a.insert(a.end(), {"EVALSHA", conn_->sha(detail::redis::script::claim)});
       claim_args(a, hold, *keys.back(), req, now, known.back(), lost);
     }
+    cmds.push_back({"HMGET", store_key, "id", "lost"});
     auto replies = conn_->exchange(cmds);
     std::vector<claim_result> out;
     out.reserve(batch.size());
     for (std::size_t i = 0; i < batch.size(); ++i) {
-      detail::redis::reply_ptr reply = std::move(replies[i + 1]);
+      detail::redis::reply_ptr reply = std::move(replies[i]);
       if (detail::redis::connection::error_code_of(reply.get()) == redis_errc::noscript)  // it did not run
         reply = conn_->eval(detail::redis::script::claim, [&](argv_t& a) {
           claim_args(a, hold, *keys[i], batch[i], now, known[i], lost);  // reloads the scripts
         });
       out.push_back(parse_claim(batch[i], reply.get(), std::string(known[i])));
     }
-    check_marker(replies[0].get(), sent_lost);
+    check_marker(replies.back().get(), sent_lost);
     for (std::size_t i = 0; i < batch.size(); ++i) out[i] = unless_quarantined(batch[i], std::move(out[i]), sent_lost);
     return out;
   }
@@ -1002,7 +1005,7 @@ class redis_store {
       watch_->saw_fence(req.run.job, res.record.fence);
     }
     if (detected)
-      record_loss(req.run.job, "a claim of job '" + detail::redis::printable(req.run.job, 80) +
+      record_loss(known, "a claim of job '" + detail::redis::printable(req.run.job, 80) +
                                    "' found its fence counter below fence " + known +
                                    " seen before: its keys were flushed, evicted or lost in a failover",
                   req.lease);
@@ -1065,7 +1068,7 @@ class redis_store {
   void verify_marker() {
     const std::string fresh = make_token(watch_->rng);
     const std::string key = detail::redis::store_key(opts_.prefix), now = now_arg();
-    const argv_t cmd = detail::redis::marker_command(*conn_, key, now, *watch_, fresh, false);
+    const argv_t cmd = detail::redis::marker_command(*conn_, key, now, *watch_, fresh, detail::redis::no_proof);
     auto replies = conn_->exchange(std::span(&cmd, 1));
     const auto a = detail::redis::parse_marker(replies.front().get());
     detail::redis::adopt(*watch_, a, conn_->where(),
@@ -1073,13 +1076,16 @@ class redis_store {
                                        : "the marker key holds another store's id: the server was replaced");
   }
 
-  /// Records a loss this handle proved for `job` store-wide, so every handle
-  /// obeys the quarantine (the job's own script already recorded it for the job).
-  void record_loss(std::string_view /*job*/, const std::string& why, std::optional<duration> lease) {
+  /// Records a loss this handle proved for a job (its counter below `fence`,
+  /// decimal) store-wide, so every handle obeys the quarantine (the job's own
+  /// script already recorded it for the job). A loss recorded after that
+  /// fence was won explains it: the marker script then adopts that loss
+  /// instead of moving every job's quarantine on.
+  void record_loss(const std::string& fence, const std::string& why, std::optional<duration> lease) {
     try {
       const std::string fresh = make_token(watch_->rng);
       const std::string key = detail::redis::store_key(opts_.prefix), now = now_arg();
-      const argv_t cmd = detail::redis::marker_command(*conn_, key, now, *watch_, fresh, true);
+      const argv_t cmd = detail::redis::marker_command(*conn_, key, now, *watch_, fresh, fence);
       auto replies = conn_->exchange(std::span(&cmd, 1));
       detail::redis::adopt(*watch_, detail::redis::parse_marker(replies.front().get()), conn_->where(), why, lease);
     } catch (const store_error& e) {

@@ -171,7 +171,11 @@ inline constexpr std::string_view claim_lua =
     // purged since ('x', purge_lua): its fence went with it, and every fence
     // of it is at most the purge's clock. The quarantine start
     // is the latest of the job's own ('q'), the store's (ARGV) and now if
-    // the loss is detected by this very claim.
+    // the loss is detected by this very claim. For this job, now, always:
+    // even a fence won before a recorded loss may stand for runs won after
+    // it and lost since (a second, partial loss; a claim that missed them),
+    // and this job's horizon must cover them. Whether it is news for every
+    // job is the marker script's to judge (record_loss, marker_lua).
     "local lost = tonumber(got[3])\n"
     "local g = tonumber(ARGV[13])\n"
     "if g and (not lost or g > lost) then lost = g end\n"
@@ -433,15 +437,25 @@ inline constexpr std::string_view unfinished_lua =
     "return out\n";
 
 /// marker: KEYS the store key (keys.hpp store_key); ARGV now, the marker id
-/// this handle remembers ("" if none yet), a fresh id, evidence ("1": the
-/// caller has its own proof of a loss, e.g. a job's fence went back).
+/// this handle remembers ("" if none yet), a fresh id, evidence (a fence of
+/// a job whose counter was found below it, "0" for none: the caller's own
+/// proof of a loss after that fence was won).
 /// Reply {id, lost_at or false, detected, now}.
 ///   marker there, remembered (or none remembered)  -> adopt it (no loss)
 ///   marker gone, one remembered                    -> loss: new marker, lost_at = now
 ///   marker gone, none remembered                   -> a fresh store: write it
 ///   another marker, with a lost_at                 -> another handle recorded a loss: adopt
 ///   another marker, no lost_at                     -> the store was replaced: loss
-///   evidence                                       -> loss: lost_at = max(lost_at, now)
+///   evidence F, no lost_at or F > lost_at          -> loss: lost_at = max(lost_at, now)
+///   evidence F <= lost_at                          -> no news for the other jobs: adopt
+/// A fence is at least the store's clock when it was won, so F <= lost_at
+/// was won before the recorded loss was noticed, which explains it: after
+/// one FLUSHALL, each job's first claim proves the loss again (its counter
+/// is behind every fence instances remember), and moving lost_at at each
+/// of them restarted every job's quarantine and horizon, for hours. (The
+/// job's own script still moved that job's 'q': see claim_lua.) The stored
+/// lost_at is the store's own: a failover that rolls the job's keys back
+/// rolls this key back too, on one server; not across a cluster's masters.
 /// A marker is rewritten only when it is gone, so handles adopting each
 /// other's markers never ping-pong.
 inline constexpr std::string_view marker_lua =
@@ -449,8 +463,8 @@ inline constexpr std::string_view marker_lua =
     "local now = store_now()\n"
     "local cur = redis.call('HMGET', KEYS[1], 'id', 'lost')\n"
     "local id, lost = cur[1], tonumber(cur[2])\n"
-    "local mine, fresh, evidence = ARGV[2], ARGV[3], ARGV[4] == '1'\n"
-    "local detected = evidence\n"
+    "local mine, fresh, proof = ARGV[2], ARGV[3], tonumber(ARGV[4]) or 0\n"
+    "local detected = proof > 0 and not (lost and proof <= lost)\n"
     "if not id then\n"
     "  detected = detected or mine ~= ''\n"
     "  id = fresh\n"

@@ -21,9 +21,14 @@
 //   2. the store's marker: an id written at first use under
 //      `{<prefix>}:store`, remembered by the handle. Checked at every
 //      (re)connect (a restart or failover always breaks the connection) and,
-//      pipelined in the same round trip, before every claim (FLUSHALL and
-//      eviction keep the connection). Gone, or replaced by another id with no
-//      recorded loss, proves a loss.
+//      pipelined in the same round trip, after every batch of claims and
+//      every trigger (FLUSHALL and eviction keep the connection; read after
+//      them, it sees a loss that landed before any of them). Gone, or
+//      replaced by another id with no recorded loss, proves a loss.
+//   A fence proves a loss store-wide only if it was won after the loss
+//   recorded (a fence is at least the store's clock when won): after one
+//   loss, each job's first claim proves it again, and that must not move
+//   every job's quarantine (marker_lua). The job's own quarantine does move.
 //   3. the server's run_id (INFO server): a change says the process restarted
 //      or was replaced; with the marker intact that is not a loss (persistence
 //      kept it) — it only explains, in the notice, what happened.
@@ -169,12 +174,16 @@ struct marker_answer {
   return a;
 }
 
-/// The marker script's command for this handle; `evidence`: the caller has its own proof of a loss.
+/// The marker script's command for this handle; `proof`: "0", or the fence
+/// (decimal) of a job whose counter the caller found below it — its own
+/// proof of a loss after that fence was won. The strings must outlive the command.
 template <class Link>
 [[nodiscard]] argv_t marker_command(const Link& c, const std::string& key, const std::string& now,
-                                           const watch& w, const std::string& fresh, bool evidence) {
-  return {"EVALSHA", c.sha(script::marker), "1", key, now, w.marker, fresh, evidence ? "1" : "0"};
+                                           const watch& w, const std::string& fresh, const std::string& proof) {
+  return {"EVALSHA", c.sha(script::marker), "1", key, now, w.marker, fresh, proof};
 }
+/// No proof of a loss of the caller's own: the marker alone decides.
+inline const std::string no_proof = "0";
 
 /// The notice of a loss this handle detected (or learnt of from another).
 [[nodiscard]] inline std::string loss_notice(const std::string& where, std::string_view why, std::int64_t lost_at,
@@ -214,7 +223,7 @@ inline void verify_on_connect(connection& c, watch& w, const std::string& prefix
                            {"INFO", "memory"},
                            {"CONFIG", "GET", "save"},
                            {"CONFIG", "GET", "appendfsync"}};
-  const argv_t marker = marker_command(c, key, now, w, fresh, false);
+  const argv_t marker = marker_command(c, key, now, w, fresh, no_proof);
   if (!marker_elsewhere) cmds.push_back(marker);
   auto replies = c.exchange(cmds);
   if (marker_elsewhere) replies.push_back(marker_elsewhere(marker));
