@@ -674,7 +674,7 @@ TEST_CASE("a schema with a version this library does not know is a clear error")
     FAIL("a newer schema was used");
   } catch (const lease::store_error& e) {
     CHECK(e.code() == lease::errc::corrupt);
-    CHECK(std::string(e.what()).find("has lease schema version '99', this library knows version 6") !=
+    CHECK(std::string(e.what()).find("has lease schema version '99', this library knows version 7") !=
           std::string::npos);
   }
 }
@@ -809,7 +809,7 @@ $f$;
 
 }  // namespace
 
-TEST_CASE("a version 1 schema with live runs is migrated to version 6 at the first connect, and its runs carry on") {
+TEST_CASE("a version 1 schema with live runs is migrated to version 7 at the first connect, and its runs carry on") {
   const std::string schema = lease::testing::fresh_schema("v1");
   // The layout and the claim function as version 1 of this library made them, and a run won through it.
   srv().sql(lease::detail::postgres::in_schema(lease::detail::postgres::create_v1, schema) +
@@ -822,7 +822,7 @@ TEST_CASE("a version 1 schema with live runs is migrated to version 6 at the fir
   lease::fake_clock clock{at(1'700'000'000'000)};  // the time of that claim
   lease::postgres_store store{options(srv().conninfo(), schema, clock)};
   const auto rec = store.get({"old", at(1'700'000'000'000)});  // connects: migrates
-  CHECK(srv().sql("SELECT max(version)::text FROM " + q + ".lease_schema_version") == "6");
+  CHECK(srv().sql("SELECT max(version)::text FROM " + q + ".lease_schema_version") == "7");
   CHECK(srv().sql("SELECT count(*)::text FROM " + q + ".lease_schema_version") == "1");
   // Version 5's registrations (none yet), no placeholder job row, no purge yet; stop and purge functions.
   CHECK(srv().sql("SELECT count(*)::text FROM " + q + ".lease_registrations") == "0");
@@ -866,7 +866,7 @@ TEST_CASE("a version 1 schema with live runs is migrated to version 6 at the fir
   CHECK(srv().sql("SELECT count(*)::text FROM " + q + ".lease_registrations") == "0");
 }
 
-TEST_CASE("a version 3 schema with live runs is migrated to version 6: no job paused, runs and fences kept, pauses then held") {
+TEST_CASE("a version 3 schema with live runs is migrated to version 7: no job paused, runs and fences kept, pauses then held") {
   const std::string schema = lease::testing::fresh_schema("v3");
   // Version 3 exactly as the previous release left it: its migrations, in order.
   srv().sql(lease::detail::postgres::in_schema(lease::detail::postgres::create_v1, schema) +
@@ -881,7 +881,7 @@ TEST_CASE("a version 3 schema with live runs is migrated to version 6: no job pa
   lease::fake_clock clock{at(1'700'000'000'000)};
   lease::postgres_store store{options(srv().conninfo(), schema, clock)};
   const auto rec = store.get({"old", at(1'700'000'000'000)});  // connects: migrates
-  CHECK(srv().sql("SELECT max(version)::text FROM " + q + ".lease_schema_version") == "6");
+  CHECK(srv().sql("SELECT max(version)::text FROM " + q + ".lease_schema_version") == "7");
   CHECK(srv().sql("SELECT count(*)::text FROM " + q + ".lease_schema_version") == "1");
   // Version 5's registrations (none yet), no placeholder job row, no purge yet; stop and purge functions.
   CHECK(srv().sql("SELECT count(*)::text FROM " + q + ".lease_registrations") == "0");

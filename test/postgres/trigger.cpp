@@ -93,7 +93,7 @@ lease::detail::postgres::params v4_claim_params(std::string_view job, std::int64
 
 }  // namespace
 
-TEST_CASE("a version 4 schema with live runs is migrated to version 6: no trigger pending, no run manual, runs and "
+TEST_CASE("a version 4 schema with live runs is migrated to version 7: no trigger pending, no run manual, runs and "
           "pauses kept, triggers then held, and a version 4 instance still connected keeps claiming") {
   namespace pg = lease::detail::postgres;
   const std::string schema = lease::testing::fresh_schema("v4");
@@ -115,7 +115,7 @@ TEST_CASE("a version 4 schema with live runs is migrated to version 6: no trigge
   lease::fake_clock clock{at(1'700'000'000'000)};
   lease::postgres_store store{options(schema, clock)};
   const auto rec = store.get({"old", clock.now()});  // connects: migrates
-  CHECK(srv().sql("SELECT max(version)::text FROM " + q + ".lease_schema_version") == "6");
+  CHECK(srv().sql("SELECT max(version)::text FROM " + q + ".lease_schema_version") == "7");
   CHECK(srv().sql("SELECT count(*)::text FROM " + q + ".lease_schema_version") == "1");
   // Version 5's registrations (none yet), no placeholder job row, no purge yet; stop and purge functions.
   CHECK(srv().sql("SELECT count(*)::text FROM " + q + ".lease_registrations") == "0");
@@ -212,6 +212,69 @@ TEST_CASE("a trigger that notices a dropped schema in the millisecond of a slot 
   REQUIRE(won.outcome == claim_outcome::won);
   CHECK(won.record.manual);
   CHECK(won.record.fence > early.record.fence);
+}
+
+// A backup holds what was running and pending when it was taken, not what
+// ended since. Restored (here by copying the two tables back; lease_store
+// has not changed since the backup, so this is the whole database as it
+// was: the marker is the same, so only the fences an instance saw can
+// tell), a run shows as running
+// that ran to its end, and a trigger as pending that was answered. Inside
+// the loss's horizon neither runs again (store-rules.md, cases 4a and 14), a
+// trigger asked again moves past it, and a job whose fence was won after
+// the backup but before the loss was noticed does not move the loss on.
+TEST_CASE("a schema restored from a backup runs nothing again that may have run since the backup") {
+  lease::fake_clock clock{at(1'700'000'000'000)};
+  const std::string schema = lease::testing::fresh_schema("restored");
+  lease::postgres_store a{options(schema, clock)};
+  lease::postgres_store b{options(schema, clock)};
+  const time_point t0 = clock.now();
+  REQUIRE(a.claim(request("report", t0, "a1")).outcome == claim_outcome::won);
+  const time_point cleanup = a.trigger("cleanup");
+  const time_point audit = a.trigger("audit");
+  const std::string q = "\"" + schema + "\"";
+  srv().sql("CREATE TABLE " + q + ".bk_runs AS SELECT * FROM " + q + ".lease_runs; CREATE TABLE " + q +
+            ".bk_jobs AS SELECT * FROM " + q + ".lease_jobs");  // the backup
+
+  clock.advance(10s);
+  REQUIRE(a.finish({"report", t0}, "a1", run_status::success));  // report ran to its end
+  REQUIRE(a.claim(request("cleanup", cleanup, "a2", claim_reason::manual)).outcome == claim_outcome::won);
+  REQUIRE(a.finish({"cleanup", cleanup}, "a2", run_status::success));  // so did the trigger's run
+  const auto daily = a.claim(request("daily", clock.now(), "a3"));  // won after the backup
+  REQUIRE(daily.outcome == claim_outcome::won);
+  srv().sql("DELETE FROM " + q + ".lease_runs; INSERT INTO " + q + ".lease_runs SELECT * FROM " + q +
+            ".bk_runs; DELETE FROM " + q + ".lease_jobs; INSERT INTO " + q + ".lease_jobs SELECT * FROM " + q +
+            ".bk_jobs");  // restored
+
+  clock.advance(1s);
+  const time_point noticed = clock.now();
+  // a saw cleanup's fence above the restored counter: the loss, noticed.
+  const auto first = a.claim(request("cleanup", cleanup, "a4", claim_reason::manual));
+  CHECK(first.outcome == claim_outcome::quarantined);
+  CHECK(a.lost_at() == noticed);
+
+  clock.advance(31s);  // the quarantine is over
+  // daily's fence was won before the loss was noticed: that loss explains
+  // it, and the quarantine does not start again.
+  CHECK(a.claim(request("daily", clock.now(), "a5")).outcome == claim_outcome::won);
+  CHECK(a.lost_at() == noticed);
+  CHECK(b.claim(request("weekly", clock.now(), "b0")).outcome == claim_outcome::won);
+
+  const auto taken = b.claim(request("report", t0, "b1", claim_reason::takeover));
+  CHECK(taken.outcome == claim_outcome::finished);  // not won: it may have run (it did)
+  CHECK(taken.record.status == run_status::interrupted);
+  CHECK(taken.record.attempt == 1);
+
+  const auto manual = b.claim(request("cleanup", cleanup, "b2", claim_reason::manual));
+  CHECK(manual.outcome == claim_outcome::quarantined);  // its slot may be a forgotten run's
+  CHECK(manual.record.lease_end == time_point::max());
+  CHECK(b.triggers(std::vector<std::string>{"cleanup"}).empty());  // answered, not run
+
+  REQUIRE(b.triggers(std::vector<std::string>{"audit"}).size() == 1);
+  const time_point moved = b.trigger("audit");  // asked again: past the loss's horizon
+  CHECK(moved > audit);
+  CHECK(moved > noticed + 1s);
+  CHECK(b.triggers(std::vector<std::string>{"audit"}).at(0).slot == moved);
 }
 
 TEST_CASE("two store objects claiming one trigger at once: exactly one wins it, every time") {

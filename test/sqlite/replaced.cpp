@@ -176,6 +176,57 @@ TEST_CASE("a store file replaced by renaming another lease database over it is n
   CHECK_THAT(notices[0], Contains("was replaced"));
 }
 
+// A backup holds what was running when it was taken, not what ended since:
+// restored, it shows a run as running that may have run to its end. Inside
+// the loss's horizon that run is never taken over (store-rules.md, case
+// 4a), and a trigger pending in the backup is never run at its old slot
+// (it may be a forgotten scheduled run's): answered if claimed, moved past
+// the horizon if asked again.
+TEST_CASE("a store file restored from a backup does not run again a run that was running when the backup was taken") {
+  lease::testing::temp_dir dir;
+  const std::string path = dir.file("jobs.db");
+  const std::string backup = dir.file("backup.db");
+  lease::fake_clock clock{t0};
+  auto a = on(path, clock);
+  auto b = on(path, clock);
+  REQUIRE(a.claim(request("report", t0, "tok-a")).outcome == claim_outcome::won);
+  const lease::time_point asked = a.trigger("cleanup");
+  const lease::time_point audit = a.trigger("audit");
+  raw_exec(path, "VACUUM INTO '" + backup + "'");  // the backup: report running, two triggers pending
+  clock.advance(10s);
+  REQUIRE(a.finish({"report", t0}, "tok-a", lease::run_status::success));  // report ran to its end
+  lease::claim_request manual = request("cleanup", asked, "tok-m");
+  manual.reason = lease::claim_reason::manual;
+  REQUIRE(a.claim(manual).outcome == claim_outcome::won);  // and so did the trigger's run
+  REQUIRE(a.finish({"cleanup", asked}, "tok-m", lease::run_status::success));
+
+  rename_over(backup, path);  // restored: both look as they were
+  clock.advance(1s);
+  const auto q = b.claim(request("other", clock.now(), "tok-o"));
+  CHECK(q.outcome == claim_outcome::quarantined);  // b notices the new file
+  CHECK(b.take_notices().size() == 1);
+
+  clock.advance(31s);  // the quarantine is over, report's lease long expired
+  lease::claim_request takeover = request("report", t0, "tok-b");
+  takeover.reason = lease::claim_reason::takeover;
+  const auto after = b.claim(takeover);
+  CHECK(after.outcome == claim_outcome::finished);  // not won: it may have run (it did)
+  CHECK(after.record.status == lease::run_status::interrupted);
+  CHECK(after.record.attempt == 1);
+  CHECK(b.get({"report", t0})->status == lease::run_status::interrupted);
+
+  manual.token = "tok-m2";
+  const auto again = b.claim(manual);
+  CHECK(again.outcome == claim_outcome::quarantined);  // its slot may be a forgotten run's
+  CHECK(again.record.lease_end == lease::time_point::max());
+  CHECK(b.triggers(std::vector<std::string>{"cleanup"}).empty());  // answered, not run
+  REQUIRE(b.triggers(std::vector<std::string>{"audit"}).size() == 1);
+  const lease::time_point moved = b.trigger("audit");  // asked again: past the loss's horizon
+  CHECK(moved > audit);
+  CHECK(moved > *b.lost_at() + 1s);
+  CHECK(b.triggers(std::vector<std::string>{"audit"}).at(0).slot == moved);
+}
+
 TEST_CASE("a store file replaced by an empty file is noticed, gets the lease schema, and quarantines claims") {
   lease::testing::temp_dir dir;
   const std::string path = dir.file("jobs.db");

@@ -253,6 +253,14 @@ class sqlite_store {
         set_status(req.run, run_status::interrupted);
         r.status = run_status::interrupted;
         res.outcome = claim_outcome::finished;
+      } else if (forgotten_slot(r.slot)) {
+        // Inside a detected loss's horizon (case 4a): a file restored from
+        // a backup holds the runs that were running then, though they may
+        // have run to the end since (their finish went with the loss). It
+        // is never taken over.
+        set_status(req.run, run_status::interrupted);
+        r.status = run_status::interrupted;
+        res.outcome = claim_outcome::finished;
       } else if (const auto until = quarantine_end(at, req.lease)) {
         res.outcome = claim_outcome::quarantined;
         res.record.lease_end = *until;
@@ -296,8 +304,11 @@ class sqlite_store {
     } else if (const auto until = quarantine_end(at, req.lease)) {
       res.outcome = claim_outcome::quarantined;
       res.record.lease_end = *until;
-    } else if (!manual && forgotten_slot(req.run.slot)) {
-      // (A pending trigger was asked after the loss, which forgot every earlier one.)
+    } else if (forgotten_slot(req.run.slot)) {
+      // A pending trigger inside the horizon was asked before the loss (a
+      // file restored from a backup keeps the triggers pending then): its
+      // slot may be a forgotten scheduled run's. Answered, not run.
+      if (manual) answer_trigger(req.run);
       res.outcome = claim_outcome::quarantined;
       res.record.lease_end = time_point::max();
     } else if (job_paused(req.run.job)) {
@@ -418,7 +429,10 @@ class sqlite_store {
     check_file();
     transaction tx(*this, "trigger");
     time_point slot;
-    if (const auto pending = read_trigger(job)) {
+    // A pending trigger inside a detected loss's horizon was asked before
+    // the loss (a restored file keeps it): it moves past the horizon, as
+    // one asked now would be placed (rules::trigger).
+    if (const auto pending = read_trigger(job); pending && !forgotten_slot(*pending)) {
       slot = *pending;
     } else {
       slot = now();
@@ -731,7 +745,8 @@ class sqlite_store {
       "ORDER BY n.job, g.instance",
       "SELECT " LEASE_SQLITE_COLUMNS " FROM lease_runs WHERE job = ?1 ORDER BY slot DESC LIMIT ?2",
       "SELECT trigger_slot FROM lease_jobs WHERE job = ?1",
-      // Only when none is pending (trigger() read it in the same transaction);
+      // Only when none is pending, or the pending one is inside a loss's horizon
+      // (trigger() read it in the same transaction);
       // an upsert, not INSERT OR REPLACE, which would reset fence and pause.
       "INSERT INTO lease_jobs (job, fence, trigger_slot) VALUES (?1, 0, ?2) "
       "ON CONFLICT (job) DO UPDATE SET trigger_slot = excluded.trigger_slot",

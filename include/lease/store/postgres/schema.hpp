@@ -3,11 +3,13 @@
 // operation prepares.
 //
 // Tables (all in the store's schema):
-//   lease_schema_version(version)   one row: the layout below is version 6
+//   lease_schema_version(version)   one row: the layout below is version 7
 //       (version 1: a slower lease_claim; version 2: an index of running
 //       runs that made every finish a non-HOT update; version 3: no pause;
 //       version 4: no trigger; version 5: lease_runs' pages filled, so most
-//       heartbeats were non-HOT updates too; migrated on connect)
+//       heartbeats were non-HOT updates too; version 6: a lease_claim that
+//       took each job's first claim after a loss for a new one, and took
+//       over runs inside a loss's horizon; migrated on connect)
 //   lease_store(id = 1, marker, lost_at, purged_at)
 //       marker: a random id written when the schema is created; a handle
 //       that finds another one than it saw before knows the state was
@@ -108,7 +110,7 @@
 namespace lease::detail::postgres {
 
 /// The layout version this library writes.
-inline constexpr int schema_version = 6;
+inline constexpr int schema_version = 7;
 
 /// `sql` with every '@' replaced by the quoted schema name (a validated
 /// identifier: letters, digits, '_').
@@ -587,6 +589,50 @@ ALTER TABLE @.lease_runs SET (fillfactor = 50);
 UPDATE @.lease_schema_version SET version = 6;
 )SQL";
 
+/// Version 7: lease_claim after a loss, as rules::claim (doc/store-rules.md):
+///  * a fence a handle saw, above the job's counter, proves a loss only if
+///    it was won after the loss recorded (a fence is at least the store's
+///    clock when it was won): the first claim of each job after one loss
+///    finds its counter behind again, and moving lost_at at each of them
+///    restarted the store-wide quarantine and skipped slots for hours;
+///  * case 4a: a running, expired run inside the loss's horizon (slot ≤
+///    lost_at + 1 s) is marked interrupted, never taken over. A restored
+///    backup or a failover to a replica that lacked the last writes shows a
+///    run as running that may have run to its end since;
+///  * case 14 for manual claims too: a trigger still pending inside the
+///    horizon was asked before the loss (a restored backup keeps it), at a
+///    slot a forgotten scheduled run may share. It is answered, not run.
+/// (A trigger asked again moves past the horizon: the trigger statement,
+/// which is the library's, not the schema's.) Version 5's function with
+/// these replacements, each matching once; the same signature, so instances
+/// of version 6 still connected call it and get answers they know.
+[[nodiscard]] inline std::string upgrade_to_v7() {
+  std::string f = upgrade_to_v5();
+  // upgrade_to_v5() is its ALTER TABLEs, the function, then registry_v5.
+  const auto begin = f.find("\n-- A claim: rules::claim");
+  if (begin == std::string::npos || f.size() < registry_v5.size() ||
+      f.compare(f.size() - registry_v5.size(), registry_v5.size(), registry_v5) != 0)
+    throw std::logic_error("lease postgres schema: upgrade_to_v7 does not match upgrade_to_v5");
+  f = f.substr(begin, f.size() - registry_v5.size() - begin);
+  auto replace = [&](std::string_view from, std::string_view to) {
+    detail_schema::replace_once(f, from, to, "upgrade_to_v7");
+  };
+  replace("DROP FUNCTION @.lease_claim(int8, text, int8, bytea, int8, bytea, bytea, int4, int8, int4, int8, int4, int4, "
+          "int8);\nCREATE FUNCTION @.lease_claim(",
+          "CREATE OR REPLACE FUNCTION @.lease_claim(");
+  replace("    o_detected := true;\n    v_fence := p_known;",
+          "    -- Won before the loss recorded (fence >= store clock at the win): that loss explains it.\n"
+          "    o_detected := o_lost_at IS NULL OR p_known > o_lost_at;\n    v_fence := p_known;");
+  replace("    ELSIF v_newer OR v_run.attempt - v_run.handovers >= p_max_attempts THEN\n",
+          "    ELSIF v_newer OR v_run.attempt - v_run.handovers >= p_max_attempts\n"
+          "          OR (o_lost_at IS NOT NULL AND p_slot <= o_lost_at + 1000) THEN  -- case 4a: may have run\n");
+  replace("    ELSIF NOT v_manual AND o_lost_at IS NOT NULL AND p_slot <= o_lost_at + 1000 THEN\n",
+          "    ELSIF o_lost_at IS NOT NULL AND p_slot <= o_lost_at + 1000 THEN\n"
+          "      IF v_manual THEN UPDATE @.lease_jobs j SET trigger = NULL WHERE j.job = p_job; END IF;\n");
+  replace("UPDATE @.lease_schema_version SET version = 5;", "UPDATE @.lease_schema_version SET version = 7;");
+  return f;
+}
+
 /// The prepared statements, by index.
 enum class stmt : unsigned {
   claim, heartbeat, heartbeat_many, finish, release, get, unfinished, now, note_loss, state, pause, resume, paused,
@@ -694,9 +740,12 @@ inline constexpr std::string_view stmt_sql[] = {
     // commits, and also for a trigger already pending (a listener then polls
     // and finds it: harmless). The slot is the clock, or just past a
     // recorded loss's horizon (rules::trigger_slot: greatest() skips a NULL
-    // lost_at).
+    // lost_at). A pending trigger inside that horizon was asked before the
+    // loss (a restored backup keeps it): it moves past it (rules::trigger).
     "INSERT INTO @.lease_jobs AS j (job, fence, trigger) VALUES ($2::bytea, 0, " LEASE_PG_TRIGGER_SLOT ") "
-    "ON CONFLICT (job) DO UPDATE SET trigger = coalesce(j.trigger, " LEASE_PG_TRIGGER_SLOT "), placeholder = false "
+    "ON CONFLICT (job) DO UPDATE SET trigger = CASE WHEN j.trigger IS NULL OR j.trigger <= "
+    "(SELECT s.lost_at + 1000 FROM @.lease_store s WHERE s.id = 1) THEN " LEASE_PG_TRIGGER_SLOT " ELSE j.trigger END, "
+    "placeholder = false "
     "RETURNING j.trigger, pg_notify($3::text, " LEASE_PG_PAYLOAD ")::text",
     // triggers (TriggerStore): jobs[]. The pending ones among them (the
     // store orders them as asked, each job once).
