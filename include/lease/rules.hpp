@@ -271,6 +271,18 @@ inline void lose_state(run_table& t, time_point now) {
   t.lost_at = now;
 }
 
+/// A partial loss: the store comes back as it was at an earlier moment (a
+/// backup restored; a failover to a replica that lacked the last writes),
+/// noticed at `now`. Its runs, fences, pauses and triggers are the
+/// backup's: a run may show as running that ran to its end since, a trigger
+/// as pending that was answered. Cases 4a and 14 keep both from running
+/// again; the quarantine keeps fences from repeating (the next fence is at
+/// least the store's clock a lease after the notice).
+inline void restore_state(run_table& t, run_table backup, time_point now) {
+  t.jobs = std::move(backup.jobs);
+  t.lost_at = now;
+}
+
 /// The two halves of lose_state, for a store that notices a loss later
 /// than it happens (Redis notices a FLUSHALL when a call reads its marker
 /// key): every run, fence and pause is forgotten, and nothing knows yet...

@@ -886,7 +886,7 @@ TEST_CASE("a loss noticed beside claims: a trigger asked before the notice, its 
   CHECK(sim.violations().empty());
   int told = 0;
   for (const auto& e : sim.recorded().events)
-    told += e.run.slot == slot && e.message.find("was asked after the store lost its state but before it noticed") !=
+    told += e.run.slot == slot && e.message.find("was asked before the store noticed that it lost its state") !=
                                       std::string::npos;
   CHECK(told == 1);
 }

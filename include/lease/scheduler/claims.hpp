@@ -552,9 +552,9 @@ void scheduler<S, C, E, P>::not_yet(std::uint32_t j, const claim_request& req, c
   } else if (res.record.lease_end == time_point::max() && req.reason == claim_reason::manual) {
     emit(event_kind::late, req.run, 0, 0,
          "manual run of job " + req.run.job + " not run: the trigger of " + detail::fmt(req.run.slot) +
-             " was asked after the store lost its state but before it noticed, so its slot may be that of a "
-             "scheduled run which ran before the loss; the trigger is dropped rather than perhaps run that slot "
-             "twice (trigger again: a new one is placed past the loss)",
+             " was asked before the store noticed that it lost its state (or was restored with a backup that "
+             "still held it), so its slot may be that of a run which ran before the loss; the trigger is dropped "
+             "rather than perhaps run that slot twice (trigger again: a new one is placed past the loss)",
          answer_facts());
     return;
   } else if (res.record.lease_end == time_point::max()) {
@@ -591,7 +591,9 @@ std::string scheduler<S, C, E, P>::interrupted_why(std::uint32_t j, const run_re
   if (rec.attempt >= rec.handovers + max_attempts)
     return "marked interrupted: " + std::to_string(rec.attempt - rec.handovers) + " runner(s) died, max_attempts (" +
            std::to_string(max_attempts) + ") used up";
-  return "marked interrupted: a newer run of the job started first, so this one is not retried";
+  // The store's `finished` answer does not say which of the two it was.
+  return "marked interrupted and not retried: a newer run of the job started first, or the store lost its state "
+         "after this run started (a run that may have run before a loss is never started again)";
 }
 
 }  // namespace lease

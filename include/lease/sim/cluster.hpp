@@ -181,6 +181,20 @@ class cluster {
   /// (rules::lose_state) — at once, or, after notice_losses_beside_claims,
   /// only when an instance's claim reply brings the marker's answer.
   void lose_store_state() { world_->lose_state(); }
+  /// A backup of the store is taken now; restore_store_backup() brings the
+  /// store back to it (a partial loss: a restored backup, a failover to a
+  /// replica that lacked the last writes), noticed at once.
+  void take_store_backup() { world_->take_backup(); }
+  void restore_store_backup() { world_->restore_backup(); }
+  /// The store loses its state inside instance `i`'s next claim round trip,
+  /// after `after` of its claims ran (a FLUSHALL from elsewhere between the
+  /// pipelined commands). At once the loss is noticed there or not at all;
+  /// beside the claims, only a marker read after them shows it.
+  void lose_store_state_inside_claims(std::size_t i, std::size_t after) {
+    fault(i, "loss of the store's state inside the next claim round trip, after " + std::to_string(after) +
+                 " claim(s) of");
+    world_->loss_inside_claims[instances_.at(i)->name] = after;
+  }
   /// Whether the store notices a loss only by a marker read beside its
   /// claims, as Redis does (world::loss_beside_claims): a claim can then win
   /// on the forgotten state and be handed back when its reply arrives, and
@@ -306,9 +320,9 @@ class cluster {
   /// has an event saying why not (or is still pending where no instance
   /// could take it).
   void trigger_job(const std::string& name) {
-    const bool marker_gone = world_->marker_gone;  // an operator's tool reads the marker beside its trigger too
     world_->trigger(name, "operator");
-    if (marker_gone) world_->trigger_after_notice(name, "operator");
+    // An operator's tool reads the marker after its trigger too.
+    if (world_->marker_gone) world_->trigger_after_notice(name, "operator");
   }
   /// An operator triggers job `name` through instance `i`'s API
   /// (scheduler::trigger()), unless it is down (crashed, frozen, stopped or in

@@ -127,6 +127,11 @@ struct world {
   bool loss_beside_claims = false;
   /// A loss not noticed yet (loss_beside_claims): the marker key is gone.
   bool marker_gone = false;
+  /// instance → a loss of state that lands inside its next claim round
+  /// trip, after this many of its claims ran (0: before the first): the
+  /// pipeline is not atomic, and a FLUSHALL from elsewhere can come between
+  /// its commands. Only the marker read after the claims then shows it.
+  std::map<std::string, std::size_t> loss_inside_claims;
   std::uint64_t handed_back = 0;         ///< answers that would start a handler, handed back by the marker's answer
   std::uint64_t resent_handed_back = 0;  ///< of those, resent claims answered `running` with their own token
 
@@ -202,10 +207,20 @@ struct world {
     const time_point slot = mem.trigger(job);
     if (!before.empty() && before.front().slot != slot) {
       // The pending request moved past a loss's horizon (rules::trigger):
-      // the same request (the latest one of its job), at its new slot.
+      // the same request (the latest one of its job), at its new slot —
+      // unless that one was answered by a run already, and a restored
+      // backup brought it back as pending: then the move is a request of
+      // its own, and the answered one keeps its key.
+      const run_key old{job, before.front().slot};
+      const bool answered = std::any_of(hist.ops.begin(), hist.ops.end(), [&](const store_op& op) {
+        return op.op == store_op::kind::claim && op.run == old && op.outcome == claim_outcome::won;
+      });
       for (auto t = hist.triggers.rbegin(); t != hist.triggers.rend(); ++t)
         if (t->job == job) {
-          t->slot = slot;
+          if (answered || t->slot != old.slot)
+            hist.triggers.push_back({clock.now(), job, slot, by});
+          else
+            t->slot = slot;
           break;
         }
       hist.faults.push_back({clock.now(), "pending trigger of job " + job + " moved past the loss's horizon (" +
@@ -272,6 +287,30 @@ struct world {
     hist.faults.push_back({clock.now(), "store lost its state"});
     hist.pauses.push_back({clock.now(), hist.ops.size(), {}, false});  // pauses are lost too
     last = mem.snapshot();  // deleted on purpose: not an I7 breach
+  }
+
+  /// A backup of the store as it is now, for restore_backup().
+  std::optional<rules::run_table> backup;
+  void take_backup() {
+    backup = mem.snapshot();
+    hist.faults.push_back({clock.now(), "backup of the store taken"});
+  }
+  /// The store comes back as the backup (rules::restore_state): what
+  /// happened since is forgotten, and the loss is noticed at once, as
+  /// SQLite notices a restored file (a new inode). (PostgreSQL and Redis
+  /// notice a rolled-back state only when a fence an instance saw is above
+  /// a restored counter; until then they cannot tell. The sim models the
+  /// rules once the loss is known.) The history's checks hold it to
+  /// "nothing started before the loss starts again after it", like a loss
+  /// of everything.
+  void restore_backup() {
+    if (!backup) return;
+    mem.restore(*backup);
+    hist.faults.push_back({clock.now(), "store lost its state"});
+    hist.pauses.push_back({clock.now(), hist.ops.size(), {}, false});  // the backup's pauses, below
+    for (const auto& [job, js] : backup->jobs)
+      if (js.paused) hist.pauses.push_back({clock.now(), hist.ops.size(), job, true});
+    last = mem.snapshot();  // rolled back on purpose: not an I7 breach
   }
 };
 
@@ -359,8 +398,8 @@ class store {
   /// instance's faults; the poll, with them too.
   time_point trigger(std::string_view job) {
     arrive();
-    const bool marker_gone = w_->marker_gone;  // read beside the trigger, as a claim's
     time_point slot = w_->trigger(std::string(job), instance_);
+    const bool marker_gone = w_->marker_gone;  // read after the trigger, as after claims
     depart();  // a lost reply loses the marker's answer too
     if (marker_gone) slot = w_->trigger_after_notice(std::string(job), instance_);
     return slot;
@@ -442,18 +481,32 @@ class store {
   std::vector<run_record> list_runs(std::string_view job, std::size_t limit) { return w_->mem.list_runs(job, limit); }
 
  private:
-  /// Claims in one round trip: with loss_beside_claims, the marker is read
-  /// first, the claims run on whatever the store holds, and the reply, if
-  /// it arrives, brings the marker's answer to hold them to (beside_loss).
+  /// Claims in one round trip: with loss_beside_claims, the claims run on
+  /// whatever the store holds, the marker is read after them, and the
+  /// reply, if it arrives, brings the marker's answer to hold them to
+  /// (beside_loss). A loss may land between the commands (loss_inside_claims).
   std::vector<claim_result> claim_many(std::span<const claim_request> batch, bool batched) {
     for (const auto& req : batch) w_->claim_first_sent.try_emplace(req.token, w_->clock.now());
     arrive();
     const std::optional<time_point> sent_lost = known_lost_;
-    const bool marker_gone = w_->marker_gone;
     if (batched) ++w_->claim_batches;
+    std::optional<std::size_t> loss_after;
+    if (auto it = w_->loss_inside_claims.find(instance_); it != w_->loss_inside_claims.end()) {
+      // A store that notices a loss inside each operation answers the
+      // claims after it `quarantined`, and those before it were won before
+      // the loss, as wins a moment before any loss are: there it lands
+      // before the first claim, the one place where it is news.
+      loss_after = w_->loss_beside_claims ? it->second : 0;
+      w_->loss_inside_claims.erase(it);
+    }
     std::vector<claim_result> out;
     out.reserve(batch.size());
-    for (const auto& req : batch) out.push_back(apply_claim(req, batched ? w_->claim_batches : 0));
+    for (const auto& req : batch) {
+      if (loss_after == out.size()) w_->lose_state();
+      out.push_back(apply_claim(req, batched ? w_->claim_batches : 0));
+    }
+    if (loss_after && *loss_after >= out.size()) w_->lose_state();
+    const bool marker_gone = w_->marker_gone;  // read after the claims
     depart();  // a lost reply throws here: the marker's answer is lost with it
     if (w_->loss_beside_claims) {
       if (marker_gone) w_->notice_loss(instance_);

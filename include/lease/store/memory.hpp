@@ -205,6 +205,12 @@ class memory_store {
     std::scoped_lock lock(state_->mutex);
     rules::lose_state(state_->table, clock_.now());
   }
+  /// Comes back as `backup` (an earlier snapshot()) and notices it at once
+  /// (rules::restore_state): a partial loss, for tests and the simulation.
+  void restore(rules::run_table backup) {
+    std::scoped_lock lock(state_->mutex);
+    rules::restore_state(state_->table, std::move(backup), clock_.now());
+  }
   /// The same loss, noticed later (rules::forget_state, then notice_loss):
   /// how a store that finds a loss by a marker beside its claims sees one.
   void forget_state() {
