@@ -37,6 +37,11 @@ struct job_state {
   std::optional<time_point> trigger;
   /// Which instances registered the job, by instance id (register_jobs()).
   std::map<std::string, job_registration, std::less<>> registrations;
+  /// The job's own loss horizon (Redis's field 'q'): when a fence an
+  /// instance remembered proved that this job's state was lost
+  /// (prove_loss). Its claims obey it as every job obeys run_table::lost_at;
+  /// it is lost with the job's state.
+  std::optional<time_point> lost_at;
   friend bool operator==(const job_state&, const job_state&) = default;
 };
 
@@ -46,6 +51,10 @@ struct run_table {
   /// When the store noticed that it had lost its state (store clock), if it
   /// ever did: no attempt is won before lost_at + the claim's lease.
   std::optional<time_point> lost_at;
+  /// Jobs purged (purge()), with the store's clock then: every fence the
+  /// job had is at most that, so an instance that remembers one proves no
+  /// loss (Redis's tombstone field 'x').
+  std::map<std::string, time_point, std::less<>> purged;
   friend bool operator==(const run_table&, const run_table&) = default;
 };
 
@@ -60,6 +69,24 @@ inline run_record* find(run_table& t, const run_key& k) {
 
 inline bool has_newer(const job_state& js, time_point slot) {
   return js.runs.upper_bound(slot) != js.runs.end();
+}
+
+/// The loss horizon a claim of the job obeys: the later of the store's
+/// (every job's) and the job's own.
+inline std::optional<time_point> horizon(const run_table& t, const job_state* js) {
+  if (js == nullptr || !js->lost_at) return t.lost_at;
+  if (!t.lost_at) return js->lost_at;
+  return std::max(*t.lost_at, *js->lost_at);
+}
+inline std::optional<time_point> horizon(const run_table& t, std::string_view job) {
+  auto j = t.jobs.find(job);
+  return horizon(t, j == t.jobs.end() ? nullptr : &j->second);
+}
+
+/// A fence as the store's clock in ms compares it (next_fence).
+inline std::uint64_t as_fence(time_point at) {
+  const auto ms = at.time_since_epoch().count();
+  return ms > 0 ? static_cast<std::uint64_t>(ms) : 0;
 }
 
 inline bool is_current(const run_record& r, std::string_view token) {
@@ -132,10 +159,13 @@ inline claim_result claim(run_table& t, const claim_request& req, time_point now
   // no attempt starts until a whole lease has passed since the loss was
   // noticed (its runner has self-aborted by then: no heartbeat of it can
   // have been acknowledged after the loss).
-  const bool quarantine = t.lost_at && now < *t.lost_at + req.lease;
+  // (The horizon is the job's: the store's loss, or a loss of this job's
+  // state alone that a fence proved, prove_loss.)
+  const std::optional<time_point> lost = detail::horizon(t, req.run.job);
+  const bool quarantine = lost && now < *lost + req.lease;
   auto quarantined = [&] {
     res.outcome = claim_outcome::quarantined;
-    res.record.lease_end = *t.lost_at + req.lease;
+    res.record.lease_end = *lost + req.lease;
     return res;
   };
 
@@ -155,7 +185,7 @@ inline claim_result claim(run_table& t, const claim_request& req, time_point now
     } else if (r.attempt - r.handovers >= req.max_attempts) {
       r.status = run_status::interrupted;  // dead runners used up the attempts
       res.outcome = claim_outcome::finished;
-    } else if (t.lost_at && r.slot <= *t.lost_at + early_tolerance) {
+    } else if (lost && r.slot <= *lost + early_tolerance) {
       // Won on the forgotten state, before the loss was noticed (only a
       // store that notices a loss beside its claims, as Redis does, has such
       // a run): its slot may have run before the loss, so it is never
@@ -225,7 +255,7 @@ inline claim_result claim(run_table& t, const claim_request& req, time_point now
   // slot past this horizon (trigger_slot); one still inside it was asked
   // before the loss was noticed (a store that notices beside its claims),
   // at a slot a forgotten scheduled run may share: it is answered, not run.
-  if (t.lost_at && req.run.slot <= *t.lost_at + early_tolerance) {
+  if (lost && req.run.slot <= *lost + early_tolerance) {
     answer_trigger();
     res.outcome = claim_outcome::quarantined;
     res.record.lease_end = time_point::max();
@@ -268,6 +298,7 @@ inline claim_result claim(run_table& t, const claim_request& req, time_point now
 /// and must be set again), and the loss is remembered as noticed at `now`.
 inline void lose_state(run_table& t, time_point now) {
   t.jobs.clear();
+  t.purged.clear();
   t.lost_at = now;
 }
 
@@ -280,18 +311,67 @@ inline void lose_state(run_table& t, time_point now) {
 /// least the store's clock a lease after the notice).
 inline void restore_state(run_table& t, run_table backup, time_point now) {
   t.jobs = std::move(backup.jobs);
+  t.purged = std::move(backup.purged);
   t.lost_at = now;
 }
 
 /// The two halves of lose_state, for a store that notices a loss later
 /// than it happens (Redis notices a FLUSHALL when a call reads its marker
 /// key): every run, fence and pause is forgotten, and nothing knows yet...
-inline void forget_state(run_table& t) { t.jobs.clear(); }
+inline void forget_state(run_table& t) {
+  t.jobs.clear();
+  t.purged.clear();
+}
 
 /// ...until a call finds the evidence at `now`: from then on claims are
 /// quarantined as after lose_state. A later loss moves the quarantine on.
 inline void notice_loss(run_table& t, time_point now) {
   if (!t.lost_at || *t.lost_at < now) t.lost_at = now;
+}
+
+/// Evidence an instance brings: `known`, the highest fence of `job` its
+/// handle has seen, above the job's stored fence counter. Fences never go
+/// back (pruning keeps the counter), so the job's state was lost — all of
+/// the store's, or this job's alone (a key evicted, a failover to a replica
+/// that lacked the last writes, some tables restored), and nothing else
+/// may have noticed. Unless the job was purged since: every fence it had is
+/// at most the purge's clock. A proof moves the job's own horizon to `now`
+/// (even a fence won before a recorded loss may stand for runs won after it
+/// and lost since, which the caller missed: only `now` covers them) and
+/// raises the counter back to `known`. Applied atomically with the claim
+/// or refused heartbeat that carries it (Redis: inside the job's script).
+/// Returns whether it proved a loss.
+inline bool prove_loss(run_table& t, std::string_view job, std::uint64_t known, time_point now) {
+  auto j = t.jobs.find(job);
+  const std::uint64_t counter = j == t.jobs.end() ? 0 : j->second.fence;
+  if (known <= counter) return false;
+  if (auto p = t.purged.find(job); counter == 0 && p != t.purged.end() && known <= detail::as_fence(p->second))
+    return false;  // purged, not lost
+  if (j == t.jobs.end()) j = t.jobs.emplace(std::string(job), job_state{}).first;
+  job_state& js = j->second;
+  if (!js.lost_at || *js.lost_at < now) js.lost_at = now;
+  js.fence = known;
+  return true;
+}
+
+/// What one job's proof means for every job (Redis's marker script): a
+/// fence is at least the store's clock in ms when it was won, so one at
+/// most the recorded loss's was won before that loss was noticed, and that
+/// loss explains it. Only a fence above it shows a loss that is news: every
+/// job's horizon moves to `now` (notice_loss). Returns whether it moved.
+inline bool record_proof(run_table& t, std::uint64_t fence, time_point now) {
+  if (t.lost_at && fence <= detail::as_fence(*t.lost_at)) return false;
+  notice_loss(t, now);
+  return true;
+}
+
+/// A loss of one job's state alone, not noticed (a key evicted; a Redis
+/// Cluster master failed over to a replica that lacked it): its runs,
+/// fence, pause and trigger are forgotten. Only a fence an instance
+/// remembers can prove it (prove_loss).
+inline void forget_job(run_table& t, std::string_view job) {
+  if (auto j = t.jobs.find(job); j != t.jobs.end()) t.jobs.erase(j);
+  if (auto p = t.purged.find(job); p != t.purged.end()) t.purged.erase(p);
 }
 
 /// For a store that learns of a loss beside a claim rather than inside it
@@ -401,9 +481,12 @@ inline bool resume(run_table& t, std::string_view job, time_point /*now*/) {
 /// attempt 1 of it. It is then the first millisecond past the horizon (at
 /// most early_tolerance + 1 ms after `now`: a manual claim at `now` itself
 /// is answered early, and sent again a moment later).
-inline time_point trigger_slot(const run_table& t, time_point now) {
-  return t.lost_at ? std::max(now, *t.lost_at + early_tolerance + duration{1}) : now;
+inline time_point trigger_slot(const run_table& t, std::string_view job, time_point now) {
+  const std::optional<time_point> lost = detail::horizon(t, job);
+  return lost ? std::max(now, *lost + early_tolerance + duration{1}) : now;
 }
+/// The same, for a job that has no horizon of its own.
+inline time_point trigger_slot(const run_table& t, time_point now) { return trigger_slot(t, std::string_view{}, now); }
 
 /// An operator's "run it now" (doc/store-rules.md, "Trigger now"): asks for
 /// one manual run of `job` at slot = `now` (trigger_slot: just past a loss's
@@ -420,7 +503,8 @@ inline time_point trigger(run_table& t, std::string_view job, time_point now) {
   // of a forgotten scheduled run, so it moves past the horizon, as a
   // trigger asked now would be placed.
   auto& pending = j->second.trigger;
-  if (!pending || (t.lost_at && *pending <= *t.lost_at + early_tolerance)) pending = trigger_slot(t, now);
+  const std::optional<time_point> lost = detail::horizon(t, &j->second);
+  if (!pending || (lost && *pending <= *lost + early_tolerance)) pending = trigger_slot(t, job, now);
   return *pending;
 }
 
@@ -498,6 +582,7 @@ inline purge_result purge(run_table& t, std::string_view job, duration unseen_fo
     return res;
   }
   t.jobs.erase(j);
+  t.purged.insert_or_assign(std::string(job), now);
   res.outcome = purge_outcome::purged;
   return res;
 }

@@ -729,6 +729,99 @@ TEST_CASE("a loss noticed later: a trigger asked before the notice is not run at
   CHECK(c.claim(moved, "api-2", lease::claim_reason::manual).outcome == claim_outcome::won);
 }
 
+TEST_CASE("a fence above the stored counter proves a loss of the job's state: its slots up to now are skipped, "
+          "its next attempt waits out a lease") {
+  cluster c;
+  const auto won = c.claim(t0, "api-1");
+  REQUIRE(won.outcome == claim_outcome::won);
+  REQUIRE(c.store.finish({"report", t0}, won.record.token, run_status::success));
+  c.clock.advance(5s);
+  c.store.forget_job("report");  // an evicted key: nothing notices
+  CHECK_FALSE(c.store.lost_at());
+  // A handle that remembers no fence cannot tell (doc/protocol.md §15,
+  // "What detection cannot see")...
+  CHECK_FALSE(c.store.prove_loss("report", 0));
+  // ...one that remembers t0's can.
+  REQUIRE(c.store.prove_loss("report", won.record.fence));
+  const auto proved_at = c.clock.now();
+  CHECK(c.store.snapshot().jobs.at("report").fence == won.record.fence);  // the counter raised back
+  CHECK_FALSE(c.store.prove_loss("report", won.record.fence));           // proved once
+  CHECK_FALSE(c.store.lost_at());  // one job's horizon, not yet every job's
+  // Every claim of the job waits out a lease from the proof...
+  const auto again = c.claim(t0, "api-2");
+  CHECK(again.outcome == claim_outcome::quarantined);
+  CHECK(again.record.lease_end == proved_at + 30s);
+  c.clock.advance(2s);
+  const auto next = c.claim(c.clock.now(), "api-2");
+  CHECK(next.outcome == claim_outcome::quarantined);
+  CHECK(next.record.lease_end == proved_at + 30s);
+  // ...while another job, untouched, runs at once.
+  auto other = c.request(c.clock.now(), "api-2");
+  other.run.job = "mail";
+  CHECK(c.store.claim(other).outcome == claim_outcome::won);
+  // After it, the next slot wins with a fence above the one that proved.
+  c.clock.advance(30s);
+  // t0 ran before the loss: never again, however late its claim comes.
+  const auto late = c.claim(t0, "api-2");
+  CHECK(late.outcome == claim_outcome::quarantined);
+  CHECK(late.record.lease_end == lease::time_point::max());
+  const auto after = c.claim(c.clock.now(), "api-3");
+  REQUIRE(after.outcome == claim_outcome::won);
+  CHECK(after.record.fence > won.record.fence);
+}
+
+TEST_CASE("a job's proof moves every job's horizon only when the recorded loss does not explain its fence") {
+  cluster c;
+  const auto before = c.claim(t0, "api-1");  // a fence won before the loss
+  REQUIRE(before.outcome == claim_outcome::won);
+  c.clock.advance(10s);
+  c.store.lose_state();  // noticed at once, at t0 + 10 s
+  const auto lost_at = *c.store.lost_at();
+  c.clock.advance(5s);
+  // A fence won before the recorded loss: that loss explains it.
+  REQUIRE(c.store.prove_loss("report", before.record.fence));
+  CHECK_FALSE(c.store.record_proof(before.record.fence));
+  CHECK(c.store.lost_at() == lost_at);
+  // The job's own horizon is the proof's moment all the same: runs won
+  // after the recorded loss may have been lost since, unseen by this caller.
+  const auto slot = lost_at + 2s;
+  CHECK(c.claim(slot, "api-2").record.lease_end == c.clock.now() + 30s);  // not lost_at + 30 s
+  c.clock.advance(30s);
+  CHECK(c.claim(slot, "api-2").record.lease_end == lease::time_point::max());  // and then never
+  // A fence won after the recorded loss is news for every job.
+  c.clock.advance(40s);
+  const auto after = c.claim(c.clock.now(), "api-1");
+  REQUIRE(after.outcome == claim_outcome::won);
+  c.clock.advance(1s);
+  c.store.forget_job("report");
+  REQUIRE(c.store.prove_loss("report", after.record.fence));
+  CHECK(c.store.record_proof(after.record.fence));
+  CHECK(c.store.lost_at() == c.clock.now());
+}
+
+TEST_CASE("a trigger of a job whose loss a fence proved takes a slot past the job's horizon") {
+  cluster c;
+  const std::string job = "report";
+  const auto won = c.claim(t0, "api-1");
+  REQUIRE(won.outcome == claim_outcome::won);
+  c.store.forget_job(job);
+  REQUIRE(c.store.prove_loss(job, won.record.fence));  // at t0: t0 may have run
+  CHECK(c.store.trigger(job) == t0 + lease::early_tolerance + 1ms);
+}
+
+TEST_CASE("a fence of a purged job proves nothing, and a fence above the purge's clock does") {
+  cluster c;
+  const auto won = c.claim(t0, "api-1");
+  REQUIRE(c.store.finish({"report", t0}, won.record.token, run_status::success));
+  c.clock.advance(1s);
+  REQUIRE(c.store.purge("report", 0s).outcome == lease::purge_outcome::purged);
+  const std::uint64_t purged_at = lease::rules::detail::as_fence(c.clock.now());
+  CHECK_FALSE(c.store.prove_loss("report", won.record.fence));
+  CHECK_FALSE(c.store.prove_loss("report", purged_at));
+  CHECK(c.store.list_jobs().empty());  // nothing made up
+  CHECK(c.store.prove_loss("report", purged_at + 1));  // won after the purge, and lost since
+}
+
 TEST_CASE("quarantine_after_loss: a win or a resent win inside the horizon never runs, one after it waits out the "
           "quarantine") {
   cluster c;

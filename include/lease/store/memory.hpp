@@ -221,6 +221,23 @@ class memory_store {
     std::scoped_lock lock(state_->mutex);
     rules::notice_loss(state_->table, clock_.now());
   }
+  /// A fence a handle remembers of `job` proves a loss of its state
+  /// (rules::prove_loss), and what that proof means for every job
+  /// (rules::record_proof): how a store that keeps no evidence of its own
+  /// (Redis) learns of a loss of one job's keys. For the simulation.
+  bool prove_loss(std::string_view job, std::uint64_t known) {
+    std::scoped_lock lock(state_->mutex);
+    return rules::prove_loss(state_->table, job, known, clock_.now());
+  }
+  bool record_proof(std::uint64_t fence) {
+    std::scoped_lock lock(state_->mutex);
+    return rules::record_proof(state_->table, fence, clock_.now());
+  }
+  /// Forgets one job's state and notices nothing (rules::forget_job).
+  void forget_job(std::string_view job) {
+    std::scoped_lock lock(state_->mutex);
+    rules::forget_job(state_->table, job);
+  }
   /// When the loss claims are quarantined by was noticed (store clock), if any.
   [[nodiscard]] std::optional<time_point> lost_at() const {
     std::scoped_lock lock(state_->mutex);
