@@ -821,7 +821,9 @@ TEST_CASE("after the store loses its state, no instance starts a run a runner ma
 // b on the forgotten state, and b's reply is lost, the marker's answer with
 // it. b's resend is answered `running` with its own token; the marker beside
 // it shows the loss, and the run is ended: b starts nothing, and no backup
-// takes the ended run over later.
+// takes the ended run over later. (b is a process started since its last
+// claim of the job: a fence it remembered would prove the loss inside the
+// script, rules::prove_loss, and the script would not win.)
 TEST_CASE("a loss noticed beside claims: a win on the forgotten state whose reply was lost starts nothing at its "
           "resend, then or later") {
   lease::sim::cluster<> sim(3, sim_options());
@@ -830,9 +832,14 @@ TEST_CASE("a loss noticed beside claims: a win on the forgotten state whose repl
     return lease::sim::script{.runs_for = 20s, .honours_stop = 0ms};
   });
   sim.add_instance("a");
-  sim.add_instance("b", -2s);  // claims each slot 2 s after a
+  sim.add_instance("b", -1700ms);  // claims each slot 1.7 s after a
   sim.start_all();
-  sim.run_for(60s + 500ms);
+  sim.run_for(30s);
+  sim.crash(1);
+  sim.restart(1);  // b remembers no fence of the job
+  // Between a's heartbeats (every 500 ms from the slot): a refused one
+  // would prove the loss with a's fence before b's claim is sent.
+  sim.run_for(31s + 600ms);
   const auto& h = sim.recorded().handlers;
   REQUIRE_FALSE(h.empty());
   const lease::sim::handler_run ran = h.back();
@@ -889,6 +896,38 @@ TEST_CASE("a loss noticed beside claims: a trigger asked before the notice, its 
     told += e.run.slot == slot && e.message.find("was asked before the store noticed that it lost its state") !=
                                       std::string::npos;
   CHECK(told == 1);
+}
+
+// A loss of one job's state alone (an evicted key), unnoticed, after a loss
+// the store did notice. c was frozen since before that loss, so the fence
+// it remembers was won before it: the recorded loss explains c's proof,
+// and every other job's horizon stays where it was. But the slot c claims
+// late was run since, by another instance, and lost with the job's key:
+// the job's own horizon is the proof's moment, so c does not run it again.
+TEST_CASE("a loss of one job's state, proved by a fence from before a recorded loss, does not run again a slot "
+          "run since") {
+  lease::sim::cluster<> sim(7, sim_options());
+  sim.add_job("report", lease::every(10s), [](const lease::run_context&) {
+    return lease::sim::script{.runs_for = 5s, .honours_stop = 0ms};
+  });
+  for (const char* n : {"a", "b", "c"}) sim.add_instance(n);
+  sim.start_all();
+  const lease::time_point t0 = sim.now();
+  sim.run_until(t0 + 11500ms);  // slot 10 s ran; every instance saw its fence
+  sim.freeze(2, 8900ms);        // c, until 20.4 s
+  sim.run_until(t0 + 12s);
+  sim.lose_store_state();  // noticed at once: slots up to 13 s skipped, claims wait until 15 s
+  sim.run_until(t0 + 20300ms);  // a or b runs slot 20 s, with a fence won after the loss
+  const auto& h = sim.recorded().handlers;
+  const lease::run_key slot20{"report", t0 + 20s};
+  REQUIRE(std::count_if(h.begin(), h.end(), [&](const auto& r) { return r.run == slot20; }) == 1);
+  REQUIRE(sim.lose_job_state("report"));  // its key evicted while slot 20 s runs
+  sim.run_for(30s);  // c thaws at 20.4 s and claims slot 20 s, 400 ms late, before the runner's next heartbeat
+  INFO(sim.describe());
+  CHECK(sim.violations().empty());
+  CHECK(std::count_if(h.begin(), h.end(), [&](const auto& r) { return r.run == slot20; }) == 1);
+  CHECK(sim.fence_proofs(true) >= 1);  // c's proof, explained by the recorded loss
+  CHECK(std::any_of(h.begin(), h.end(), [&](const auto& r) { return r.run.slot >= t0 + 30s; }));  // later slots run
 }
 
 TEST_CASE("an instance restarted under the same id does not call itself the backup of its own run") {

@@ -186,6 +186,33 @@ class cluster {
   /// replica that lacked the last writes), noticed at once.
   void take_store_backup() { world_->take_backup(); }
   void restore_store_backup() { world_->restore_backup(); }
+  /// `job`'s state alone is lost, unnoticed (world::lose_job_state): only a
+  /// fence an instance remembers proves it. A handle that remembers none
+  /// (a process started since) cannot tell its slots ran (doc/protocol.md
+  /// §15, "What detection cannot see"), so this lands only when every
+  /// instance that is up remembers one, the job has run, and no loss of a
+  /// job is still unproven; until a fence proves it, a history must not
+  /// restart an instance (loss_unproven()). Returns whether it landed.
+  bool lose_job_state(const std::string& job) {
+    if (!world_->unproven.empty()) return false;
+    const rules::run_table t = world_->mem.snapshot();
+    const auto j = t.jobs.find(job);
+    if (j == t.jobs.end() || j->second.fence == 0) return false;
+    for (const auto& p : instances_)
+      if (!p->crashed && !p->sched->stopped() && world_->fence_seen(p->name, job) == 0) return false;
+    world_->lose_job_state(job);
+    return true;
+  }
+  /// Whether a loss of one job's state has not been proved yet.
+  [[nodiscard]] bool loss_unproven() const { return !world_->unproven.empty(); }
+  /// Losses proved by a fence an instance remembered, and of those, the
+  /// ones the recorded loss explained (world::record_proof).
+  [[nodiscard]] std::uint64_t fence_proofs(bool explained = false) const {
+    return explained ? world_->explained_proofs : world_->proofs;
+  }
+  /// Losses of one job's state first proved by a fence won before an
+  /// earlier, recorded loss (world::stale_proofs).
+  [[nodiscard]] std::uint64_t stale_fence_proofs() const { return world_->stale_proofs; }
   /// The store loses its state inside instance `i`'s next claim round trip,
   /// after `after` of its claims ran (a FLUSHALL from elsewhere between the
   /// pipelined commands). At once the loss is noticed there or not at all;
@@ -829,10 +856,11 @@ class cluster {
   void check_no_start_across_loss(std::vector<std::string>& out) const {
     const history& h = world_->hist;
     for (const auto& [at, what] : h.faults) {
-      if (what != "store lost its state") continue;
+      const bool all = what == "store lost its state";
+      if (!all && what.rfind("store lost job ", 0) != 0) continue;  // or one job's alone
       std::set<run_key> before;
       for (const handler_run& r : h.handlers)
-        if (r.start < at) before.insert(r.run);
+        if (r.start < at && (all || what == world::lost_job_fault(r.run.job))) before.insert(r.run);
       for (const handler_run& r : h.handlers)
         if (r.start > at && before.count(r.run) != 0)
           out.push_back("I5: " + to_text(r.run) + " started before the store lost its state at " +
@@ -885,7 +913,7 @@ class cluster {
     }
     bool lost = false;
     for (const auto& [at, what] : world_->hist.faults)
-      if (at >= from && what == "store lost its state") lost = true;
+      if (at >= from && (what == "store lost its state" || what.rfind("store lost job ", 0) == 0)) lost = true;
     if (lost) return;
     const std::vector<stored_job> stored = world_->mem.list_jobs();
     for (const auto& inp : instances_) {
@@ -995,7 +1023,7 @@ class cluster {
         // A stepped wall clock or a drifting monotonic one (within the
         // margin's bound) leaves a runner healthy: it must keep its run.
         const bool step = what.rfind("step clock", 0) == 0 || what.rfind("monotonic clock", 0) == 0;
-        if ((about && !step) || what == "store lost its state") excused = true;
+        if ((about && !step) || world::lost_state_of(what, op.run.job)) excused = true;
       }
       if (!excused)
         out.push_back("healthy runner taken over: " + to_text(op.run) + " attempt " +
@@ -1132,7 +1160,7 @@ class cluster {
       });
       const bool told = std::any_of(h.events.begin(), h.events.end(), [&](const event& e) { return e.run == key; });
       const bool forgotten = std::any_of(h.faults.begin(), h.faults.end(), [&](const auto& f) {
-        return f.first >= t.at && f.second == "store lost its state";
+        return f.first >= t.at && world::lost_state_of(f.second, t.job);
       });
       if (claimed || told || forgotten) continue;
       const bool still = std::find(pending.begin(), pending.end(), key) != pending.end();
@@ -1161,7 +1189,7 @@ class cluster {
       const bool mine = what.size() > suffix.size() &&
                         what.compare(what.size() - suffix.size(), suffix.size(), suffix) == 0;
       if (!mine) {
-        if (what == "store lost its state" && at >= from) return false;
+        if (world::lost_state_of(what, job) && at >= from) return false;
         continue;
       }
       const std::string w = what.substr(0, what.size() - suffix.size());
@@ -1210,7 +1238,7 @@ class cluster {
           what.size() > who.size() && what.compare(what.size() - who.size() - 1, std::string::npos, " " + who) == 0;
       const bool drift = what.rfind("monotonic clock", 0) == 0;
       const bool slow = what.rfind("slow", 0) == 0 || what.rfind("hung", 0) == 0 || what.rfind("hang", 0) == 0;
-      if ((about_it && !drift) || (no_slow_calls && slow) || what == "store lost its state") return false;
+      if ((about_it && !drift) || (no_slow_calls && slow) || world::lost_state_of(what, run.job)) return false;
     }
     return true;
   }

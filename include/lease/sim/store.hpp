@@ -135,6 +135,65 @@ struct world {
   std::uint64_t handed_back = 0;         ///< answers that would start a handler, handed back by the marker's answer
   std::uint64_t resent_handed_back = 0;  ///< of those, resent claims answered `running` with their own token
 
+  /// What each instance's handle remembers, as a redis_store handle does
+  /// (which learns fences from reads too: the sim's handles, only from
+  /// claim answers, prove losses no more often than it):
+  /// instance → job → the highest fence its current handle has seen in a
+  /// claim's answer that reached it. A new handle (a restart) knows none.
+  /// Each claim and refused heartbeat carries it as evidence: above the
+  /// job's stored counter, it proves a loss (rules::prove_loss).
+  std::map<std::string, std::map<std::string, std::uint64_t, std::less<>>> known_fences;
+  /// Jobs whose state alone was lost (lose_job_state) and no fence has
+  /// proved it yet.
+  std::set<std::string> unproven;
+  std::uint64_t proofs = 0;            ///< losses proved by a fence, inside a claim or refused heartbeat
+  std::uint64_t explained_proofs = 0;  ///< of those, by a fence the recorded loss explains (won before it)
+  /// Losses of one job's state (lose_job_state) first proved by a fence
+  /// won before an earlier, recorded loss: the case where the job's horizon
+  /// must be the proof's moment, not the recorded loss.
+  std::uint64_t stale_proofs = 0;
+
+  [[nodiscard]] std::uint64_t fence_seen(const std::string& instance, const std::string& job) const {
+    auto i = known_fences.find(instance);
+    if (i == known_fences.end()) return 0;
+    auto j = i->second.find(job);
+    return j == i->second.end() ? 0 : j->second;
+  }
+  void learn_fence(const std::string& instance, const std::string& job, std::uint64_t fence) {
+    if (fence == 0) return;
+    std::uint64_t& f = known_fences[instance][job];
+    f = std::max(f, fence);
+  }
+  /// `by`'s call carries its fence of `job`; true if it proved a loss of
+  /// the job's state (the job's horizon is now: rules::prove_loss).
+  bool prove(const std::string& by, const std::string& job) {
+    const std::uint64_t known = fence_seen(by, job);
+    const std::optional<time_point> recorded = mem.lost_at();
+    const bool stale = unproven.count(job) != 0 && recorded && known <= rules::detail::as_fence(*recorded);
+    if (known == 0 || !mem.prove_loss(job, known)) return false;
+    ++proofs;
+    if (stale) ++stale_proofs;
+    unproven.erase(job);
+    hist.faults.push_back({clock.now(), "loss of job " + job + "'s state proved: " + by + " remembered fence " +
+                                            std::to_string(known) + ", above the stored counter"});
+    return true;
+  }
+  /// The proof of `by`'s fence of `job`, sent after the reply that said so
+  /// (Redis's marker script): it moves every job's horizon only if the
+  /// recorded loss does not explain it (rules::record_proof).
+  void record_proof(const std::string& by, const std::string& job, std::uint64_t fence) {
+    if (marker_gone) {  // the marker script finds the marker gone too: that alone is a loss, noticed now
+      notice_loss(by);
+      return;
+    }
+    if (!mem.record_proof(fence)) {
+      ++explained_proofs;
+      return;
+    }
+    hist.faults.push_back({clock.now(), "loss of state noticed: " + by + "'s fence " + std::to_string(fence) + " of " + job +
+                                            " was won after the recorded loss"});
+  }
+
   void announce(const std::string& job, std::optional<time_point> finished = std::nullopt) {
     if (!pushes) return;
     if (lost_announcements > 0) {
@@ -146,6 +205,14 @@ struct world {
   }
 
   void violation(std::string what) { hist.violations.push_back(std::move(what)); }
+
+  /// The history's words for a loss of one job's state (lose_job_state);
+  /// "store lost its state" is a loss of every job's.
+  static std::string lost_job_fault(std::string_view job) { return "store lost job " + std::string(job) + "'s state"; }
+  /// Whether the fault `what` lost `job`'s state (every job's, or its alone).
+  static bool lost_state_of(const std::string& what, std::string_view job) {
+    return what == "store lost its state" || what == lost_job_fault(job);
+  }
 
   /// `by`'s call read the marker and found it gone: the loss is noticed
   /// now (Redis's marker script writes a new marker and the quarantine's
@@ -289,6 +356,21 @@ struct world {
     last = mem.snapshot();  // deleted on purpose: not an I7 breach
   }
 
+  /// `job`'s state alone is lost, and nothing notices (rules::forget_job):
+  /// a key evicted, a Redis Cluster master failed over to a replica that
+  /// lacked it. Only a fence an instance remembers proves it (prove). The
+  /// history holds it to "nothing started before the loss starts again
+  /// after it", like a loss of everything.
+  void lose_job_state(const std::string& job) {
+    const auto before = mem.snapshot();
+    mem.forget_job(job);
+    unproven.insert(job);
+    hist.faults.push_back({clock.now(), lost_job_fault(job)});
+    if (auto j = before.jobs.find(job); j != before.jobs.end() && j->second.paused)
+      hist.pauses.push_back({clock.now(), hist.ops.size(), job, false});  // its pause is lost with it
+    last = mem.snapshot();  // deleted on purpose: not an I7 breach
+  }
+
   /// A backup of the store as it is now, for restore_backup().
   std::optional<rules::run_table> backup;
   void take_backup() {
@@ -322,27 +404,38 @@ struct world {
 /// Not thread-safe (the simulation is one thread).
 class store {
  public:
-  store(std::shared_ptr<world> w, std::string instance) : w_(std::move(w)), instance_(std::move(instance)) {}
+  store(std::shared_ptr<world> w, std::string instance) : w_(std::move(w)), instance_(std::move(instance)) {
+    w_->known_fences[instance_].clear();  // a new process remembers nothing
+  }
 
   claim_result claim(const claim_request& req) { return std::move(claim_many(std::span(&req, 1), false).front()); }
   /// BatchClaimStore: one call (one round trip: a slow or failed call is
   /// slow or failed for the whole batch), each claim applied in order.
   std::vector<claim_result> claim_many(std::span<const claim_request> batch) { return claim_many(batch, true); }
+  /// A refused heartbeat carries the handle's fence of the job, checked
+  /// in the same call (Redis's heartbeat script): it may prove a loss.
   bool heartbeat(const run_key& run, std::string_view token, duration lease) {
     arrive();
     const bool ok = w_->mem.heartbeat(run, token, lease);
     renewal(run, token, ok);
+    const bool proved = !ok && w_->prove(instance_, run.job);
     depart();
     if (!ok) w_->refused.insert(std::string(token));  // I2 applies once the refusal reached the instance
+    if (proved) w_->record_proof(instance_, run.job, w_->fence_seen(instance_, run.job));
     return ok;
   }
   std::vector<bool> heartbeat_many(std::span<const heartbeat_request> batch) {
     arrive();
     std::vector<bool> out = w_->mem.heartbeat_many(batch);
-    for (std::size_t i = 0; i < batch.size(); ++i) renewal(batch[i].run, batch[i].token, out[i]);
+    std::vector<std::string> proved;
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      renewal(batch[i].run, batch[i].token, out[i]);
+      if (!out[i] && w_->prove(instance_, batch[i].run.job)) proved.push_back(batch[i].run.job);
+    }
     depart();
     for (std::size_t i = 0; i < batch.size(); ++i)
       if (!out[i]) w_->refused.insert(batch[i].token);
+    for (const auto& job : proved) w_->record_proof(instance_, job, w_->fence_seen(instance_, job));
     return out;
   }
   bool finish(const run_key& run, std::string_view token, run_status status) {
@@ -501,15 +594,24 @@ class store {
     }
     std::vector<claim_result> out;
     out.reserve(batch.size());
+    std::vector<std::pair<std::string, std::uint64_t>> proofs;  // (job, the fence that proved its loss)
     for (const auto& req : batch) {
       if (loss_after == out.size()) w_->lose_state();
+      // The handle's fence of the job travels with the claim, checked
+      // first, in the same atomic step (Redis: inside the claim script).
+      if (w_->prove(instance_, req.run.job)) proofs.emplace_back(req.run.job, w_->fence_seen(instance_, req.run.job));
       out.push_back(apply_claim(req, batched ? w_->claim_batches : 0));
     }
     if (loss_after && *loss_after >= out.size()) w_->lose_state();
     const bool marker_gone = w_->marker_gone;  // read after the claims
     depart();  // a lost reply throws here: the marker's answer is lost with it
+    // The reply arrived: the handle learns the fences in it, and sends
+    // each proof to the marker script (a call of its own).
+    for (std::size_t i = 0; i < batch.size(); ++i)
+      if (out[i].record.job == batch[i].run.job) w_->learn_fence(instance_, batch[i].run.job, out[i].record.fence);
+    if (w_->loss_beside_claims && marker_gone) w_->notice_loss(instance_);
+    for (const auto& [job, fence] : proofs) w_->record_proof(instance_, job, fence);
     if (w_->loss_beside_claims) {
-      if (marker_gone) w_->notice_loss(instance_);
       known_lost_ = w_->mem.lost_at();
       for (std::size_t i = 0; i < batch.size(); ++i) out[i] = beside_loss(batch[i], std::move(out[i]), sent_lost);
     }
