@@ -389,12 +389,17 @@ inline void forget_job(run_table& t, std::string_view job) {
 ///    end; the caller releases it (a backup takes it over then).
 /// A resent claim's `running` was applied one lease before its lease end.
 /// A `paused` answer inside the quarantine is quarantined too (claim() puts
-/// the quarantine before a pause).
+/// the quarantine before a pause) — but a manual claim's: that answer
+/// answered the operator's trigger in the store, and held back, its resend
+/// would find the trigger gone (`none`) and no event would name it (the
+/// property tests found this once a proof of a loss of one job's state
+/// moved the quarantine under another job's paused trigger).
 [[nodiscard]] inline std::optional<time_point> quarantine_after_loss(const claim_request& req,
                                                                      const claim_result& res, time_point lost_at) {
   const time_point quarantine_end = lost_at + req.lease;
   if (res.outcome == claim_outcome::paused)
-    return res.store_now < quarantine_end ? std::optional(quarantine_end) : std::nullopt;
+    return req.reason != claim_reason::manual && res.store_now < quarantine_end ? std::optional(quarantine_end)
+                                                                               : std::nullopt;
   if (!starts_handler(req, res)) return std::nullopt;
   if (req.run.slot <= lost_at + early_tolerance) return time_point::max();
   const time_point applied_at =

@@ -859,6 +859,11 @@ TEST_CASE("quarantine_after_loss: a win or a resent win inside the horizon never
   paused.outcome = claim_outcome::paused;
   paused.store_now = t0 + 12s;
   CHECK(lease::rules::quarantine_after_loss(past, paused, lost_at) == lost_at + past.lease);
+  // ...but a manual claim's `paused` stands: it answered the trigger in the
+  // store, and a resend would find the trigger gone and say nothing.
+  lease::claim_request manual = past;
+  manual.reason = lease::claim_reason::manual;
+  CHECK_FALSE(lease::rules::quarantine_after_loss(manual, paused, lost_at).has_value());
 }
 
 TEST_CASE("list_jobs shows a pending trigger and list_runs marks a manual run") {
