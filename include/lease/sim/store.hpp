@@ -388,6 +388,12 @@ struct world {
   void restore_backup() {
     if (!backup) return;
     mem.restore(*backup);
+    // The rollback brings back which attempt of each run is the latest won
+    // one (I2 holds writes to the store's state, not to a forgotten one): a
+    // runner of a restored attempt may renew and finish it; that no two of
+    // its handlers run at once is I5's and I9's to check.
+    for (const auto& [job, js] : backup->jobs)
+      for (const auto& [slot, r] : js.runs) won_token[r.key()] = r.token;
     hist.faults.push_back({clock.now(), "store lost its state"});
     hist.pauses.push_back({clock.now(), hist.ops.size(), {}, false});  // the backup's pauses, below
     for (const auto& [job, js] : backup->jobs)
