@@ -628,3 +628,37 @@ TEST_CASE("a pause is stored in the job's hash: every handle obeys it, it surviv
   CHECK(has(notices, "a job paused in the lost keys is no longer paused (pause it again)"));
   CHECK_FALSE(b.paused("report"));
 }
+
+// A manual claim answered `paused` has answered the trigger in the store.
+// If the marker read beside it then shows a loss this handle did not know
+// of, the answer must stand: turned into `quarantined`, the scheduler would
+// send the claim again after the quarantine, find no trigger (`none`), and
+// the trigger would end without a word (rules::quarantine_after_loss; found
+// by the property tests on lease::sim, session 31).
+TEST_CASE("a paused job's trigger answered paused beside a loss the handle learns of then stays answered paused") {
+  lease::testing::redis_server srv;
+  lease::fake_clock clock{at(1'700'000'000'000)};
+  const std::string prefix = lease::testing::fresh_prefix("paused-trigger");
+  auto a = store_on(srv.url(), prefix, clock);
+  auto b = store_on(srv.url(), prefix, clock);
+  REQUIRE_FALSE(a.get({"elsewhere", clock.now()}));  // both connected: they know the marker as it is now
+  REQUIRE_FALSE(b.get({"elsewhere", clock.now()}));
+
+  srv.command({"FLUSHALL"});  // the connections stay up
+  const time_point lost_at = clock.now();
+  REQUIRE(b.claim(request("other", clock.now(), "b1")).outcome == claim_outcome::quarantined);  // b notices
+  REQUIRE(has(b.take_notices(), "the marker key is gone"));
+  REQUIRE(b.pause("report"));
+  const time_point manual = b.trigger("report");
+  REQUIRE(manual == lost_at + 1001ms);  // past the loss's horizon
+  clock.advance(5ms);  // no longer early
+
+  // a sends what it knew (no loss); the script answers paused and takes the
+  // trigger; the marker read after it tells a of b's loss.
+  const auto answer = a.claim(request("report", manual, "a1", claim_reason::manual));
+  CHECK(answer.outcome == claim_outcome::paused);
+  CHECK(b.triggers(std::vector<std::string>{"report"}).empty());  // answered, not left pending
+  CHECK_FALSE(a.get({"report", manual}));  // nothing was created
+  // a knows of the loss now: a scheduled claim inside the quarantine waits.
+  CHECK(a.claim(request("third", clock.now(), "a2")).outcome == claim_outcome::quarantined);
+}

@@ -856,8 +856,8 @@ class cluster {
   void check_no_start_across_loss(std::vector<std::string>& out) const {
     const history& h = world_->hist;
     for (const auto& [at, what] : h.faults) {
-      const bool all = what == "store lost its state";
-      if (!all && what.rfind("store lost job ", 0) != 0) continue;  // or one job's alone
+      if (!world::is_loss(what)) continue;
+      const bool all = what == world::lost_every_job_fault;  // or one job's alone
       std::set<run_key> before;
       for (const handler_run& r : h.handlers)
         if (r.start < at && (all || what == world::lost_job_fault(r.run.job))) before.insert(r.run);
@@ -913,7 +913,7 @@ class cluster {
     }
     bool lost = false;
     for (const auto& [at, what] : world_->hist.faults)
-      if (at >= from && (what == "store lost its state" || what.rfind("store lost job ", 0) == 0)) lost = true;
+      if (at >= from && world::is_loss(what)) lost = true;
     if (lost) return;
     const std::vector<stored_job> stored = world_->mem.list_jobs();
     for (const auto& inp : instances_) {

@@ -206,12 +206,17 @@ struct world {
 
   void violation(std::string what) { hist.violations.push_back(std::move(what)); }
 
-  /// The history's words for a loss of one job's state (lose_job_state);
-  /// "store lost its state" is a loss of every job's.
+  /// The history's words for a loss of every job's state (lose_state,
+  /// restore_backup), and of one job's (lose_job_state).
+  static constexpr std::string_view lost_every_job_fault = "store lost its state";
   static std::string lost_job_fault(std::string_view job) { return "store lost job " + std::string(job) + "'s state"; }
+  /// Whether the fault `what` lost some job's state, every job's or one's.
+  static bool is_loss(std::string_view what) {
+    return what == lost_every_job_fault || what.starts_with("store lost job ");
+  }
   /// Whether the fault `what` lost `job`'s state (every job's, or its alone).
   static bool lost_state_of(const std::string& what, std::string_view job) {
-    return what == "store lost its state" || what == lost_job_fault(job);
+    return what == lost_every_job_fault || what == lost_job_fault(job);
   }
 
   /// `by`'s call read the marker and found it gone: the loss is noticed
@@ -351,7 +356,7 @@ struct world {
     } else {
       mem.lose_state();
     }
-    hist.faults.push_back({clock.now(), "store lost its state"});
+    hist.faults.push_back({clock.now(), std::string(lost_every_job_fault)});
     hist.pauses.push_back({clock.now(), hist.ops.size(), {}, false});  // pauses are lost too
     last = mem.snapshot();  // deleted on purpose: not an I7 breach
   }
@@ -394,7 +399,7 @@ struct world {
     // its handlers run at once is I5's and I9's to check.
     for (const auto& [job, js] : backup->jobs)
       for (const auto& [slot, r] : js.runs) won_token[r.key()] = r.token;
-    hist.faults.push_back({clock.now(), "store lost its state"});
+    hist.faults.push_back({clock.now(), std::string(lost_every_job_fault)});
     hist.pauses.push_back({clock.now(), hist.ops.size(), {}, false});  // the backup's pauses, below
     for (const auto& [job, js] : backup->jobs)
       if (js.paused) hist.pauses.push_back({clock.now(), hist.ops.size(), job, true});
