@@ -135,11 +135,10 @@ struct world {
   std::uint64_t handed_back = 0;         ///< answers that would start a handler, handed back by the marker's answer
   std::uint64_t resent_handed_back = 0;  ///< of those, resent claims answered `running` with their own token
 
-  /// What each instance's handle remembers, as a redis_store handle does
-  /// (which learns fences from reads too: the sim's handles, only from
-  /// claim answers, prove losses no more often than it):
+  /// What each instance's handle remembers, as a redis_store handle does:
   /// instance → job → the highest fence its current handle has seen in a
-  /// claim's answer that reached it. A new handle (a restart) knows none.
+  /// claim's, get's or unfinished's answer that reached it. A new handle
+  /// (a restart) knows none.
   /// Each claim and refused heartbeat carries it as evidence: above the
   /// job's stored counter, it proves a loss (rules::prove_loss).
   std::map<std::string, std::map<std::string, std::uint64_t, std::less<>>> known_fences;
@@ -524,16 +523,20 @@ class store {
       w_->trigger_listeners.erase(trigger_listener_);
     }
   }
+  // Reads teach the handle fences too, as redis_store's do (saw_fence):
+  // once their reply has reached it.
   std::vector<run_record> unfinished(std::string_view job) {
     arrive();
     auto out = w_->mem.unfinished(job);
     depart();
+    for (const run_record& r : out) w_->learn_fence(instance_, std::string(job), r.fence);
     return out;
   }
   std::optional<run_record> get(const run_key& run) {
     arrive();
     auto out = w_->mem.get(run);
     depart();
+    if (out) w_->learn_fence(instance_, run.job, out->fence);
     return out;
   }
   [[nodiscard]] time_point now() const { return w_->mem.now(); }
