@@ -315,6 +315,12 @@ inline void restore_state(run_table& t, run_table backup, time_point now) {
   t.lost_at = now;
 }
 
+/// The same rollback, not noticed: the backup's record of losses comes
+/// back with it (a PostgreSQL database or a Redis dump restored whole: the
+/// marker is the backup's too). Only a fence a handle remembers above a
+/// restored counter proves it (prove_loss, then record_proof).
+inline void roll_back(run_table& t, run_table backup) { t = std::move(backup); }
+
 /// The two halves of lose_state, for a store that notices a loss later
 /// than it happens (Redis notices a FLUSHALL when a call reads its marker
 /// key): every run, fence and pause is forgotten, and nothing knows yet...

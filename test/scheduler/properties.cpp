@@ -64,7 +64,7 @@ struct coverage_counts {
   std::size_t removes = 0, readds = 0, runs_after_readd = 0, slots_accounted = 0, pauses = 0, runs_after_resume = 0;
   std::size_t stops = 0, stopped_taken_over = 0, registration_calls = 0, resume_catch_ups = 0;
   std::size_t triggers = 0, manual_started = 0, manual_takeovers = 0, triggers_refused = 0, trigger_polls = 0;
-  std::size_t unheard_triggers = 0, spared_claims = 0, store_steps = 0, store_back_steps = 0, aimed_loss_triggers = 0, losses_inside_claims = 0, restored_backups = 0;
+  std::size_t unheard_triggers = 0, spared_claims = 0, store_steps = 0, store_back_steps = 0, aimed_loss_triggers = 0, losses_inside_claims = 0, restored_backups = 0, unnoticed_restores = 0;
   std::size_t partial_losses = 0, stale_partial_losses = 0, fence_proofs = 0, explained_proofs = 0, stale_proofs = 0;
   std::size_t handed_back = 0, resent_handed_back = 0;
   std::array<std::size_t, static_cast<std::size_t>(lease::event_kind::stopped) + 1> kinds{};
@@ -77,7 +77,7 @@ struct coverage_counts {
               << runs_after_resume << " handler starts after a resume, " << resume_catch_ups
               << " slots missed while paused caught up by a resume), " << triggers << " triggers ("
               << manual_started << " manual runs started, " << manual_takeovers << " manual attempts taken over, "
-              << triggers_refused << " with a skip or paused event (not run, or waited in buffer_one); " << trigger_polls << " trigger polls, " << unheard_triggers << " pushed while every listener was cut, " << aimed_loss_triggers << " in a slot's millisecond just after a loss of state); " << losses_inside_claims << " losses inside a claim round trip; " << restored_backups << " backups restored; " << partial_losses << " losses of one job's state, unnoticed (" << stale_partial_losses << " after a noticed loss, with an instance frozen since before it), " << fence_proofs << " losses proved by a fence an instance remembered (" << explained_proofs << " explained by the recorded loss; " << stale_proofs << " losses of one job's state first proved by a fence from before a recorded loss); " << spared_claims << " claims not sent, their run's finish announced; " << store_steps << " steps of the store's clock ahead and " << store_back_steps << " back (in histories without a loss of state); " << handed_back << " answers won on a forgotten state handed back by the marker beside them (" << resent_handed_back << " of them resent claims answered running with their own token); " << stops << " operator stops that handed over a run ("
+              << triggers_refused << " with a skip or paused event (not run, or waited in buffer_one); " << trigger_polls << " trigger polls, " << unheard_triggers << " pushed while every listener was cut, " << aimed_loss_triggers << " in a slot's millisecond just after a loss of state); " << losses_inside_claims << " losses inside a claim round trip; " << restored_backups << " backups restored (" << unnoticed_restores << " noticed only by a fence); " << partial_losses << " losses of one job's state, unnoticed (" << stale_partial_losses << " after a noticed loss, with an instance frozen since before it), " << fence_proofs << " losses proved by a fence an instance remembered (" << explained_proofs << " explained by the recorded loss; " << stale_proofs << " losses of one job's state first proved by a fence from before a recorded loss); " << spared_claims << " claims not sent, their run's finish announced; " << store_steps << " steps of the store's clock ahead and " << store_back_steps << " back (in histories without a loss of state); " << handed_back << " answers won on a forgotten state handed back by the marker beside them (" << resent_handed_back << " of them resent claims answered running with their own token); " << stops << " operator stops that handed over a run ("
               << stopped_taken_over << " stopped runs taken over after a resume); " << registration_calls
               << " registrations; events:";
     for (std::size_t k = 0; k < kinds.size(); ++k)
@@ -332,10 +332,17 @@ void random_history(coverage_counts& coverage, bool long_jobs, store_steps ahead
       // ago (restored; a failover to a replica that lacked the last
       // writes). Runs that were running then may have ended since, and
       // triggers pending then may have been answered: none runs again.
+      // Half the time nothing notices the restore (a PostgreSQL database or
+      // a Redis dump restored whole, its marker the backup's): only the
+      // fences instances remember prove it, where detection can see it.
       case 32:
         sim.take_store_backup();
         sim.run_for(ms(pick(1, 15000)));
-        sim.restore_store_backup();
+        if (pick(0, 2) == 0 && sim.restore_store_backup_unnoticed()) {
+          ++coverage.unnoticed_restores;
+        } else {
+          sim.restore_store_backup();
+        }
         ++coverage.restored_backups;
         break;
       // A loss of one job's state alone, unnoticed (a key evicted, a Redis
@@ -460,6 +467,7 @@ TEST_CASE("random histories of 3 to 5 instances with faults and clock skew satis
   CHECK(coverage.store_back_steps > 0);  // and back, in histories without a loss
   CHECK(coverage.handed_back > 0);  // claims won on a forgotten state were handed back
   CHECK(coverage.restored_backups > 0);
+  CHECK(coverage.unnoticed_restores > 0);
   CHECK(coverage.partial_losses > 0);
   CHECK(coverage.stale_partial_losses > 0);
   CHECK(coverage.stale_proofs > 0);  // a fence from before a recorded loss proved a later loss of one job's state

@@ -186,6 +186,33 @@ class cluster {
   /// replica that lacked the last writes), noticed at once.
   void take_store_backup() { world_->take_backup(); }
   void restore_store_backup() { world_->restore_backup(); }
+  /// The same, noticed by nothing but the fences instances remember, as a
+  /// PostgreSQL database or a Redis dump restored whole (its marker is the
+  /// backup's). Detection can see it only where every job that changed
+  /// since the backup has won an attempt since, and every instance that is
+  /// up remembers a fence of it above the backup's counter: the first claim
+  /// or refused heartbeat of that job then proves the loss. A job whose
+  /// only change was a run's end, a pause or an answered trigger proves
+  /// nothing (doc/protocol.md §15, "What detection cannot see"). So this
+  /// lands only then, with no loss noticed since the backup nor one
+  /// unproven; until a fence proves it, a history must not restart an
+  /// instance (loss_unproven()). Returns whether it landed.
+  bool restore_store_backup_unnoticed() {
+    const std::optional<rules::run_table>& b = world_->backup;
+    if (!b || !world_->unproven.empty() || world_->marker_gone) return false;
+    const rules::run_table t = world_->mem.snapshot();
+    if (t.lost_at != b->lost_at || t.purged != b->purged) return false;
+    for (const std::string& job : world_->changed_since_backup()) {
+      const auto now = t.jobs.find(job);
+      const auto then = b->jobs.find(job);
+      const std::uint64_t before = then == b->jobs.end() ? 0 : then->second.fence;
+      if (now == t.jobs.end() || now->second.fence <= before) return false;
+      for (const auto& p : instances_)
+        if (!p->crashed && !p->sched->stopped() && world_->fence_seen(p->name, job) <= before) return false;
+    }
+    world_->restore_backup(false);
+    return true;
+  }
   /// `job`'s state alone is lost, unnoticed (world::lose_job_state): only a
   /// fence an instance remembers proves it. A handle that remembers none
   /// (a process started since) cannot tell its slots ran (doc/protocol.md

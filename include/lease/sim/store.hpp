@@ -189,6 +189,7 @@ struct world {
       ++explained_proofs;
       return;
     }
+    unproven.clear();  // every slot up to now is inside the store's horizon
     hist.faults.push_back({clock.now(), "loss of state noticed: " + by + "'s fence " + std::to_string(fence) + " of " + job +
                                             " was won after the recorded loss"});
   }
@@ -206,12 +207,15 @@ struct world {
   void violation(std::string what) { hist.violations.push_back(std::move(what)); }
 
   /// The history's words for a loss of every job's state (lose_state,
-  /// restore_backup), and of one job's (lose_job_state).
+  /// restore_backup), and of one job's (lose_job_state; each job that
+  /// changed since the backup, in a restore noticed by nothing, which also
+  /// writes unnoticed_restore_fault: registrations go back with it).
   static constexpr std::string_view lost_every_job_fault = "store lost its state";
+  static constexpr std::string_view unnoticed_restore_fault = "store restored from a backup, unnoticed";
   static std::string lost_job_fault(std::string_view job) { return "store lost job " + std::string(job) + "'s state"; }
-  /// Whether the fault `what` lost some job's state, every job's or one's.
+  /// Whether the fault `what` lost some of the store's state.
   static bool is_loss(std::string_view what) {
-    return what == lost_every_job_fault || what.starts_with("store lost job ");
+    return what == lost_every_job_fault || what == unnoticed_restore_fault || what.starts_with("store lost job ");
   }
   /// Whether the fault `what` lost `job`'s state (every job's, or its alone).
   static bool lost_state_of(const std::string& what, std::string_view job) {
@@ -225,6 +229,7 @@ struct world {
     if (!marker_gone) return;
     marker_gone = false;
     mem.notice_loss();
+    unproven.clear();  // every slot up to now is inside the store's horizon
     // Worded so that it names no instance at its end: not a fault of one.
     hist.faults.push_back({clock.now(), "loss of state noticed: " + by + "'s call found the marker gone"});
   }
@@ -354,6 +359,7 @@ struct world {
       marker_gone = true;
     } else {
       mem.lose_state();
+      unproven.clear();
     }
     hist.faults.push_back({clock.now(), std::string(lost_every_job_fault)});
     hist.pauses.push_back({clock.now(), hist.ops.size(), {}, false});  // pauses are lost too
@@ -377,28 +383,65 @@ struct world {
 
   /// A backup of the store as it is now, for restore_backup().
   std::optional<rules::run_table> backup;
+  /// The jobs whose runs, fence, pause, trigger or horizon differ between
+  /// the store now and the backup (registrations aside: they carry no run).
+  [[nodiscard]] std::vector<std::string> changed_since_backup() const {
+    std::vector<std::string> out;
+    if (!backup) return out;
+    const rules::run_table now = mem.snapshot();
+    auto same = [](const rules::job_state* a, const rules::job_state* b) {
+      if (a == nullptr || b == nullptr) return a == b;
+      return a->fence == b->fence && a->runs == b->runs && a->paused == b->paused && a->trigger == b->trigger &&
+             a->lost_at == b->lost_at;
+    };
+    auto find = [](const rules::run_table& t, const std::string& job) -> const rules::job_state* {
+      auto it = t.jobs.find(job);
+      return it == t.jobs.end() ? nullptr : &it->second;
+    };
+    std::set<std::string> jobs;
+    for (const auto& [job, js] : now.jobs) jobs.insert(job);
+    for (const auto& [job, js] : backup->jobs) jobs.insert(job);
+    for (const std::string& job : jobs)
+      if (!same(find(now, job), find(*backup, job))) out.push_back(job);
+    return out;
+  }
   void take_backup() {
     backup = mem.snapshot();
     hist.faults.push_back({clock.now(), "backup of the store taken"});
   }
-  /// The store comes back as the backup (rules::restore_state): what
-  /// happened since is forgotten, and the loss is noticed at once, as
-  /// SQLite notices a restored file (a new inode). (PostgreSQL and Redis
-  /// notice a rolled-back state only when a fence an instance saw is above
-  /// a restored counter; until then they cannot tell. The sim models the
-  /// rules once the loss is known.) The history's checks hold it to
-  /// "nothing started before the loss starts again after it", like a loss
-  /// of everything.
-  void restore_backup() {
+  /// The store comes back as the backup: what happened since is
+  /// forgotten. `noticed`: at once (rules::restore_state), as SQLite
+  /// notices a restored file (a new inode). Otherwise not at all
+  /// (rules::roll_back), as PostgreSQL and Redis: the marker comes back
+  /// with the backup, and only a fence an instance remembers above a
+  /// restored counter proves the loss (prove, record_proof); the jobs that
+  /// changed since are unproven until then. The history's checks hold it
+  /// to "nothing started before the loss starts again after it", like a
+  /// loss of everything.
+  void restore_backup(bool noticed = true) {
     if (!backup) return;
-    mem.restore(*backup);
+    if (noticed) {
+      mem.restore(*backup);
+      unproven.clear();
+      hist.faults.push_back({clock.now(), std::string(lost_every_job_fault)});
+    } else {
+      // Only the jobs that changed since the backup lost anything: the
+      // others' state is exact, and a takeover of their runs is as right as
+      // before the restore. Each changed job is held to "nothing started
+      // before its loss starts again after it".
+      hist.faults.push_back({clock.now(), std::string(unnoticed_restore_fault)});
+      for (const std::string& job : changed_since_backup()) {
+        unproven.insert(job);
+        hist.faults.push_back({clock.now(), lost_job_fault(job)});
+      }
+      mem.roll_back(*backup);
+    }
     // The rollback brings back which attempt of each run is the latest won
     // one (I2 holds writes to the store's state, not to a forgotten one): a
     // runner of a restored attempt may renew and finish it; that no two of
     // its handlers run at once is I5's and I9's to check.
     for (const auto& [job, js] : backup->jobs)
       for (const auto& [slot, r] : js.runs) won_token[r.key()] = r.token;
-    hist.faults.push_back({clock.now(), std::string(lost_every_job_fault)});
     hist.pauses.push_back({clock.now(), hist.ops.size(), {}, false});  // the backup's pauses, below
     for (const auto& [job, js] : backup->jobs)
       if (js.paused) hist.pauses.push_back({clock.now(), hist.ops.size(), job, true});

@@ -211,6 +211,11 @@ class memory_store {
     std::scoped_lock lock(state_->mutex);
     rules::restore_state(state_->table, std::move(backup), clock_.now());
   }
+  /// Comes back as `backup` and notices nothing (rules::roll_back).
+  void roll_back(rules::run_table backup) {
+    std::scoped_lock lock(state_->mutex);
+    rules::roll_back(state_->table, std::move(backup));
+  }
   /// The same loss, noticed later (rules::forget_state, then notice_loss):
   /// how a store that finds a loss by a marker beside its claims sees one.
   void forget_state() {
