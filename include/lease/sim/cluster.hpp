@@ -115,10 +115,16 @@ class cluster {
     in.running.clear();
   }
   /// A crashed or stopped instance comes back as a new process (same name and
-  /// skew, a fresh scheduler) and starts: catch-up runs again.
+  /// skew, a fresh scheduler) and starts: catch-up runs again. Not while a
+  /// loss is unproven (loss_unproven()): a new process remembers no fence,
+  /// so its claims could win slots the loss forgot, beyond what detection
+  /// can see — a history that does so is told, as a violation.
   void restart(std::size_t i) {
     instance& in = *instances_.at(i);
     if (!in.crashed && !in.sched->stopped()) return;
+    if (loss_unproven())
+      world_->violation("the history restarted " + in.name +
+                        " while a loss of state was unproven: outside what detection can see");
     fault(i, "restart");
     for (auto& r : in.running) end_handler(r, "crashed");
     in.running.clear();
