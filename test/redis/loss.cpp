@@ -72,14 +72,19 @@ bool has(const std::vector<std::string>& notices, std::string_view text) {
                      [&](const std::string& n) { return n.find(text) != std::string::npos; });
 }
 
-}  // namespace
-
-TEST_CASE("after a restart without persistence between two instances' claims the second claim is quarantined") {
+/// One redis-server (no persistence), a fake clock, and two store handles
+/// on one prefix of it: two instances, a and b.
+struct two_handles {
   lease::testing::redis_server srv;  // --save '' --appendonly no
   lease::fake_clock clock{at(1'700'000'000'000)};
-  const std::string prefix = lease::testing::fresh_prefix("restart");
-  auto a = store_on(srv.url(), prefix, clock);
-  auto b = store_on(srv.url(), prefix, clock);
+  std::string prefix = lease::testing::fresh_prefix("loss");
+  lease::redis_store a = store_on(srv.url(), prefix, clock);
+  lease::redis_store b = store_on(srv.url(), prefix, clock);
+};
+
+}  // namespace
+
+TEST_CASE_METHOD(two_handles, "after a restart without persistence between two instances' claims the second claim is quarantined") {
   const run_key run{"report", clock.now()};
   auto won = a.claim(request("report", run.slot, "a1"));
   REQUIRE(won.outcome == claim_outcome::won);
@@ -111,12 +116,7 @@ TEST_CASE("after a restart without persistence between two instances' claims the
   CHECK(next.record.fence > won.record.fence);  // fences never repeat
 }
 
-TEST_CASE("after FLUSHALL an instance that never saw the job is quarantined too, and fences keep growing") {
-  lease::testing::redis_server srv;
-  lease::fake_clock clock{at(1'700'000'000'000)};
-  const std::string prefix = lease::testing::fresh_prefix("flush");
-  auto a = store_on(srv.url(), prefix, clock);
-  auto b = store_on(srv.url(), prefix, clock);
+TEST_CASE_METHOD(two_handles, "after FLUSHALL an instance that never saw the job is quarantined too, and fences keep growing") {
   const run_key run{"report", clock.now()};
   auto first = a.claim(request("report", run.slot, "a1"));
   REQUIRE(first.outcome == claim_outcome::won);
@@ -294,12 +294,7 @@ TEST_CASE("after FLUSHALL nothing noticed yet, a trigger in the millisecond of a
 // at each job's first claim, and skipped (or never took over) the slots of
 // every job up to then. The job itself stays cautious: runs of it won after
 // the recorded loss and lost again would look the same to this instance.
-TEST_CASE("after FLUSHALL a fence won before the recorded loss does not restart every job's quarantine") {
-  lease::testing::redis_server srv;
-  lease::fake_clock clock{at(1'700'000'000'000)};
-  const std::string prefix = lease::testing::fresh_prefix("redetect");
-  auto a = store_on(srv.url(), prefix, clock);
-  auto b = store_on(srv.url(), prefix, clock);
+TEST_CASE_METHOD(two_handles, "after FLUSHALL a fence won before the recorded loss does not restart every job's quarantine") {
   const run_key report{"report", clock.now()};
   REQUIRE(a.claim(request("report", report.slot, "a1")).outcome == claim_outcome::won);
   REQUIRE(a.claim(request("daily", report.slot, "a2")).outcome == claim_outcome::won);
@@ -343,12 +338,7 @@ TEST_CASE("after FLUSHALL a fence won before the recorded loss does not restart 
   CHECK(b.claim(request("fourth", clock.now(), "b4")).outcome == claim_outcome::quarantined);  // store-wide again
 }
 
-TEST_CASE("a job whose keys alone vanished is detected by the fence an instance saw, and the quarantine is shared") {
-  lease::testing::redis_server srv;
-  lease::fake_clock clock{at(1'700'000'000'000)};
-  const std::string prefix = lease::testing::fresh_prefix("evict1");
-  auto a = store_on(srv.url(), prefix, clock);
-  auto b = store_on(srv.url(), prefix, clock);
+TEST_CASE_METHOD(two_handles, "a job whose keys alone vanished is detected by the fence an instance saw, and the quarantine is shared") {
   const run_key run{"report", clock.now()};
   auto first = a.claim(request("report", run.slot, "a1"));
   REQUIRE(first.outcome == claim_outcome::won);
@@ -395,12 +385,7 @@ TEST_CASE("a claim of an instance that saw the job detects its lost state by its
 // leaves it: the slot's run is there, but older than the fence this handle
 // saw. The claim script answers such a run without reading the job index
 // only when the known fence is at most the run's own.
-TEST_CASE("a job's hash rolled back to an older copy is detected by a claim of a slot that copy still holds") {
-  lease::testing::redis_server srv;
-  lease::fake_clock clock{at(1'700'000'000'000)};
-  const std::string prefix = lease::testing::fresh_prefix("rollback");
-  auto a = store_on(srv.url(), prefix, clock);
-  auto b = store_on(srv.url(), prefix, clock);
+TEST_CASE_METHOD(two_handles, "a job's hash rolled back to an older copy is detected by a claim of a slot that copy still holds") {
   const run_key first{"report", clock.now()};
   REQUIRE(a.claim(request("report", first.slot, "a1")).outcome == claim_outcome::won);
   REQUIRE(a.finish(first, "a1", lease::run_status::success));
@@ -635,12 +620,7 @@ TEST_CASE("a pause is stored in the job's hash: every handle obeys it, it surviv
 // send the claim again after the quarantine, find no trigger (`none`), and
 // the trigger would end without a word (rules::quarantine_after_loss; found
 // by the property tests on lease::sim, session 31).
-TEST_CASE("a paused job's trigger answered paused beside a loss the handle learns of then stays answered paused") {
-  lease::testing::redis_server srv;
-  lease::fake_clock clock{at(1'700'000'000'000)};
-  const std::string prefix = lease::testing::fresh_prefix("paused-trigger");
-  auto a = store_on(srv.url(), prefix, clock);
-  auto b = store_on(srv.url(), prefix, clock);
+TEST_CASE_METHOD(two_handles, "a paused job's trigger answered paused beside a loss the handle learns of then stays answered paused") {
   REQUIRE_FALSE(a.get({"elsewhere", clock.now()}));  // both connected: they know the marker as it is now
   REQUIRE_FALSE(b.get({"elsewhere", clock.now()}));
 
