@@ -737,6 +737,7 @@ class cluster {
         world_->violation("I5: " + in.name + " started " + to_text(c.run()) + " without holding its current attempt");
       handler_run h{in.name, c.run(), c.attempt, c.token, c.fence, now(), std::nullopt, {}};
       h.active_until = now();
+      h.faults_before = world_->hist.faults.size();
       world_->hist.handlers.push_back(h);
       running_handler r{std::move(t), script{}, now(), std::nullopt, world_->hist.handlers.size() - 1};
       for (const auto& j : jobs_)
@@ -888,14 +889,17 @@ class cluster {
   /// claims must uphold for wins its script made before it noticed.
   void check_no_start_across_loss(std::vector<std::string>& out) const {
     const history& h = world_->hist;
-    for (const auto& [at, what] : h.faults) {
+    for (std::size_t i = 0; i < h.faults.size(); ++i) {
+      const auto& [at, what] = h.faults[i];
       if (!world::is_loss(what)) continue;
       const bool all = what == world::lost_every_job_fault;  // or one job's alone
+      // Before or after by the order things happened, not by time: a start
+      // in the loss's very millisecond is on one side of it.
       std::set<run_key> before;
       for (const handler_run& r : h.handlers)
-        if (r.start < at && (all || what == world::lost_job_fault(r.run.job))) before.insert(r.run);
+        if (r.faults_before <= i && (all || what == world::lost_job_fault(r.run.job))) before.insert(r.run);
       for (const handler_run& r : h.handlers)
-        if (r.start > at && before.count(r.run) != 0)
+        if (r.faults_before > i && before.count(r.run) != 0)
           out.push_back("I5: " + to_text(r.run) + " started before the store lost its state at " +
                         std::to_string(at.time_since_epoch().count()) + " and again after it (attempt " +
                         std::to_string(r.attempt) + " on " + r.instance + ")");

@@ -45,6 +45,9 @@ struct handler_run {
   /// nothing; on waking it checks run_context::lease_held() first).
   time_point active_until{};
   bool observed_stop = false;  ///< it saw its stop requested or its lease gone
+  /// How many faults history::faults held when it started: orders it against
+  /// a fault in the same millisecond (a start and a loss at one store time).
+  std::size_t faults_before = 0;
 };
 
 /// An operator's pause or resume of a job in the store (or, with an empty

@@ -384,25 +384,26 @@ struct world {
   /// A backup of the store as it is now, for restore_backup().
   std::optional<rules::run_table> backup;
   /// The jobs whose runs, fence, pause, trigger or horizon differ between
-  /// the store now and the backup (registrations aside: they carry no run).
+  /// the store now and the backup. Registrations aside: they carry no run;
+  /// a job that one side lacks counts as one with nothing stored.
   [[nodiscard]] std::vector<std::string> changed_since_backup() const {
     std::vector<std::string> out;
     if (!backup) return out;
-    const rules::run_table now = mem.snapshot();
-    auto same = [](const rules::job_state* a, const rules::job_state* b) {
-      if (a == nullptr || b == nullptr) return a == b;
-      return a->fence == b->fence && a->runs == b->runs && a->paused == b->paused && a->trigger == b->trigger &&
-             a->lost_at == b->lost_at;
+    auto stored = [](rules::run_table t) {
+      for (auto& [job, js] : t.jobs) js.registrations.clear();
+      return std::move(t.jobs);
     };
-    auto find = [](const rules::run_table& t, const std::string& job) -> const rules::job_state* {
-      auto it = t.jobs.find(job);
-      return it == t.jobs.end() ? nullptr : &it->second;
+    const auto now = stored(mem.snapshot()), then = stored(*backup);
+    const rules::job_state nothing;
+    auto of = [&](const auto& jobs, const std::string& job) -> const rules::job_state& {
+      const auto it = jobs.find(job);
+      return it == jobs.end() ? nothing : it->second;
     };
     std::set<std::string> jobs;
-    for (const auto& [job, js] : now.jobs) jobs.insert(job);
-    for (const auto& [job, js] : backup->jobs) jobs.insert(job);
+    for (const auto* side : {&now, &then})
+      for (const auto& [job, js] : *side) jobs.insert(job);
     for (const std::string& job : jobs)
-      if (!same(find(now, job), find(*backup, job))) out.push_back(job);
+      if (of(now, job) != of(then, job)) out.push_back(job);
     return out;
   }
   void take_backup() {
