@@ -413,6 +413,9 @@ class scheduler {
     timers_.push(t);
   }
   [[nodiscard]] time_point wall() const { return clock_.now(); }
+  /// The store's clock now, as far as this instance can tell without
+  /// asking: its wall clock plus the store's lead at the last claim answer.
+  [[nodiscard]] time_point store_clock_estimate() const { return wall() + store_lead_; }
   [[nodiscard]] steady_point steady() const { return steady_now(clock_); }
 
   // claims.hpp
@@ -573,6 +576,11 @@ class scheduler {
   std::optional<time_point> quarantine_told_;  // the quarantine end already reported
   std::optional<duration> round_trip_;  // of the claim whose answer is being handled (set by try_claim)
   detail::store_clock_watch store_clock_;  // the store's clock in claim answers, against steady()
+  // The store's clock less this instance's wall clock, at the last claim
+  // answer. A slot's deadline is on the store's clock (rules::claim), so
+  // whether a claim is too late to send again is judged on it, not on a
+  // wall clock that may run minutes ahead or behind (store_clock_estimate).
+  duration store_lead_{0};
   std::shared_ptr<live_counts> counts_ = std::make_shared<live_counts>();
   std::uint64_t next_id_ = 1;
   /// The next heartbeat tick of each interval in use by a running attempt:

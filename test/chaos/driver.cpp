@@ -25,9 +25,9 @@
 #include <sstream>
 
 #include "chaos/cluster.hpp"
-#include "chaos/proxy.hpp"
 #include "redis/server.hpp"
 #include "sqlite/temp_dir.hpp"
+#include "support/loopback_proxy.hpp"
 #if LEASE_CHAOS_WITH_POSTGRES
 #include "chaos/pg_server.hpp"
 #endif
@@ -43,13 +43,13 @@ std::string what(const line& s) { return cluster::describe_run(s); }
 /// Per-instance proxies to one server port (when a test wants network faults).
 struct proxies {
   bool on = false;
-  std::map<std::string, std::unique_ptr<fault_proxy>> of;  ///< by instance name
+  std::map<std::string, std::unique_ptr<lease::testing::loopback_proxy>> of;  ///< by instance name
 
   /// The port instance `name` should connect to: its proxy's, or the server's.
   int port_for(const std::string& name, int server_port) {
     if (!on) return server_port;
     auto& p = of[name];
-    if (!p) p = std::make_unique<fault_proxy>(server_port);
+    if (!p) p = std::make_unique<lease::testing::loopback_proxy>(server_port);
     return p->port();
   }
 };
@@ -149,10 +149,10 @@ void delay(cluster& c, proxies& net) {
 void cut(cluster& c, proxies& net) {
   const line s = c.wait_running(10s);
   c.fault("cut (RST) every connection of " + what(s) + "; reconnecting is allowed");
-  net.of.at(s.instance)->cut();
+  net.of.at(s.instance)->cut_all();
   c.run_for(1500ms);
   c.fault("cut every connection of every instance at once");
-  for (auto& [_, p] : net.of) p->cut();
+  for (auto& [_, p] : net.of) p->cut_all();
   c.run_for(1500ms);
 }
 

@@ -21,7 +21,7 @@
 #include "lease/store/memory.hpp"
 #include "lease/store/postgres.hpp"
 #include "postgres/server.hpp"
-#include "redis/proxy.hpp"  // cut_proxy: a loopback TCP proxy that loses one answer
+#include "support/loopback_proxy.hpp"
 
 using namespace std::chrono_literals;
 using lease::claim_outcome;
@@ -357,7 +357,7 @@ TEST_CASE("claim_many: a claim refused by the server does not change the others'
 }
 
 TEST_CASE("claim_many whose answers were lost: each claim is resolved by reading its run back") {
-  lease::testing::cut_proxy proxy{srv().port()};
+  lease::testing::loopback_proxy proxy{srv().port()};
   lease::fake_clock clock{at(1'700'000'000'000)};
   const std::string ci = "host=127.0.0.1 port=" + std::to_string(proxy.port()) + " user=postgres dbname=postgres";
   lease::postgres_store store{options(ci, lease::testing::fresh_schema("cdoubt"), clock)};
@@ -502,7 +502,7 @@ TEST_CASE("finish_many: a mixed batch in one round trip gets the answers and lea
 }
 
 TEST_CASE("finish_many whose answers were lost: each end is resolved by reading its run back, applied once") {
-  lease::testing::cut_proxy proxy{srv().port()};
+  lease::testing::loopback_proxy proxy{srv().port()};
   lease::fake_clock clock{at(1'700'000'000'000)};
   const std::string ci = "host=127.0.0.1 port=" + std::to_string(proxy.port()) + " user=postgres dbname=postgres";
   lease::postgres_store store{options(ci, lease::testing::fresh_schema("fdoubt"), clock)};
@@ -587,7 +587,7 @@ TEST_CASE("a statement stuck on a lock past statement_timeout is unavailable, ap
 }
 
 TEST_CASE("claim, finish and release whose answers were lost are resolved by reading the run back") {
-  lease::testing::cut_proxy proxy{srv().port()};
+  lease::testing::loopback_proxy proxy{srv().port()};
   lease::fake_clock clock{at(1'700'000'000'000)};
   const std::string ci = "host=127.0.0.1 port=" + std::to_string(proxy.port()) + " user=postgres dbname=postgres";
   lease::postgres_store store{options(ci, lease::testing::fresh_schema("doubt"), clock)};

@@ -13,9 +13,9 @@
 
 #include "lease/clock/fake.hpp"
 #include "lease/store/redis.hpp"
-#include "redis/proxy.hpp"
 #include "redis/server.hpp"
 #include "redis/wait.hpp"
+#include "support/loopback_proxy.hpp"
 
 using namespace std::chrono_literals;
 using lease::claim_outcome;
@@ -347,7 +347,7 @@ TEST_CASE("a claim that timed out on a stalled server is resolved as won whichev
 
 TEST_CASE("a claim whose reply was lost is resolved by reading the run back, not by winning twice") {
   lease::testing::redis_server srv;
-  lease::testing::cut_proxy proxy{srv.port()};
+  lease::testing::loopback_proxy proxy{srv.port()};
   lease::fake_clock clock{at(8'000'000)};
   lease::redis_store store{options_for(proxy.url(), clock)};
   const run_key run{"j", at(8'000'000)};
@@ -377,7 +377,7 @@ TEST_CASE("a claim whose reply was lost is resolved by reading the run back, not
 
 TEST_CASE("a claim held up in the network and delivered after it was resolved changes nothing") {
   lease::testing::redis_server srv;
-  lease::testing::cut_proxy proxy{srv.port()};
+  lease::testing::loopback_proxy proxy{srv.port()};
   lease::fake_clock clock{at(8'500'000)};
   lease::redis_store store{options_for(proxy.url(), clock)};
   const run_key run{"j", at(8'500'000)};

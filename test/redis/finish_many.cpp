@@ -14,9 +14,9 @@
 #include "lease/clock/fake.hpp"
 #include "lease/store/memory.hpp"
 #include "lease/store/redis.hpp"
-#include "redis/proxy.hpp"
 #include "redis/server.hpp"
 #include "redis/wait.hpp"
+#include "support/loopback_proxy.hpp"
 
 using namespace std::chrono_literals;
 using lease::claim_outcome;
@@ -123,7 +123,7 @@ TEST_CASE("redis finish_many answers as the single calls and the rules do, in on
 
 TEST_CASE("a redis finish_many whose reply was lost is resolved by reading back, as the single calls are") {
   lease::testing::redis_server srv;
-  lease::testing::cut_proxy proxy{srv.port()};
+  lease::testing::loopback_proxy proxy{srv.port()};
   lease::fake_clock clock{at(8'000'000)};
   lease::redis_store store{options_for(proxy.url(), clock)};
   for (const char* j : {"a", "b", "c"})

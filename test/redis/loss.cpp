@@ -10,9 +10,9 @@
 
 #include "lease/clock/fake.hpp"
 #include "lease/store/redis.hpp"
-#include "redis/proxy.hpp"
 #include "redis/server.hpp"
 #include "redis/wait.hpp"
+#include "support/loopback_proxy.hpp"
 
 using namespace std::chrono_literals;
 using lease::claim_outcome;
@@ -153,7 +153,7 @@ namespace {
 /// proxy, never saw the job; then FLUSHALL, which keeps connections open.
 struct flushed_under_a_runner {
   lease::testing::redis_server srv;
-  lease::testing::cut_proxy proxy{srv.port()};
+  lease::testing::loopback_proxy proxy{srv.port()};
   lease::fake_clock clock{at(1'700'000'000'000)};
   std::string prefix = lease::testing::fresh_prefix("flush-in-flight");
   lease::redis_store a = store_on(srv.url(), prefix, clock);

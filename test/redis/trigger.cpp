@@ -13,9 +13,9 @@
 
 #include "lease/clock/fake.hpp"
 #include "lease/store/redis.hpp"
-#include "redis/proxy.hpp"
 #include "redis/server.hpp"
 #include "redis/wait.hpp"
+#include "support/loopback_proxy.hpp"
 
 using namespace std::chrono_literals;
 using lease::claim_outcome;
@@ -210,7 +210,7 @@ TEST_CASE("a trigger on one redis store reaches the trigger listener of another,
 
 TEST_CASE("a redis trigger listener whose connection is cut reconnects and is told it may have missed pushes") {
   lease::testing::redis_server srv;
-  lease::testing::cut_proxy proxy{srv.port()};
+  lease::testing::loopback_proxy proxy{srv.port()};
   const std::string prefix = lease::testing::fresh_prefix("tcut");
   auto watcher = store_at(proxy.url(), prefix);
   auto op = store_at(srv.url(), prefix);

@@ -289,6 +289,27 @@ TEST_CASE("a claim from an instance whose clock runs ahead is answered early and
   CHECK(std::any_of(h.events.begin(), h.events.end(), [](const auto& e) { return e.kind == event_kind::early; }));
 }
 
+TEST_CASE("a claim from an instance whose clock runs ahead by more than max_late still runs its slot at the store's time") {
+  // The store alone says when a slot is late: an early answer is retried
+  // at the slot on the store's clock, whatever this instance's clock says.
+  lease::options o = sim_options();
+  o.max_late = 30s;
+  lease::sim::cluster<> sim(5, o);
+  sim.add_job("report", lease::every(300s), [](const lease::run_context&) { return lease::sim::script{.runs_for = 1s}; });
+  sim.add_instance("fast", 120s);  // two minutes ahead of the store: past the deadline by its own clock
+  sim.start_all();
+  sim.run_for(700s);
+  INFO(sim.describe());
+  const auto& h = sim.recorded();
+  REQUIRE(h.handlers.size() >= 2);  // every slot the store's clock reached
+  for (const auto& r : h.handlers) {
+    CHECK(r.start >= r.run.slot - lease::early_tolerance);  // never early by the store
+    CHECK(r.start <= r.run.slot + 1s);                      // and on time by it
+  }
+  for (const auto& e : h.events) CHECK(e.kind != event_kind::late);
+  CHECK(sim.violations().empty());
+}
+
 // ---- the self-abort is on time, whatever the I/O does ----------------------
 
 TEST_CASE("a runner whose store calls hang stops its handler before a backup can take the run over") {

@@ -413,9 +413,10 @@ void scheduler<S, C, E, P>::release_buffer(std::uint32_t j) {
   if (!jb.buffered || phase_ != phase::running) return;
   const time_point slot = *jb.buffered;
   jb.buffered.reset();
-  if (wall() > slot + jb.cfg.max_late) {
+  if (store_clock_estimate() > slot + jb.cfg.max_late + late_tolerance) {
     emit(event_kind::late, {jb.name, slot}, 0, 0,
-         "buffered slot dropped: the blocking run ended after its deadline (slot + max_late)");
+         "buffered slot dropped: the blocking run ended after its deadline (slot + max_late + 10 s, on the "
+         "store's clock)");
     return;
   }
   new_claim(j, slot, claim_reason::scheduled);

@@ -289,7 +289,7 @@ void scheduler<S, C, E, P>::claim_answered(std::uint64_t id, std::optional<claim
     const duration wait = backoff(pc.tries++, jobs_[pc.job].cfg.heartbeat);
     // A manual claim has no deadline (an operator's request waits): it is
     // retried until the store answers, or the job is removed, or stop().
-    if (pc.req.reason != claim_reason::manual && wall() + wait > pc.req.deadline + late_tolerance) {
+    if (pc.req.reason != claim_reason::manual && store_clock_estimate() + wait > pc.req.deadline + late_tolerance) {
       emit(event_kind::late, pc.req.run, 0, 0,
            std::string(to_string(pc.req.reason)) + " claim dropped: the store did not answer before the deadline " +
                detail::fmt(pc.req.deadline) + " (+10 s); the run is not started by this instance");
@@ -323,6 +323,7 @@ template <Store S, Clock C, Executor E, OverlapPolicy P>
 void scheduler<S, C, E, P>::observe_store_clock(steady_point sent, steady_point arrived, const run_key& run,
                                                 time_point store_now) {
   if (store_now == time_point{}) return;
+  store_lead_ = store_now - wall();
   const std::optional<duration> step = store_clock_.observe(sent, arrived, store_now);
   if (!step) return;
   // Two answers in a row showed it (store_clock_watch.hpp).
@@ -573,7 +574,9 @@ void scheduler<S, C, E, P>::not_yet(std::uint32_t j, const claim_request& req, c
              "slots whose deadline passes meanwhile are dropped with a late event");
   }
   if (req.reason == claim_reason::takeover) return;  // the watch goes on
-  if (req.reason != claim_reason::manual && wall() + wait > req.deadline + late_tolerance) {
+  // The deadline is on the store's clock: an instance whose wall clock runs
+  // ahead of it by more than max_late still claims at the slot.
+  if (req.reason != claim_reason::manual && res.store_now + wait > req.deadline + late_tolerance) {
     emit(event_kind::late, req.run, 0, 0,
          std::string(to_string(req.reason)) + " claim dropped: the store will not let it start before " +
              detail::fmt(from) + ", after its deadline " + detail::fmt(req.deadline) + " + 10 s");
