@@ -4,11 +4,15 @@
 //   * The standby had every write: the instances carry on — the runner's
 //     heartbeats go through again, the backup still finds the run alive.
 //   * The standby lacked the last writes (it was down while a run was won):
-//     the store notices — the backup knew the job's fence, the promoted
-//     server's counter is below it — and quarantines instead of letting the
-//     slot run again; the old runner's heartbeat is refused, so it stops.
+//     the store notices — the old runner's heartbeat is refused, and the
+//     fence it carries is above the promoted server's counter — and
+//     quarantines instead of letting the slot run again; the runner stops.
 // Slow (three servers, a base backup): not built under sanitizers.
+#include <algorithm>
+#include <string>
+#include <string_view>
 #include <thread>
+#include <vector>
 
 #include <catch2/catch.hpp>
 
@@ -141,16 +145,20 @@ TEST_CASE("after a failover to a standby that lacked the last writes, the store 
   (void)backup.take_notices();
 
   p.fail_over(/*start_standby=*/true);
-  // The old runner's run is gone on the new primary: its heartbeat is refused, so it stops.
+  // The old runner's run is gone on the new primary: its heartbeat is
+  // refused, so it stops; the refusal carries fence F, above the job's
+  // counter: a loss, recorded.
+  (void)runner.take_notices();
   CHECK_FALSE(until_available([&] { return runner.heartbeat({"j", slot}, "t1", 30s); }));
-  // The backup's takeover finds the fence counter below F: a loss, recorded.
-  // The run has no state, so the takeover creates nothing (none, as the rules say).
+  auto told = [](const std::vector<std::string>& notices, std::string_view what) {
+    return std::any_of(notices.begin(), notices.end(), [&](const std::string& n) { return n.find(what) != n.npos; });
+  };
+  CHECK(told(runner.take_notices(), "a refused heartbeat of job 'j' carried a fence above its counter"));
+  // The backup's takeover learns of it. The run has no state, so the
+  // takeover creates nothing (none, as the rules say).
   auto take = until_available([&] { return backup.claim(request("j", slot, "b2", claim_reason::takeover)); });
   CHECK(take.outcome == claim_outcome::none);
-  const auto notices = backup.take_notices();
-  bool told = false;
-  for (const auto& n : notices) told = told || n.find("found its fence counter below a fence seen before") != std::string::npos;
-  CHECK(told);
+  CHECK(told(backup.take_notices(), "lost its state (another instance noticed it)"));
   // Every instance obeys it: the slot does not start again, not even as a new run.
   auto fresh = runner.claim(request("j", slot, "t2"));
   CHECK(fresh.outcome == claim_outcome::quarantined);

@@ -277,6 +277,57 @@ TEST_CASE("a schema restored from a backup runs nothing again that may have run 
   CHECK(b.triggers(std::vector<std::string>{"audit"}).at(0).slot == moved);
 }
 
+TEST_CASE("a heartbeat refused by a restored schema proves the loss: no backup takes over again a run already taken over") {
+  // A failover to a standby that lacked the last writes, or a restore: the
+  // store forgot that b took report@t0 over. b's runner still runs it; its
+  // heartbeat, refused, carries the fence it won, above the restored
+  // counter. Without the proof c's takeover would win attempt 2 a second
+  // time while b's handler runs (two handlers of one run).
+  lease::fake_clock clock{at(1'700'000'000'000)};
+  const std::string schema = lease::testing::fresh_schema("hbproof");
+  lease::postgres_store a{options(schema, clock)}, b{options(schema, clock)}, c{options(schema, clock)};
+  const time_point t0 = clock.now();
+  REQUIRE(a.claim(request("report", t0, "a1")).outcome == claim_outcome::won);
+  const std::string q = "\"" + schema + "\"";
+  srv().sql("CREATE TABLE " + q + ".bk_runs AS SELECT * FROM " + q + ".lease_runs; CREATE TABLE " + q +
+            ".bk_jobs AS SELECT * FROM " + q + ".lease_jobs");  // the backup: a's attempt 1 running
+
+  clock.advance(31s);  // a died: its lease ran out
+  const auto taken = b.claim(request("report", t0, "b1", claim_reason::takeover));
+  REQUIRE(taken.outcome == claim_outcome::won);
+  REQUIRE(taken.record.attempt == 2);
+  srv().sql("DELETE FROM " + q + ".lease_runs; INSERT INTO " + q + ".lease_runs SELECT * FROM " + q +
+            ".bk_runs; DELETE FROM " + q + ".lease_jobs; INSERT INTO " + q + ".lease_jobs SELECT * FROM " + q +
+            ".bk_jobs");  // restored: attempt 1 running, its lease long over
+
+  clock.advance(1s);
+  const time_point noticed = clock.now();
+  SECTION("one heartbeat") {
+    CHECK_FALSE(b.heartbeat({"report", t0}, "b1", 30s));  // refused: the store forgot attempt 2...
+  }
+  SECTION("heartbeat_many") {
+    REQUIRE(b.claim(request("audit", clock.now(), "b2")).outcome == claim_outcome::won);
+    const std::vector<lease::heartbeat_request> batch{{{"report", t0}, "b1", 30s}, {{"audit", clock.now()}, "b2", 30s}};
+    CHECK(b.heartbeat_many(batch) == std::vector<bool>{false, true});
+  }
+  CHECK(b.lost_at() == noticed);  // ...and the refusal proved it
+  CHECK(c.lost_at() == noticed);                         // recorded in the store, for every instance
+
+  const auto again = c.claim(request("report", t0, "c1", claim_reason::takeover));
+  CHECK(again.outcome != claim_outcome::won);  // it may be running (it is): never taken over again
+  clock.advance(31s);                          // the quarantine is over, b's runner long stopped
+  const auto later = c.claim(request("report", t0, "c2", claim_reason::takeover));
+  CHECK(later.outcome == claim_outcome::finished);  // inside the loss's horizon: interrupted, not run again
+  CHECK(later.record.status == run_status::interrupted);
+
+  // A heartbeat refused for a reason that is no loss proves nothing.
+  const auto weekly = a.claim(request("weekly", clock.now(), "a2"));
+  REQUIRE(weekly.outcome == claim_outcome::won);
+  REQUIRE(a.finish({"weekly", weekly.record.slot}, "a2", run_status::success));
+  CHECK_FALSE(a.heartbeat({"weekly", weekly.record.slot}, "a2", 30s));
+  CHECK(a.lost_at() == noticed);
+}
+
 TEST_CASE("two store objects claiming one trigger at once: exactly one wins it, every time") {
   const std::string schema = lease::testing::fresh_schema("trig2");
   // The server's clock: both stores read the same one, as two instances do.

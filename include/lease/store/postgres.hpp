@@ -181,12 +181,16 @@ class postgres_store {
   }
 
   /// Extends the lease to store-now + `lease` if `token` is current. A lost
-  /// answer is an unavailable error: a heartbeat is safe to repeat.
+  /// answer is an unavailable error: a heartbeat is safe to repeat. A
+  /// refused one is checked against the fence this handle saw of the job
+  /// (prove_refused).
   bool heartbeat(const run_key& run, std::string_view token, duration lease) {
     detail::postgres::params p;
     p.opt_i64(now_arg()).bytes(run.job).i64(ms(run.slot)).bytes(token).i64(lease.count());
     auto r = exec(detail::postgres::stmt::heartbeat, p, "heartbeat");
-    return affected(r.get()) == 1;
+    if (affected(r.get()) == 1) return true;
+    prove_refused(run.job);
+    return false;
   }
 
   /// heartbeat() for every element in one statement (one round trip, one
@@ -215,9 +219,17 @@ class postgres_store {
     p.array(xs, 20, [](const heartbeat_request* h) { return params::be(static_cast<std::uint64_t>(h->lease.count()), 8); });
     auto r = exec(detail::postgres::stmt::heartbeat_many, p, "heartbeat_many");
     if (PQntuples(r.get()) != 1) bad_reply("heartbeat_many");
-    const std::vector<bool> renewed = parse_bool_array(detail::postgres::row{r.get(), 0}.bytes(0), xs.size());
+    // -1: renewed; refused: the job's fence counter (0 if it has no row).
+    const std::vector<std::int64_t> answers =
+        parse_i64_array(detail::postgres::row{r.get(), 0}.bytes(0), xs.size());
     std::vector<bool> out(batch.size());
-    for (std::size_t i = 0; i < batch.size(); ++i) out[i] = renewed[sent_at[same[i]]];
+    std::set<std::string_view> suspect;  // refused, with a counter below the fence this handle saw
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      const std::int64_t a = answers[sent_at[same[i]]];
+      out[i] = a < 0;
+      if (a >= 0 && fence_of(batch[i].run.job) > static_cast<std::uint64_t>(a)) suspect.insert(batch[i].run.job);
+    }
+    for (std::string_view job : suspect) prove_refused(job);
     return out;
   }
 
@@ -710,13 +722,16 @@ class postgres_store {
                       lease::detail::printable(standbys, 80) + "'";
       if (fsync != "on" || sync == "off")
         s += ": a crash of the server may lose the last acknowledged runs";
-      else if (standbys.empty())
-        s += ": a crash keeps every acknowledged run, but a failover to an asynchronous standby may lose the last "
-             "ones (set synchronous_standby_names and synchronous_commit=on or remote_apply for failover without loss)";
+      else if (standbys.empty() || sync == "local")
+        s += ": a crash keeps every acknowledged run, but a failover to a standby may lose the last ones (" +
+             std::string(standbys.empty() ? "no synchronous standby" : "synchronous_commit=local does not wait for it") +
+             "; set synchronous_standby_names and synchronous_commit=on or remote_apply for failover without loss)";
       else
         s += ": acknowledged runs survive a crash and a failover to a synchronous standby";
-      s += ". A lost run is detected by the instances that had seen its job (fences) or the store's marker, and "
-           "no run starts for one lease after, so none runs twice.";
+      s += ". A lost run is detected by the store's marker or when an instance's claim or refused heartbeat "
+           "carries a fence above the job's counter; no run starts for one lease after, and no slot that may have "
+           "run before the loss starts again. A job whose only lost write was a run's end shows nothing until "
+           "then (doc/protocol.md §15, \"What detection cannot see\").";
       s_->notices.push_back(std::move(s));
     }
     check_marker(std::string(x.bytes(3)), x.bytes(4).empty() ? std::nullopt
@@ -801,6 +816,38 @@ class postgres_store {
         }
       }
       throw;
+    }
+  }
+
+  /// A heartbeat of `job` was refused: its run was taken over, ended or
+  /// released — or the store lost it (a failover to a standby that lacked
+  /// the last writes, a restored backup). If this handle saw a fence of the
+  /// job, one statement checks it against the job's counter and records the
+  /// loss it proves, as a claim does (stmt::prove), so that no backup takes
+  /// over again a run whose takeover the store forgot while its runner still
+  /// runs. Done before the refusal is answered: the runner stops only after
+  /// the loss is recorded. One round trip per job, only when there may be
+  /// something to prove: after a single heartbeat refused (heartbeat_many's
+  /// answer names the counter, and this runs only when it is below the
+  /// fence seen); a failure is the heartbeat's. Not atomic with the
+  /// refusal: a takeover won in between raises the counter past the fence,
+  /// and proves nothing (doc/protocol.md §15).
+  void prove_refused(std::string_view job) {
+    const std::uint64_t known = fence_of(job);
+    if (known == 0) return;
+    detail::postgres::params p;
+    p.opt_i64(now_arg()).bytes(job).i64(static_cast<std::int64_t>(known));
+    auto r = exec(detail::postgres::stmt::prove, p, "checking a refused heartbeat's fence");
+    if (PQntuples(r.get()) != 1) bad_reply("prove");
+    const detail::postgres::row x{r.get(), 0};
+    if (const auto at = x.opt_i64(0, "prove")) {
+      s_->lost_at = at;
+      s_->notices.push_back(loss_notice("a refused heartbeat of job '" + lease::detail::printable(job, 80) +
+                                            "' carried a fence above its counter: a failover to a standby that "
+                                            "lacked the last writes, or a restore",
+                                        *at));
+    } else {
+      learn_lost(x.opt_i64(1, "prove"));
     }
   }
 
@@ -1099,19 +1146,19 @@ class postgres_store {
                             "reply of unexpected shape");
   }
 
-  static std::vector<bool> parse_bool_array(std::string_view b, std::size_t n) {
-    // Binary array: ndim, has_null, elem oid, [size, lbound], then (len, byte) per element.
-    std::vector<bool> out;
-    auto u32 = [&](std::size_t at) {
-      std::uint32_t v = 0;
-      for (std::size_t i = 0; i < 4; ++i) v = (v << 8) | static_cast<unsigned char>(b[at + i]);
+  static std::vector<std::int64_t> parse_i64_array(std::string_view b, std::size_t n) {
+    // Binary array: ndim, has_null, elem oid, [size, lbound], then (len, 8 bytes) per element.
+    std::vector<std::int64_t> out;
+    auto be = [&](std::size_t at, std::size_t bytes) {
+      std::uint64_t v = 0;
+      for (std::size_t i = 0; i < bytes; ++i) v = (v << 8) | static_cast<unsigned char>(b[at + i]);
       return v;
     };
-    if (b.size() < 20 + n * 5 || u32(0) != 1 || u32(12) != n)
+    if (b.size() < 20 + n * 12 || be(0, 4) != 1 || be(12, 4) != n)
       detail::postgres::raise(postgres_errc::bad_reply, "heartbeat_many", "an answer array of unexpected shape");
-    for (std::size_t i = 0, at = 20; i < n; ++i, at += 5) {
-      if (u32(at) != 1) detail::postgres::raise(postgres_errc::bad_reply, "heartbeat_many", "a NULL answer");
-      out.push_back(b[at + 4] != 0);
+    for (std::size_t i = 0, at = 20; i < n; ++i, at += 12) {
+      if (be(at, 4) != 8) detail::postgres::raise(postgres_errc::bad_reply, "heartbeat_many", "a NULL answer");
+      out.push_back(static_cast<std::int64_t>(be(at + 4, 8)));
     }
     return out;
   }

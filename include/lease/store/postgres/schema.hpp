@@ -636,7 +636,7 @@ UPDATE @.lease_schema_version SET version = 6;
 /// The prepared statements, by index.
 enum class stmt : unsigned {
   claim, heartbeat, heartbeat_many, finish, release, get, unfinished, now, note_loss, state, pause, resume, paused,
-  list_jobs, list_runs, trigger, triggers, stop, register_jobs, purge, count_
+  list_jobs, list_runs, trigger, triggers, stop, register_jobs, purge, prove, count_
 };
 
 inline constexpr const char* stmt_names[] = {"lease_claim", "lease_heartbeat", "lease_heartbeat_many", "lease_finish",
@@ -644,7 +644,7 @@ inline constexpr const char* stmt_names[] = {"lease_claim", "lease_heartbeat", "
                                              "lease_note_loss", "lease_state", "lease_pause", "lease_resume",
                                              "lease_paused", "lease_list_jobs", "lease_list_runs",
                                              "lease_trigger", "lease_triggers", "lease_stop",
-                                             "lease_register_jobs", "lease_purge"};
+                                             "lease_register_jobs", "lease_purge", "lease_prove"};
 
 #define LEASE_PG_RECORD "slot, attempt, token, fence, runner, status::int4, lease_end, released, handovers, manual"
 #define LEASE_PG_PAYLOAD "CASE WHEN octet_length(job) <= 3900 THEN encode(job, 'hex') ELSE '' END"
@@ -677,14 +677,18 @@ inline constexpr std::string_view stmt_sql[] = {
     // with one token (heartbeat_many() sends such a run once). The clock is
     // read once (n: a CTE with a volatile function is not inlined), and the
     // answers are matched by position, not by (job, slot, token): ~10 % of
-    // the statement's time at 1,000 runs (postgres_bench).
+    // the statement's time at 1,000 runs (postgres_bench). An answer is -1
+    // (renewed) or, refused, the job's fence counter (0: no row), which the
+    // handle compares with the fence it saw (prove_refused); the counter is
+    // read only for the refused ones.
     "WITH n AS (SELECT @.lease_now($1::int8) AS now), "
     "     b AS (SELECT * FROM unnest($2::bytea[], $3::int8[], $4::bytea[], $5::int8[]) WITH ORDINALITY "
     "             AS b(job, slot, token, lease, i)), "
     "     u AS (UPDATE @.lease_runs r SET lease_end = n.now + b.lease FROM n, b "
     "           WHERE r.job = b.job AND r.slot = b.slot AND r.token = b.token AND r.status = 0 AND NOT r.released "
     "           RETURNING b.i) "
-    "SELECT array_agg(u.i IS NOT NULL ORDER BY b.i)::bool[] FROM b LEFT JOIN u ON u.i = b.i",
+    "SELECT array_agg(CASE WHEN u.i IS NOT NULL THEN -1 ELSE coalesce((SELECT j.fence FROM @.lease_jobs j "
+    "                 WHERE j.job = b.job), 0) END ORDER BY b.i)::int8[] FROM b LEFT JOIN u ON u.i = b.i",
     // finish: job, slot, token, status, channel
     "UPDATE @.lease_runs SET status = $4::int4 "
     "WHERE job = $1::bytea AND slot = $2::int8 AND token = $3::bytea AND status = 0 AND NOT released "
@@ -768,6 +772,26 @@ inline constexpr std::string_view stmt_sql[] = {
     // purge (RegistryStore): now, job, unseen_for in ms (lease_purge, in registry_v5).
     "SELECT o_outcome, o_instance, o_schedule, o_zone, o_last_seen, o_slot, o_attempt, o_token, o_fence, o_runner, "
     "o_status, o_lease_end, o_released, o_handovers, o_manual FROM @.lease_purge($1::int8, $2::bytea, $3::int8)",
+    // prove: now, job, known fence. After a refused heartbeat: the fence the
+    // handle saw of the job, above the job's counter, proves a loss of state
+    // (lease_claim's rule, step 3, in one statement of the library's, so no
+    // schema change): the counter goes back up to it (fences never go back),
+    // and lost_at moves to now unless the loss recorded explains the fence
+    // (won before it) or the job was purged since (a counter of 0, a fence at
+    // most the purge's clock). Locks as a claim does: the job's row first
+    // (j, waiting for a claim of the job that holds it), then the store's
+    // row (u, whose lost_at and purged_at are read at that row's latest
+    // version). Answers the lost_at it recorded (NULL: nothing proved) and
+    // the one recorded before.
+    "WITH j AS (SELECT coalesce((SELECT x.fence FROM @.lease_jobs x WHERE x.job = $2::bytea FOR UPDATE), 0) AS fence), "
+    "     s AS (SELECT t.lost_at, t.purged_at FROM @.lease_store t WHERE t.id = 1), "
+    "     c AS (SELECT $3::int8 > j.fence AND NOT (j.fence = 0 AND $3::int8 <= coalesce(s.purged_at, 0)) AS below "
+    "             FROM j, s), "
+    "     f AS (INSERT INTO @.lease_jobs AS x (job, fence) SELECT $2::bytea, $3::int8 FROM c WHERE c.below "
+    "             ON CONFLICT (job) DO UPDATE SET fence = greatest(x.fence, excluded.fence)), "
+    "     u AS (UPDATE @.lease_store t SET lost_at = greatest(t.lost_at, @.lease_now($1::int8)) FROM c "
+    "             WHERE t.id = 1 AND c.below AND (t.lost_at IS NULL OR $3::int8 > t.lost_at) RETURNING t.lost_at) "
+    "SELECT (SELECT u.lost_at FROM u), (SELECT s.lost_at FROM s)",
 };
 
 #undef LEASE_PG_RECORD
