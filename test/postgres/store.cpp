@@ -624,6 +624,30 @@ TEST_CASE("claim, finish and release whose answers were lost are resolved by rea
   CHECK(lost.record.token == "t2");
 }
 
+TEST_CASE("a manual claim whose answer was lost after it answered its trigger with a refusal is left unknown, not none") {
+  // The lost copy found the job paused: answered `paused`, trigger cleared.
+  // Resent at once it would be answered `none`, and the scheduler would drop
+  // the trigger without an event; unknown, it is resent after a backoff and
+  // a `none` then is explained (scheduler claim_answered).
+  lease::testing::loopback_proxy proxy{srv().port()};
+  lease::fake_clock clock{at(1'700'000'000'000)};
+  const std::string ci = "host=127.0.0.1 port=" + std::to_string(proxy.port()) + " user=postgres dbname=postgres";
+  lease::postgres_store store{options(ci, lease::testing::fresh_schema("manualdoubt"), clock)};
+  REQUIRE(store.pause("j"));
+  const time_point slot = store.trigger("j");
+
+  proxy.lose_next_reply();
+  try {
+    (void)store.claim(request("j", slot, "m1", claim_reason::manual));
+    FAIL("a manual claim whose answer was lost and whose run is not there was answered");
+  } catch (const lease::store_error& e) {
+    CHECK(e.code() == lease::errc::outcome_unknown);
+  }
+  CHECK(proxy.cuts() == 1);
+  CHECK(store.triggers(std::vector<std::string>{"j"}).empty());  // the lost copy answered it
+  CHECK(store.claim(request("j", slot, "m1", claim_reason::manual)).outcome == claim_outcome::none);
+}
+
 TEST_CASE("a server restarted in the middle of heartbeats: unavailable, then the same runner carries on, no second winner") {
   // A server of its own: restarting the shared one would disturb nothing
   // here, but other test cases may run in the same process.

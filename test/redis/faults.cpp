@@ -375,6 +375,30 @@ TEST_CASE("a claim whose reply was lost is resolved by reading the run back, not
   CHECK(lost.record.token == "t1");
 }
 
+TEST_CASE("a manual claim whose reply was lost after it answered its trigger with a refusal is left unknown, not none") {
+  // The lost copy found the job paused: answered `paused`, trigger cleared.
+  // Resent at once it would be answered `none`, and the scheduler would drop
+  // the trigger without an event; unknown, it is resent after a backoff and
+  // a `none` then is explained (scheduler claim_answered).
+  lease::testing::redis_server srv;
+  lease::testing::loopback_proxy proxy{srv.port()};
+  lease::fake_clock clock{at(8'000'000)};
+  lease::redis_store store{options_for(proxy.url(), clock)};
+  REQUIRE(store.pause("j"));
+  const lease::time_point slot = store.trigger("j");
+
+  proxy.lose_next_reply();
+  try {
+    (void)store.claim(request("j", slot, "m1", claim_reason::manual));
+    FAIL("a manual claim whose reply was lost and whose run is not there was answered");
+  } catch (const lease::store_error& e) {
+    CHECK(e.code() == lease::errc::outcome_unknown);
+  }
+  CHECK(proxy.cuts() == 1);
+  CHECK(store.triggers(std::vector<std::string>{"j"}).empty());  // the lost copy answered it
+  CHECK(store.claim(request("j", slot, "m1", claim_reason::manual)).outcome == claim_outcome::none);
+}
+
 TEST_CASE("a claim held up in the network and delivered after it was resolved changes nothing") {
   lease::testing::redis_server srv;
   lease::testing::loopback_proxy proxy{srv.port()};

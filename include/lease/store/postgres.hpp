@@ -855,21 +855,25 @@ class postgres_store {
   /// replaced (schema dropped and recreated, a restore). Record the loss.
   void check_marker(const std::string& marker, std::optional<std::int64_t> lost) {
     const bool replaced = !s_->marker.empty() && marker != s_->marker;
-    s_->marker = marker;
     if (replaced) {
-      s_->fences.clear();  // fences seen in the old state prove nothing about the new one
+      // The new marker is adopted only once the loss is recorded: if that
+      // fails (the connection lost again), the next check sees the change
+      // again and records it then, before any claim is sent with it.
       detail::postgres::params p;
       p.opt_i64(now_arg());
       auto r = s_->conn.exec_prepared(detail::postgres::stmt_names[static_cast<unsigned>(stmt::note_loss)], p,
                                       "recording a loss of state");
       if (PQntuples(r.get()) != 1) bad_reply("note_loss");
       const std::int64_t at = detail::postgres::row{r.get(), 0}.i64(0, "note_loss");
+      s_->marker = marker;
+      s_->fences.clear();  // fences seen in the old state prove nothing about the new one
       s_->lost_at = at;
       s_->notices.push_back(loss_notice("the store's marker changed: its schema was dropped and created again, or "
                                         "restored from a backup",
                                         at));
       return;
     }
+    s_->marker = marker;
     learn_lost(lost);
   }
 
@@ -1114,10 +1118,23 @@ class postgres_store {
       const bool ours = rec->status == run_status::running && !rec->released;
       return claim_result{ours ? claim_outcome::won : claim_outcome::finished, *rec, rec->lease_end - req.lease};
     }
+    if (req.reason == claim_reason::manual) unknown_manual(e);
     claim_result res = resend([&] { return send_claim(req); }, e);
     if (res.outcome == claim_outcome::running && res.record.token == req.token && !res.record.released)
       res.outcome = claim_outcome::won;
     return res;
+  }
+
+  /// A manual claim whose answer was lost and whose run is not ours: its
+  /// lost copy may have answered the trigger with a refusal (overlap in skip
+  /// mode, the job paused, a loss's horizon), which clears it. Sent again at
+  /// once it would be answered `none` and the trigger dropped without a
+  /// word; left unknown, the scheduler sends it again after a backoff and
+  /// explains a `none` then (claim_answered, doc/protocol.md §14).
+  [[noreturn]] static void unknown_manual(const detail::postgres::transport_error& lost) {
+    detail::postgres::raise(postgres_errc::reply_lost, lost.what(),
+                            "the run read back is not this manual claim's, and its trigger may have been answered by "
+                            "the lost copy: left to the caller to send again");
   }
 
   /// Reads the run back after a lost answer; if even that fails, the outcome is unknown.

@@ -1190,6 +1190,16 @@ class redis_store {
       }
       return unless_quarantined(req, std::move(res), std::nullopt);
     }
+    // A manual claim's lost copy may have answered the trigger with a
+    // refusal (overlap in skip mode, the job paused, a loss's horizon),
+    // which clears it: sent again at once it would be answered `none` and
+    // the trigger dropped without a word. Left unknown, the scheduler sends
+    // it again after a backoff and explains a `none` then (claim_answered,
+    // doc/protocol.md §14).
+    if (req.reason == claim_reason::manual)
+      detail::redis::raise(redis_errc::reply_lost, e.what(),
+                           "the run read back is not this manual claim's, and its trigger may have been answered by "
+                           "the lost copy: left to the caller to send again");
     claim_result res = resend([&] { return send_claim(req); }, e);
     // The lost copy may still have run before the resent one (it was queued
     // on the old connection): then the run holds our token and is ours.
