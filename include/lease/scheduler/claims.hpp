@@ -168,12 +168,18 @@ void scheduler<S, C, E, P>::send_pending(std::uint64_t id) {
   // can only have started after this, so a self-abort counted from here is
   // early, never late.
   if (!pc.first_sent) pc.first_sent = steady();
+  // A manual claim goes alone: a store that resolves a lost reply itself
+  // leaves a manual claim's outcome unknown (its lost copy may have answered
+  // the trigger with a refusal: doc/protocol.md §14), which would fail a
+  // whole batch and delay the claims beside it. Triggers are rare.
   if constexpr (BatchClaimStore<S>) {
-    claim_batch_.push_back({false, id, pc.job, {}, {}});
-    if (claim_batch_.size() >= max_claim_batch) flush_claims();
-  } else {
-    claim_answered(id, try_claim(pc.req));
+    if (pc.req.reason != claim_reason::manual) {
+      claim_batch_.push_back({false, id, pc.job, {}, {}});
+      if (claim_batch_.size() >= max_claim_batch) flush_claims();
+      return;
+    }
   }
+  claim_answered(id, try_claim(pc.req));
 }
 
 /// An EndPushStore announced the finish of (job, slot): remembered, so that

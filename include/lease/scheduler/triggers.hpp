@@ -185,7 +185,9 @@ void scheduler<S, C, E, P>::take_trigger(std::uint32_t j, const run_key& run) {
   if (phase_ != phase::running || jb.removed) return;
   for (const auto& [id, pc] : pending_)
     if (pc.job == j && pc.req.reason == claim_reason::manual && pc.req.run == run) return;  // being claimed
-  if (own_attempt(run)) return;
+  // Running here, or watched here as its backup (a claim of it answered
+  // `running` already): a claim now would be answered the same.
+  if (own_attempt(run) || watches_.contains(run)) return;
   if (jb.manual_buffered && jb.manual_buffered->first == run.slot) {
     const run_key& blocking = jb.manual_buffered->second;
     if (watches_.contains(blocking) || own_attempt(blocking)) return;  // waits for that run's end

@@ -778,19 +778,24 @@ inline constexpr std::string_view stmt_sql[] = {
     // schema change): the counter goes back up to it (fences never go back),
     // and lost_at moves to now unless the loss recorded explains the fence
     // (won before it) or the job was purged since (a counter of 0, a fence at
-    // most the purge's clock). Locks as a claim does: the job's row first
-    // (j, waiting for a claim of the job that holds it), then the store's
-    // row (u, whose lost_at and purged_at are read at that row's latest
-    // version). Answers the lost_at it recorded (NULL: nothing proved) and
+    // most the purge's clock). Locks as a claim does when the job has a row:
+    // that row first (j, waiting for a claim of the job that holds it, then
+    // reading its latest fence), then the store's row (u, whose lost_at and
+    // purged_at are tested at that row's latest version; s is the
+    // statement's snapshot, for f and the answer). With no row, f's insert
+    // may come after u's lock while a claim inserts the row, then waits for
+    // the store's row: a deadlock, which PostgreSQL breaks and exec()
+    // retries. Answers the lost_at it recorded (NULL: nothing proved) and
     // the one recorded before.
     "WITH j AS (SELECT coalesce((SELECT x.fence FROM @.lease_jobs x WHERE x.job = $2::bytea FOR UPDATE), 0) AS fence), "
     "     s AS (SELECT t.lost_at, t.purged_at FROM @.lease_store t WHERE t.id = 1), "
-    "     c AS (SELECT $3::int8 > j.fence AND NOT (j.fence = 0 AND $3::int8 <= coalesce(s.purged_at, 0)) AS below "
-    "             FROM j, s), "
+    "     c AS (SELECT j.fence, $3::int8 > j.fence AND NOT (j.fence = 0 AND $3::int8 <= coalesce(s.purged_at, 0)) "
+    "             AS below FROM j, s), "
     "     f AS (INSERT INTO @.lease_jobs AS x (job, fence) SELECT $2::bytea, $3::int8 FROM c WHERE c.below "
     "             ON CONFLICT (job) DO UPDATE SET fence = greatest(x.fence, excluded.fence)), "
     "     u AS (UPDATE @.lease_store t SET lost_at = greatest(t.lost_at, @.lease_now($1::int8)) FROM c "
-    "             WHERE t.id = 1 AND c.below AND (t.lost_at IS NULL OR $3::int8 > t.lost_at) RETURNING t.lost_at) "
+    "             WHERE t.id = 1 AND c.below AND NOT (c.fence = 0 AND $3::int8 <= coalesce(t.purged_at, 0)) "
+    "               AND (t.lost_at IS NULL OR $3::int8 > t.lost_at) RETURNING t.lost_at) "
     "SELECT (SELECT u.lost_at FROM u), (SELECT s.lost_at FROM s)",
 };
 
