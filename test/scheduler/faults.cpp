@@ -534,6 +534,64 @@ TEST_CASE("a backup whose check comes due with a newer slot lets the newer slot'
   CHECK(c.record(at(60s))->status == run_status::interrupted);
 }
 
+TEST_CASE("a handler whose task the executor takes only after its lease was lost is not started") {
+  // Every worker busy, or the process frozen, from the win until past the
+  // self-abort: a backup takes the run over meanwhile. The task, taken at
+  // last, must not start a handler that never checks lease_held() itself.
+  cluster c{at(1s)};
+  auto& a = c.add(spec_options("A", 1));
+  auto& b = c.add(spec_options("B", 2));
+  int invoked[2] = {0, 0};
+  a.s->add("mail", lease::every(60s), [&](lease::run_context&) { ++invoked[0]; });
+  b.s->add("mail", lease::every(60s), [&](lease::run_context&) { ++invoked[1]; });
+  a.s->start();
+  b.s->start();
+  c.run_until(at(60s));
+  auto& runner = c.record(at(60s), "mail")->runner == "A" ? a : b;
+  auto& backup = &runner == &a ? b : a;
+  runner.down = true;  // frozen with the task still queued; its lease ends at 90 s
+  c.run_until(at(100s));
+  REQUIRE(c.record(at(60s), "mail")->attempt == 2);  // the backup took it over
+  REQUIRE(backup.has(event_kind::takeover, at(60s)));
+  runner.exec.run_all();  // the frozen instance's executor takes its task at last
+  CHECK(invoked[&runner == &a ? 0 : 1] == 0);
+  runner.down = false;
+  c.run_until(at(101s));
+  CHECK(c.record(at(60s), "mail")->attempt == 2);  // nothing was released or finished for attempt 1
+  CHECK(c.record(at(60s), "mail")->status == run_status::running);
+}
+
+TEST_CASE("a claim answered quarantined after a send whose reply was lost is claimed again with a new token, so "
+          "the lost copy's lease is never counted from the resend") {
+  // Found by a review: the same token, sent again after the quarantine,
+  // came back `running` with that token — the delayed first copy had won
+  // as the quarantine ended — and the handler started with a self-abort
+  // counted from the resend, 4 s after the lease really began: a backup
+  // took over while the handler still held its lease.
+  cluster c{at(1s)};
+  auto& a = c.add(spec_options("A", 1));
+  auto& b = c.add(spec_options("B", 2));
+  a.s->start();
+  b.s->start();
+  c.run_until(at(30'500ms));
+  c.store.inner().lose_state();  // noticed at 30.5 s: no run starts before 60.5 s
+  c.store.hold_next_claim();     // A's claim of 60 s: its first copy is delayed, its reply lost
+  c.run_until(at(60'499ms));     // A sent it again at once: quarantined, claimed again at 60.5 s
+  REQUIRE(c.store.held());
+  REQUIRE(c.store.held()->runner == "A");
+  c.clock.set(at(60'500ms));
+  REQUIRE(c.store.inner().claim(*c.store.held()).outcome == claim_outcome::won);  // the first copy lands: lease end 90.5 s
+  a.down = true;  // A's loop is held 4 s (a slow call) while B claims: backup
+  c.run_until(at(64'500ms));
+  a.down = false;
+  c.poll_all();  // A claims again
+  CHECK(a.started.empty());  // the attempt its lost copy won is not started with a lease counted from now
+  CHECK(a.s->watching() == 1);  // A backs it up, as B does
+  c.run_until(at(95s));
+  CHECK(c.record(at(60s))->attempt == 2);  // taken over when its lease ran out
+  CHECK(a.started.size() + b.started.size() == 1);
+}
+
 TEST_CASE("a backup re-checks a watched run every 1 to 2 × heartbeat") {
   three t(9, 50s);
   t.sim.run_for(60s + 40s);

@@ -11,6 +11,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "drive.hpp"
@@ -48,6 +49,11 @@ class faulty_store {
   void fail_next(op which, lease::errc code, bool applied = false) { st_->faults.push_back({which, code, applied}); }
   void throw_foreign_next(op which) { st_->faults.push_back({which, lease::errc::unavailable, false, true}); }
   void delay_next_claim(duration d) { st_->claim_delay = d; }
+  /// The next claim is kept, not applied — a copy still on its way through
+  /// the network — and answered outcome_unknown; the test delivers it later
+  /// (inner().claim(*held())).
+  void hold_next_claim() { st_->hold = true; }
+  [[nodiscard]] std::optional<lease::claim_request> held() const { return st_->held; }
   [[nodiscard]] int calls(op o) const { return st_->calls[o]; }
   [[nodiscard]] int batches() const { return st_->batches; }
   lease::memory_store<lease::fake_clock>& inner() { return st_->inner; }
@@ -69,6 +75,11 @@ class faulty_store {
     if (st_->claim_delay) {
       st_->clock.advance(*st_->claim_delay);
       st_->claim_delay.reset();
+    }
+    if (std::exchange(st_->hold, false)) {
+      ++st_->calls[op::claim];
+      st_->held = r;
+      throw lease::store_error(lease::make_error_code(lease::errc::outcome_unknown), "reply lost (request delayed)");
     }
     return call(op::claim, [&] { return st_->inner.claim(r); });
   }
@@ -104,6 +115,8 @@ class faulty_store {
     lease::memory_store<lease::fake_clock> inner;
     std::deque<fault> faults;
     std::optional<duration> claim_delay;
+    bool hold = false;
+    std::optional<lease::claim_request> held;
     std::map<op, int> calls;
     int batches = 0;
   };

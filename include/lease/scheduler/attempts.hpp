@@ -87,6 +87,17 @@ template <Store S, Clock C, Executor E, OverlapPolicy P>
 void scheduler<S, C, E, P>::dispatch(std::uint32_t j, std::uint64_t id, run_context ctx) {
   executor_.execute(task(std::move(ctx), [fn = jobs_[j].fn, box = inbox_, id](run_context& c) {
     detail::completion done{id, false, false, {}};
+    if (!c.lease_held()) {
+      // The executor took the task only after the attempt's lease was lost
+      // (every worker busy until past the self-abort, or a pool draining its
+      // queue after stop() abandoned the attempt): a backup may be running
+      // the run by now. A handler that never started does nothing, so it is
+      // not started at all, rather than trusted to check lease_held() first.
+      done.threw = done.stop_requested = true;
+      done.what = "the handler was not started: the executor took its task only after the attempt's lease was lost";
+      box->post(std::move(done));
+      return;
+    }
     try {
       (*fn)(c);
     } catch (const std::exception& e) {

@@ -451,6 +451,9 @@ void scheduler<S, C, E, P>::on_claim(std::uint32_t j, const claim_request& req, 
       if (req.reason != claim_reason::takeover && !own_attempt(rec.key()))
         emit(event_kind::backup, rec.key(), rec.attempt, rec.fence,
              what + "attempt " + std::to_string(rec.attempt) + " runs on " + rec.runner +
+                 (rec.runner == req.runner ? " (this instance: an earlier send of a claim whose reply was lost won "
+                                             "it, and nothing runs it here)"
+                                           : "") +
                  " with a live lease; this instance is its backup",
              answer_facts(rec.runner));
       watch_run(j, rec.key(), false, lease_seen{rec.lease_end, res.store_now});
@@ -588,9 +591,17 @@ void scheduler<S, C, E, P>::not_yet(std::uint32_t j, const claim_request& req, c
              detail::fmt(from) + ", after its deadline " + detail::fmt(req.deadline) + " + 10 s");
     return;
   }
-  // Nothing was created: the lease of this token starts at a later send.
+  // Claimed again with a new token. An earlier send of this one whose reply
+  // was lost may still reach the store and win there, its lease starting
+  // then: sent again with that token, the claim would come back `running`
+  // with it and start the handler with a self-abort counted from the resend,
+  // late (a backup could take over while the handler runs). With a new
+  // token such a stray win is nobody's: this instance backs it up, and it is
+  // taken over when its lease runs out.
+  claim_request again = req;
+  again.token = make_token(rng_);
   const std::uint64_t id = next_id_++;
-  pending_.add(id, pending_claim{j, req, 0, std::nullopt});
+  pending_.add(id, pending_claim{j, std::move(again), 0, std::nullopt});
   push_after(wait, {{}, 0, detail::timer_kind::claim, j, req.run.slot, id});
 }
 
