@@ -146,9 +146,14 @@ struct server_settings {
       s += " may evict run state (use noeviction or volatile-*: lease keys have no TTL)";
     else if (policy)
       s += " never evicts lease keys";
-    s += ". A lost run is detected by the instances that had seen its job (fences) or the store's marker key, "
-         "and no run starts for one lease after, so none runs twice; a run lost before any instance saw it "
-         "cannot be detected.";
+    // Honest about what detection misses (a review reproduced both with a
+    // restart from an older RDB and a failover to a lagging replica).
+    s += ". A lost claim is detected by the instances that had seen its job (fences) or by the store's marker "
+         "key, and no run starts for one lease after it. Not detected: a lost heartbeat or finish (a restart "
+         "from an older snapshot or append-only file, or a failover to a replica that missed them, brings back "
+         "an earlier lease end, or a finished run as running: a backup may then take over a live runner, or run "
+         "a finished slot again), and a run lost before any instance saw it. Only appendfsync always, with no "
+         "failover to a replica that may lag, keeps every write.";
     return s;
   }
 };
