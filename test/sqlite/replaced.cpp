@@ -65,6 +65,14 @@ void rename_over(const std::string& other, const std::string& path) {
   for (const char* suffix : {"-wal", "-shm"}) std::filesystem::remove(path + suffix);
 }
 
+/// `ln -sfn target link` done atomically, as a deployment switches `current`:
+/// a new symlink renamed over the old one.
+void retarget(const std::filesystem::path& link, const std::string& target) {
+  const std::filesystem::path next = link.parent_path() / (link.filename().string() + ".next");
+  std::filesystem::create_directory_symlink(target, next);
+  std::filesystem::rename(next, link);
+}
+
 }  // namespace
 
 TEST_CASE("a store file deleted while open is noticed at the next operation, and no run starts until a lease after") {
@@ -174,6 +182,88 @@ TEST_CASE("a store file replaced by renaming another lease database over it is n
   const auto notices = s.take_notices();
   REQUIRE(notices.size() == 1);
   CHECK_THAT(notices[0], Contains("was replaced"));
+}
+
+// The store path goes through a symlink (current -> v1) that an operator
+// retargets (current -> v2): the path now names v2's file, although v1's
+// file is still where SQLite resolved the path when it opened it.
+TEST_CASE("a store path whose directory symlink is retargeted is noticed as a replaced file at the next operation") {
+  lease::testing::temp_dir dir;
+  std::filesystem::create_directory(dir.path() / "v1");
+  std::filesystem::create_directory(dir.path() / "v2");
+  std::filesystem::create_directory_symlink("v1", dir.path() / "current");
+  const std::string path = dir.file("current/jobs.db");
+  lease::fake_clock clock{t0};
+  (void)on(dir.file("v2/jobs.db"), clock);  // the next release's file, ready beside v1's
+  auto s = on(path, clock);
+  REQUIRE(s.claim(request("report", t0, "tok-a")).outcome == claim_outcome::won);
+  CHECK(s.take_notices().empty());
+
+  retarget(dir.path() / "current", "v2");
+  clock.advance(1s);
+  CHECK_FALSE(s.heartbeat({"report", t0}, "tok-a", 30s));  // v2's file does not know the run
+  const auto notices = s.take_notices();
+  REQUIRE(notices.size() == 1);
+  CHECK_THAT(notices[0], Contains(path) && Contains("was replaced"));
+  CHECK(s.lost_at() == t0 + 1s);
+  CHECK(s.claim(request("report", t0, "tok-b")).outcome == claim_outcome::quarantined);
+  clock.advance(30s);
+  const auto again = s.claim(request("report", t0, "tok-b"));  // t0 may have run before the loss: never again
+  CHECK(again.outcome == claim_outcome::quarantined);
+  CHECK(again.record.lease_end == lease::time_point::max());
+  CHECK(s.claim(request("report", clock.now(), "tok-c")).outcome == claim_outcome::won);
+  {
+    auto v2 = on(dir.file("v2/jobs.db"), clock);  // the loss and the new run are in v2's file
+    CHECK(v2.lost_at() == t0 + 1s);
+    CHECK(v2.get({"report", clock.now()})->token == "tok-c");
+    CHECK_FALSE(v2.get({"report", t0}).has_value());
+  }
+  {
+    auto v1 = on(dir.file("v1/jobs.db"), clock);  // v1's file is left as it was
+    CHECK_FALSE(v1.lost_at().has_value());
+    CHECK(v1.get({"report", t0})->token == "tok-a");
+  }
+}
+
+TEST_CASE("a store opened by a file: URI with an authority and %-escapes watches the file the URI names") {
+  lease::testing::temp_dir dir;
+  std::filesystem::create_directory(dir.path() / "my dir");
+  const std::string path = dir.file("my dir/jobs#1.db");
+  lease::fake_clock clock{t0};
+  lease::sqlite_store s{"file://localhost" + dir.path().string() + "/my%20dir/jobs%231.db?mode=rwc#ignored",
+                        {.clock = [clock] { return clock.now(); }, .quarantine_new_file = false}};
+  REQUIRE(std::filesystem::exists(path));
+  REQUIRE(s.claim(request("report", t0, "tok-a")).outcome == claim_outcome::won);
+  delete_store_files(path);
+  CHECK_FALSE(s.get({"report", t0}).has_value());
+  CHECK_THAT(s.take_notices().at(0), Contains("was deleted"));
+}
+
+TEST_CASE("after a directory symlink in the store path is retargeted, an old and a new instance do not both win a "
+          "slot") {
+  lease::testing::temp_dir dir;
+  std::filesystem::create_directory(dir.path() / "v1");
+  std::filesystem::create_directory(dir.path() / "v2");
+  std::filesystem::create_directory_symlink("v1", dir.path() / "current");
+  const std::string path = dir.file("current/jobs.db");
+  lease::fake_clock clock{t0};
+  auto old = on(path, clock);
+  REQUIRE(old.claim(request("report", t0, "tok-a")).outcome == claim_outcome::won);
+  REQUIRE(old.finish({"report", t0}, "tok-a", lease::run_status::success));  // nothing running: the next slot is free
+
+  retarget(dir.path() / "current", "v2");
+  auto fresh = on(path, clock);  // started after the switch: opens v2's file
+  clock.advance(1s);
+  const lease::time_point slot = clock.now();
+  REQUIRE(fresh.claim(request("report", slot, "tok-b")).outcome == claim_outcome::won);
+  const auto second = old.claim(request("report", slot, "tok-c"));
+  CHECK(second.outcome != claim_outcome::won);  // old notices the switch and claims in v2's file
+  CHECK(old.take_notices().size() == 1);
+  const auto seen = old.get({"report", slot});
+  REQUIRE(seen.has_value());
+  CHECK(seen->token == "tok-b");
+  CHECK(fresh.lost_at() == t0 + 1s);  // and fresh obeys the loss old recorded
+  CHECK(fresh.claim(request("other", slot, "tok-d")).outcome == claim_outcome::quarantined);
 }
 
 // A backup holds what was running when it was taken, not what ended since:

@@ -57,10 +57,14 @@
 // an instance started afterwards creates a new one, and every slot would run
 // twice. So before every operation the store stat()s the path and compares
 // device + inode with the file it has open (one syscall; benchmark/sqlite
-// measures it). On a mismatch it closes the stale connection *without* a
-// checkpoint (SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE: a stale handle must not write
-// into, or delete, a -wal that may now belong to the new file), opens the
-// path again (creating it if gone), records lost_at = now in the file's
+// measures it). The path as the caller named it, made absolute once: not the
+// one SQLite resolved through symlinks, so that a symlink in it retargeted
+// (`ln -sfn v2 current` under `current/jobs.db`) is a replacement too, where
+// the resolved path would keep naming the old file. On a mismatch it closes
+// the stale connection *without* a checkpoint
+// (SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE: a stale handle must not write into, or
+// delete, a -wal that may now belong to the new file), opens the path again
+// (creating it if gone), records lost_at = now in the file's
 // lease_meta unless it holds a later one, queues a notice (take_notices) and
 // from then on answers claims by the quarantine rule of rules::claim: no
 // attempt is won before lost_at + lease.
@@ -111,11 +115,13 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -191,7 +197,7 @@ class sqlite_store {
  public:
   /// Opens (or creates) the store file at `path`. See the class comment for errors.
   explicit sqlite_store(std::string path, sqlite_options options = {})
-      : path_(std::move(path)), options_(std::move(options)) {
+      : path_(std::move(path)), named_(named_file(path_)), options_(std::move(options)) {
     open();
   }
 
@@ -1130,28 +1136,36 @@ class sqlite_store {
           options_.quarantine_new_file ? std::optional<std::int64_t>(t) : std::nullopt);
       std::array<detail::sqlite_stmt, static_cast<std::size_t>(q::count_)> stmts{};
       for (std::size_t i = 0; i < sql_.size(); ++i) stmts[i] = detail::sqlite_prepare(o.db.get(), sql_[i]);
+      // The path SQLite resolved (through symlinks); "" for a temporary or
+      // in-memory database, which has no file to watch.
       const char* f = sqlite3_db_filename(o.db.get(), "main");
-      std::string file = f != nullptr ? f : "";
+      const std::string resolved = f != nullptr ? f : "";
       struct ::stat st {};
-      if (!file.empty()) {
-        // stat() the path, then ask SQLite whether the inode it has open is
-        // still the one at the path: if so, st is that inode (a replacement
-        // in between would have to be undone again in microseconds).
+      if (!resolved.empty()) {
+        // stat() the path as named and the resolved one: one inode (a
+        // symlink retargeted in between would part them); then ask SQLite
+        // whether the inode it has open is still the one at the resolved
+        // path: if so, st is that inode (a replacement in between would have
+        // to be undone again in microseconds).
+        struct ::stat rst {};
         int moved = 0;
-        const bool named = ::stat(file.c_str(), &st) == 0 &&
+        const bool named = ::stat(named_.c_str(), &st) == 0 && ::stat(resolved.c_str(), &rst) == 0 &&
+                           st.st_dev == rst.st_dev && st.st_ino == rst.st_ino &&
                            sqlite3_file_control(o.db.get(), "main", SQLITE_FCNTL_HAS_MOVED, &moved) == SQLITE_OK &&
                            moved == 0;
         if (!named) {
           if (tries < 3) continue;
           detail::throw_sqlite(o.db.get(), SQLITE_CANTOPEN, path_,
-                               "the file was replaced again and again while being opened");
+                               "the file was replaced again and again while being opened (the path kept naming "
+                               "another file than the one SQLite opened, '" + detail::sqlite_printable(resolved) +
+                                   "')");
         }
       }
       // Statements before the connection they belong to, as in the destructor.
       for (auto& x : stmts_) x.reset();
       db_ = std::move(o.db);
       stmts_ = std::move(stmts);
-      file_ = std::move(file);
+      file_ = resolved.empty() ? std::string() : named_;
       dev_ = static_cast<std::uint64_t>(st.st_dev);
       ino_ = static_cast<std::uint64_t>(st.st_ino);
       if (o.created && options_.quarantine_new_file)
@@ -1164,8 +1178,42 @@ class sqlite_store {
     }
   }
 
-  /// Before every operation: does the path still name the file that is open?
-  /// One stat(); on a mismatch, recover (file_replaced).
+  /// The file `path` names, as the caller named it, for check_file(): a
+  /// `file:` URI's path part (SQLite's parse: an authority "" or "localhost"
+  /// skipped, cut at '?' or '#', %HH decoded, %00 ends it), made absolute
+  /// against the working directory now, without resolving symlinks.
+  static std::string named_file(const std::string& path) {
+    std::string p = path;
+    if (std::string_view(path).starts_with("file:")) {  // SQLite takes a URI only in lower case
+      std::string_view rest = std::string_view(path).substr(5);
+      if (rest.starts_with("//")) rest = rest.substr(std::min(rest.find('/', 2), rest.size()));
+      rest = rest.substr(0, rest.find_first_of("?#"));
+      auto hex = [](char c) -> int {
+        if (c >= '0' && c <= '9') return c - '0';
+        if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+        return -1;
+      };
+      p.clear();
+      for (std::size_t i = 0; i < rest.size(); ++i) {
+        if (rest[i] == '%' && i + 2 < rest.size() && hex(rest[i + 1]) >= 0 && hex(rest[i + 2]) >= 0) {
+          const int octet = hex(rest[i + 1]) * 16 + hex(rest[i + 2]);
+          if (octet == 0) break;
+          p.push_back(static_cast<char>(octet));
+          i += 2;
+        } else {
+          p.push_back(rest[i]);
+        }
+      }
+    }
+    if (p.empty()) return p;
+    std::error_code ec;
+    std::filesystem::path abs = std::filesystem::absolute(p, ec);
+    return ec ? p : abs.string();  // no working directory: the path as given
+  }
+
+  /// Before every operation: does the path (as named: named_) still name the
+  /// file that is open? One stat(); on a mismatch, recover (file_replaced).
   void check_file() {
     if (loss_) return file_replaced();  // an earlier recovery did not finish: finish it first
     if (!db_) throw_moved_from();
@@ -1247,8 +1295,9 @@ class sqlite_store {
   }
 
   std::string path_;
+  std::string named_;  ///< the file path_ names, absolute, symlinks kept (named_file)
   sqlite_options options_;
-  std::string file_;       ///< the open file's full path (sqlite3_db_filename); "" for none
+  std::string file_;       ///< the path check_file() watches: named_; "" for a temporary or in-memory database
   std::uint64_t dev_ = 0;  ///< the open file's device and inode, when it was opened
   std::uint64_t ino_ = 0;
   /// A loss noticed whose recovery has not finished (file_replaced).
