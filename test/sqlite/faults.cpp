@@ -287,6 +287,29 @@ TEST_CASE("an I/O error while committing is outcome unknown and a read-back then
   CHECK(s.finish({"report", t0}, "tok-1", run_status::success));
 }
 
+TEST_CASE("a store file this process can only read is refused at construction unless read-only is asked") {
+  namespace vfs = lease::testing::faulty_vfs;
+  struct writable_again {
+    ~writable_again() { vfs::open_main_read_only = false; }
+  } reset;
+  lease::testing::temp_dir dir;
+  const std::string path = dir.file("jobs.db");
+  lease::fake_clock clock{t0};
+  { auto w = on_fake_clock(path, clock); REQUIRE(w.claim(request("report", t0, "tok")).outcome == claim_outcome::won); }
+  const std::string uri = "file:" + path + "?vfs=" + vfs::install();
+  vfs::open_main_read_only = true;  // as the unix VFS does with a file this process may not write (EACCES)
+  const auto e = error_of([&] { auto s = on_fake_clock(uri, clock); });
+  CHECK(e.code() == lease::errc::unavailable);
+  CHECK((e.code().value() & 0xff) == SQLITE_READONLY);
+  CHECK_THAT(e.what(), Contains(path) && Contains("read-only although read-write was asked") &&
+                           Contains("?mode=ro") && Contains("make the file and its directory writable"));
+  auto inspector = on_fake_clock(uri + "&mode=ro", clock);  // asked for: served
+  CHECK(inspector.get({"report", t0})->token == "tok");
+  vfs::open_main_read_only = false;
+  auto writer = on_fake_clock(uri, clock);
+  CHECK(writer.heartbeat({"report", t0}, "tok", 30s));
+}
+
 TEST_CASE("a lock held past busy_timeout fails the operation as unavailable and nothing is left locked") {
   lease::testing::temp_dir dir;
   const std::string path = dir.file("jobs.db");

@@ -1,8 +1,12 @@
 // test/sqlite/faulty_vfs.hpp — a SQLite VFS ("lease-faulty") over the real
 // one that fails writes to WAL files on demand, to test what the store does
-// when the disk fails at commit time. Open a store on it with a URI:
+// when the disk fails at commit time, or that opens a main database file
+// read-only as the unix VFS does when it may not write it (EACCES: a file
+// restored by root, which a test running as root cannot make). Open a store
+// on it with a URI:
 // "file:/path/jobs.db?vfs=lease-faulty". Not a mock of SQLite: every call goes
-// to the real VFS and file except the writes it is told to fail.
+// to the real VFS and file except the writes it is told to fail and the opens
+// it is told to make read-only.
 #pragma once
 
 #include <sqlite3.h>
@@ -13,6 +17,10 @@ namespace lease::testing::faulty_vfs {
 
 /// While true, every write to a WAL file fails with SQLITE_IOERR_WRITE.
 inline std::atomic<bool> fail_wal_writes{false};
+/// While true, a main database file opened read-write is opened read-only
+/// instead, and SQLite is told so (*out): the real VFS's fallback when the
+/// file is not writable, which SQLite then serves silently.
+inline std::atomic<bool> open_main_read_only{false};
 
 namespace detail {
 
@@ -58,7 +66,11 @@ inline int x_open(sqlite3_vfs*, sqlite3_filename name, sqlite3_file* f, int flag
   auto* w = reinterpret_cast<file*>(f);
   w->real = reinterpret_cast<sqlite3_file*>(w + 1);
   w->is_wal = (flags & SQLITE_OPEN_WAL) != 0;
+  const bool read_only = (flags & SQLITE_OPEN_MAIN_DB) != 0 && (flags & SQLITE_OPEN_READWRITE) != 0 &&
+                         open_main_read_only.load();
+  if (read_only) flags = (flags & ~(SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)) | SQLITE_OPEN_READONLY;
   const int rc = real_vfs()->xOpen(real_vfs(), name, w->real, flags, out);
+  if (read_only && rc == SQLITE_OK && out != nullptr) *out = flags;
   // Only a file the real VFS opened (it set pMethods) is closed later.
   f->pMethods = w->real->pMethods != nullptr ? &methods : nullptr;
   return rc;

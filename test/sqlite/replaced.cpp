@@ -21,6 +21,7 @@
 
 #include "lease/clock/fake.hpp"
 #include "lease/store/sqlite.hpp"
+#include "sqlite/faulty_vfs.hpp"
 #include "sqlite/raw_sql.hpp"
 #include "sqlite/temp_dir.hpp"
 
@@ -264,6 +265,79 @@ TEST_CASE("after a directory symlink in the store path is retargeted, an old and
   CHECK(seen->token == "tok-b");
   CHECK(fresh.lost_at() == t0 + 1s);  // and fresh obeys the loss old recorded
   CHECK(fresh.claim(request("other", slot, "tok-d")).outcome == claim_outcome::quarantined);
+}
+
+// A file restored as another user (root): this process cannot write it,
+// and SQLite would silently serve it read-only. The store must neither go on
+// read-only (it could never record the loss, and would stay so once the
+// owner is fixed, the inode no longer changing) nor tell of a loss it did
+// not record: the operation fails, and the next one after the fix recovers.
+TEST_CASE("a store file replaced by one this process cannot write fails operations as unavailable until it can, "
+          "then the loss is recorded and told") {
+  namespace vfs = lease::testing::faulty_vfs;
+  struct writable_again {
+    ~writable_again() { vfs::open_main_read_only = false; }
+  } reset;
+  lease::testing::temp_dir dir;
+  const std::string path = dir.file("jobs.db");
+  const std::string other = dir.file("restored.db");
+  lease::fake_clock clock{t0};
+  auto s = on("file:" + path + "?vfs=" + vfs::install(), clock);
+  REQUIRE(s.claim(request("report", t0, "tok-a")).outcome == claim_outcome::won);
+  {
+    auto b = on(other, clock);  // an older copy: another run, no lost_at
+    REQUIRE(b.claim(request("backup-job", t0, "tok-old")).outcome == claim_outcome::won);
+  }
+  rename_over(other, path);
+  clock.advance(1s);
+
+  vfs::open_main_read_only = true;  // restored as root: this process may only read it
+  for (int i = 0; i < 2; ++i) {     // each operation tries the reopen again
+    try {
+      (void)s.get({"report", t0});
+      FAIL("an operation went on with a file it cannot write");
+    } catch (const lease::store_error& e) {
+      CHECK(e.code() == lease::errc::unavailable);
+      CHECK((e.code().value() & 0xff) == SQLITE_READONLY);
+      CHECK_THAT(e.what(), Contains(path) && Contains("read-only although read-write was asked") &&
+                               Contains("?mode=ro"));
+    }
+    CHECK(s.take_notices().empty());  // no loss told before it is recorded
+  }
+
+  vfs::open_main_read_only = false;  // the operator fixed the owner
+  clock.advance(1s);
+  CHECK_FALSE(s.heartbeat({"report", t0}, "tok-a", 30s));  // reopened: the restored file does not know the run
+  const auto notices = s.take_notices();
+  REQUIRE(notices.size() == 1);
+  CHECK_THAT(notices[0], Contains("was replaced") && Contains("Loss recorded at 2026-03-01T00:00:02.000Z"));
+  CHECK(s.lost_at() == t0 + 2s);
+  CHECK(s.claim(request("report", t0, "tok-b")).outcome == claim_outcome::quarantined);
+  clock.advance(30s);
+  CHECK(s.claim(request("report", t0, "tok-b")).outcome == claim_outcome::quarantined);  // may have run: never again
+  auto plain = on(path, clock);  // the loss is in the file now at the path
+  CHECK(plain.lost_at() == t0 + 2s);
+  CHECK(plain.get({"backup-job", t0})->token == "tok-old");
+}
+
+TEST_CASE("a read-only inspector whose store file is replaced tells of the loss without claiming to record it") {
+  lease::testing::temp_dir dir;
+  const std::string path = dir.file("jobs.db");
+  const std::string other = dir.file("restored.db");
+  lease::fake_clock clock{t0};
+  REQUIRE(on(path, clock).claim(request("report", t0, "tok-a")).outcome == claim_outcome::won);
+  lease::sqlite_store inspector{"file:" + path + "?mode=ro",
+                                {.clock = [clock] { return clock.now(); }, .quarantine_new_file = false}};
+  CHECK(inspector.get({"report", t0})->token == "tok-a");
+  (void)on(other, clock);
+  rename_over(other, path);
+  clock.advance(1s);
+  CHECK_FALSE(inspector.get({"report", t0}).has_value());  // it reads the file now at the path
+  const auto notices = inspector.take_notices();
+  REQUIRE(notices.size() == 1);
+  CHECK_THAT(notices[0], Contains("was replaced") && Contains("read-only and recorded no loss"));
+  CHECK_THAT(notices[0], !Contains("Loss recorded"));
+  CHECK_FALSE(inspector.lost_at().has_value());
 }
 
 // A backup holds what was running when it was taken, not what ended since:

@@ -173,7 +173,8 @@ struct sqlite_options {
 ///
 /// Construction opens or creates the file and its schema. It throws
 /// lease::store_error (category sqlite_category()) if the path cannot be
-/// opened or created (errc::unavailable), if the file is not a database, is
+/// opened or created, or only for reading although that was not asked
+/// (errc::unavailable), if the file is not a database, is
 /// another application's database, or has a lease schema version this
 /// library does not know (errc::corrupt). A path may be a `file:` URI
 /// (`file:jobs.db?mode=ro` opens read-only: get/unfinished work, writes fail
@@ -1237,7 +1238,8 @@ class sqlite_store {
   /// The path names another file, or none (loss_): the state this store had
   /// is lost to it. Close the stale connection without touching anything by
   /// name, open the path again, record the loss in the file, tell the
-  /// operator. If a step fails (the directory is gone, the lock is busy), the
+  /// operator. If a step fails (the directory is gone, the lock is busy, the
+  /// new file cannot be written: sqlite_open), the
   /// error is thrown and the next operation resumes here: no operation runs
   /// on the new file before lost_at is recorded in it.
   void file_replaced() {
@@ -1256,7 +1258,10 @@ class sqlite_store {
     }
     const time_point at = now();
     std::optional<time_point> lost;
-    if (sqlite3_db_readonly(db_.get(), "main") != 1) {  // a read-only inspector records nothing
+    // Read-only only if asked (mode=ro: an inspector; sqlite_open refuses a
+    // silent read-only fallback), and then it records nothing.
+    const bool inspector = sqlite3_db_readonly(db_.get(), "main") == 1;
+    if (!inspector) {
       transaction tx(*this, "record of a lost store file");
       lost = read_lost_at();
       if (!lost || *lost <= at) {
@@ -1276,9 +1281,13 @@ class sqlite_store {
         " while this instance had it open (inode " + std::to_string(old_ino) +
         " -> " + std::to_string(ino_) + "): every run, fence and pause of a job this instance knew of is lost to "
         "the store (pause such jobs again), "
-        "and a run may still be running whose state is gone. Loss recorded at " + iso(noticed) +
-        " (store clock): no run starts until one lease after it, when every runner of a forgotten run has "
-        "stopped. Replace or delete a store file (with its -wal and -shm) only while no instance runs");
+        "and a run may still be running whose state is gone. " +
+        (inspector ? std::string("This store is read-only and recorded no loss: an instance that writes the file "
+                                 "records it when it notices")
+                   : "Loss recorded at " + iso(noticed) +
+                         " (store clock): no run starts until one lease after it, when every runner of a forgotten "
+                         "run has stopped") +
+        ". Replace or delete a store file (with its -wal and -shm) only while no instance runs");
   }
 
   /// A store time as an ISO 8601 UTC string, for notices.

@@ -247,7 +247,8 @@ struct sqlite_opened {
 };
 
 /// Opens `path` (created if missing; a `file:` URI is accepted, e.g.
-/// `file:jobs.db?mode=ro` for a read-only inspector), sets the busy timeout,
+/// `file:jobs.db?mode=ro` for a read-only inspector; a file that can only be
+/// read without that is refused: errc::unavailable), sets the busy timeout,
 /// WAL and the sync level, and makes sure the file holds the lease schema
 /// (upgrading versions 1 to 4). If it creates the schema, it records `created_at`
 /// and, if `lost_at` is set, that lost_at, in the same transaction: no
@@ -263,6 +264,23 @@ struct sqlite_opened {
   sqlite_db db(raw);
   if (rc != SQLITE_OK) throw_sqlite(db.get(), rc, path, "cannot open the database file");
   sqlite3_extended_result_codes(db.get(), 1);
+  const bool read_only = sqlite3_db_readonly(db.get(), "main") == 1;
+  // Asked for read-write, SQLite falls back silently to a read-only
+  // connection when it cannot open the file for writing (EACCES, EROFS: e.g.
+  // a file restored as root). Served, such a store could never record a loss
+  // or a run, and would stay so after the owner is fixed (the inode does not
+  // change): refuse it unless the caller asked for read-only. A temporary or
+  // in-memory database ("" here) has no file to fall back on.
+  if (const char* name = sqlite3_db_filename(db.get(), "main"); read_only && name != nullptr && *name != '\0') {
+    const char* mode = sqlite3_uri_parameter(name, "mode");
+    const bool asked = (mode != nullptr && std::string_view(mode) == "ro") || sqlite3_uri_boolean(name, "immutable", 0);
+    if (!asked)
+      throw_sqlite(db.get(), SQLITE_READONLY, path,
+                   "was opened read-only although read-write was asked (SQLite falls back to read-only when this "
+                   "process cannot write the file: restored as another user? a read-only filesystem?), and a store "
+                   "must write to record runs and losses (a read-only inspector asks for it with a file: URI and "
+                   "?mode=ro)");
+  }
   // Every lock wait below and in every later operation is bounded by this.
   sqlite3_busy_timeout(db.get(), static_cast<int>(std::clamp<std::int64_t>(busy_timeout_ms, 0, INT_MAX)));
 
@@ -271,7 +289,6 @@ struct sqlite_opened {
   const std::int64_t version = sqlite_check_schema(db.get(), path);
   const bool exists = version != 0;
 
-  const bool read_only = sqlite3_db_readonly(db.get(), "main") == 1;
   if (!read_only) {
     // WAL: readers never block the writer and vice versa; writers queue on
     // the write lock (BEGIN IMMEDIATE + busy_timeout), which is exactly the
