@@ -300,6 +300,55 @@ TEST_CASE("on a redis cluster with replicas = 1 each claim waits for the replica
   c.wait_synced(1);
 }
 
+TEST_CASE("on a redis cluster with replicas = 1 a claim followed by the marker's script on another master still "
+          "waits for the replica of the claim's master") {
+  // Found by a review: a loss recorded by another instance sends this
+  // handle's marker script after its claim, to the marker's master; the
+  // WAIT then went there only, and a claim its own master's replica never
+  // had was counted as won.
+  redis_cluster& c = shared_cluster();
+  const std::string prefix = lease::testing::fresh_prefix("waitmk");
+  const std::string marker = lease::detail::redis::store_key(prefix);
+  const int marker_master = c.owner_of(lease::detail::redis::key_slot(marker));
+  std::string job;
+  for (int i = 0; job.empty(); ++i)
+    if (const std::string j = "job-" + std::to_string(i); c.owner_of(slot_of(prefix, j)) != marker_master) job = j;
+  const int job_shard = c.shard_of(c.owner_of(slot_of(prefix, job)));
+  lease::redis_options o = cluster_options(prefix);
+  o.replicas = 1;
+  o.replica_timeout = 300ms;
+  lease::redis_store store{std::move(o)};
+  // Slots at the servers' time (this host's): a slot before the loss below would be refused anyway.
+  const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::system_clock::now().time_since_epoch()).count();
+  const auto slot = time_point{lease::duration{now_ms}};
+  auto req = [&](time_point s, std::string token) {
+    auto r = request(job, s, std::move(token));
+    r.deadline = time_point::max() - 1h;
+    r.overlap = lease::overlap_mode::allow;
+    return r;
+  };
+  REQUIRE(store.claim(req(slot - 10min, "a")).outcome == claim_outcome::won);  // the handle has read the marker
+  // Another instance recorded a loss an hour ago, unknown to this handle.
+  REQUIRE(c.node(marker_master).command({"HSET", marker, "lost", std::to_string(now_ms - 3'600'000)}));
+  // The job's master's replica stalls: a claim there cannot be acknowledged.
+  std::jthread stall([&] { (void)c.node(c.size() + job_shard).command({"DEBUG", "SLEEP", "1.5"}); });
+  std::this_thread::sleep_for(100ms);
+  const auto late = req(slot + 500ms, "b");
+  std::optional<std::error_code> err;
+  std::optional<claim_outcome> outcome;
+  try {
+    outcome = store.claim(late).outcome;
+  } catch (const lease::store_error& e) {
+    err = e.code();
+  }
+  stall.join();
+  CAPTURE(outcome.has_value() ? static_cast<int>(*outcome) : -1);
+  REQUIRE(err);
+  CHECK(*err == lease::redis_errc::not_replicated);
+  c.wait_synced(1);
+}
+
 TEST_CASE("on a redis cluster four processes racing for runs on every master get exactly one winner per attempt") {
   const std::string prefix = lease::testing::fresh_prefix("crace");
   lease::testing::check_four_racers(cluster_options(prefix), jobs_on_every_master(prefix, 2),

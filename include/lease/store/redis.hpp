@@ -181,6 +181,7 @@ class redis_store {
   claim_result claim(const claim_request& req) {
     claim_result res;
     bool written_here = true;  // a win is this connection's own write
+    conn_->forget_writes();
     try {
       res = send_claim(req);
     } catch (const detail::redis::transport_error& e) {
@@ -210,6 +211,7 @@ class redis_store {
   std::vector<claim_result> claim_many(std::span<const claim_request> batch) {
     if (batch.empty()) return {};
     if (batch.size() == 1) return {claim(batch.front())};
+    conn_->forget_writes();
     std::vector<claim_result> out = send_claims(batch);
     if (opts_.replicas == 0) return out;
     if (!replicated()) {

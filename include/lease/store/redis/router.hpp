@@ -86,8 +86,12 @@ class router {
     return std::move(replies.front());
   }
 
-  /// `wait` (WAIT numreplicas timeout) on the node(s) that ran the last
-  /// exchange's scripts, all at once: the fewest replicas any of them acknowledged
+  /// Forgets where earlier scripts ran: the next WAIT covers what runs from
+  /// here (a claim's scripts), not a heartbeat's master short of replicas.
+  void forget_writes() noexcept { last_nodes_.clear(); }
+
+  /// `wait` (WAIT numreplicas timeout) on the node(s) that ran scripts since
+  /// forget_writes() or the last WAIT, all at once: the fewest replicas any of them acknowledged
   /// with. WAIT counts the replicas that have this connection's writes, so
   /// on a cluster it must go where the writes went, not to any node.
   std::int64_t wait_replicas(const argv_t& wait) {
@@ -104,6 +108,7 @@ class router {
       if (cmds.empty()) return 0;
       replies.resize(cmds.size());
       exchange_round(cmds, by_node, std::vector<char>(cmds.size(), 0), replies);
+      last_nodes_.clear();  // (kept if the WAIT failed: the next one covers those writes too)
     }
     std::int64_t fewest = -1;
     for (const auto& r : replies) {
@@ -326,7 +331,12 @@ class router {
       }
       todo = std::move(again);
     }
-    last_nodes_.clear();  // where scripts ran (the claims), not plain reads (the marker's HMGET)
+    // Where scripts ran (the claims), not plain reads (the marker's HMGET),
+    // kept since the last WAIT: a claim's exchange may be followed by the
+    // marker's script on another master (a loss to verify or record) before
+    // the WAIT, which must still reach the claims' masters (a review found
+    // the WAIT sent to the marker's master only, and a claim counted as
+    // replicated that was not).
     for (std::size_t i = 0; i < n; ++i)
       if (!cmds[i].empty() && cmds[i][0] == "EVALSHA") last_nodes_.push_back(target[i]);
     std::sort(last_nodes_.begin(), last_nodes_.end());
@@ -376,7 +386,7 @@ class router {
   std::vector<std::unique_ptr<connection>> nodes_;  // stable addresses: hooks point at them
   std::array<std::size_t, slot_count> owner_{};      // slot -> index in nodes_ (cluster)
   bool stale_ = true;
-  std::vector<std::size_t> last_nodes_;  // the nodes the last routed exchange ran scripts on
+  std::vector<std::size_t> last_nodes_;  // the nodes that ran scripts since the last WAIT (sorted, unique)
   std::uint64_t moved_ = 0, asked_ = 0, refreshes_ = 0;
   inline static const std::string empty_;
 };
