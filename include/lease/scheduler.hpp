@@ -299,7 +299,7 @@ class scheduler {
   [[nodiscard]] const options& settings() const noexcept { return opts_; }
   [[nodiscard]] const std::string& instance() const noexcept { return opts_.instance; }
   /// How long before its lease could end a runner stops its handler:
-  /// min(lease / 10, 5 s), on its monotonic clock.
+  /// min(lease / 10, 5 s), at least 1 ms, on its monotonic clock.
   [[nodiscard]] duration safety_margin() const noexcept { return margin_; }
   [[nodiscard]] S& store() noexcept { return store_; }
   [[nodiscard]] const C& clock() const noexcept { return clock_; }
@@ -389,7 +389,11 @@ class scheduler {
   };
 
   static duration abort_margin(const options& o) { return abort_margin(o.lease); }
-  static duration abort_margin(duration lease) { return std::min(lease / 10, duration{5'000}); }
+  // At least 1 ms: a lease under 10 ms would otherwise have none, and its
+  // runner's deadline would be the very millisecond a backup may win.
+  static duration abort_margin(duration lease) {
+    return std::max(std::min(lease / 10, duration{5'000}), duration{1});
+  }
 
   // jobs: add, remove and jobs() carried out on the loop (loop.hpp)
   void apply_add(std::string name, detail::any_schedule sch, std::shared_ptr<const handler> fn, job_settings cfg,

@@ -592,6 +592,24 @@ TEST_CASE("a claim answered quarantined after a send whose reply was lost is cla
   CHECK(a.started.size() + b.started.size() == 1);
 }
 
+TEST_CASE("a claim whose answer leaves less than a heartbeat before the self-abort renews at once, and its handler "
+          "is not stopped") {
+  cluster c{at(1s)};
+  auto& a = c.add(spec_options("A", 1));
+  auto& b = c.add(spec_options("B", 2));
+  a.s->start();
+  b.s->start();
+  c.run_until(at(59s));
+  c.store.delay_next_claim(23s);  // A's claim of 60 s, sent at 60 s, is answered at 83 s: 4 s left of lease − margin
+  c.run_until(at(60s));
+  REQUIRE(a.started.size() == 1);
+  c.run_until(at(95s));  // past the 87 s the first send left, and the heartbeat a full interval later (88 s)
+  CHECK_FALSE(a.started[0].stop.stop_requested());
+  CHECK(a.count(event_kind::lost) == 0);
+  CHECK(c.record(at(60s))->attempt == 1);
+  CHECK(c.record(at(60s))->lease_end > c.clock.now() + 20s);  // renewed: the run is still A's
+}
+
 TEST_CASE("a backup re-checks a watched run every 1 to 2 × heartbeat") {
   three t(9, 50s);
   t.sim.run_for(60s + 40s);

@@ -137,6 +137,17 @@ TEST_CASE("a frozen runner is fenced: its heartbeat is refused, its stop token a
   CHECK_FALSE(c.store.inner().finish({"report", at(60s)}, a1, run_status::success));  // refused if sent
 }
 
+TEST_CASE("a lease under 10 ms still has a safety margin of 1 ms") {
+  // lease / 10 rounds down to 0 ms there: the runner's deadline would be the
+  // very millisecond at which a backup may win (found by a review).
+  lease::options o = spec_options("A", 1);
+  o.lease = 9ms;
+  o.heartbeat = 2ms;
+  cluster c{at(1s)};
+  auto& a = c.add(o);
+  CHECK(a.s->safety_margin() == 1ms);
+}
+
 TEST_CASE("a runner whose heartbeats are not acknowledged for lease − margin aborts before its lease can end") {
   cluster c{at(1s)};
   auto& a = c.add(spec_options("A", 1));

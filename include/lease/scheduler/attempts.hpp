@@ -67,8 +67,16 @@ void scheduler<S, C, E, P>::begin_attempt(std::uint32_t j, const claim_request& 
                              detail::fmt(a.run.slot) + ", not a slot of its schedule)"
                        : std::string{}),
        {.takeover_latency = takeover_latency, .claim_round_trip = round_trip_});
-  if (auto [tick, fresh] = hb_ticks_.try_emplace(a.hb, steady() + a.hb); fresh)  // else it joins that tick
-    push({tick->second, 0, detail::timer_kind::heartbeat, 0, {}, static_cast<std::uint64_t>(a.hb.count())});
+  // The first renewal a heartbeat from now, with the other attempts of its
+  // interval (it joins their tick) — or at once if the claim's answer came so
+  // late that less than a heartbeat is left before the self-abort: else the
+  // watchdog stops the handler before a renewal was even sent (a review
+  // found a late answer's handler started, then stopped unrenewed).
+  const steady_point first = a.lease->deadline() - steady() <= a.hb ? steady() : steady() + a.hb;
+  if (auto [tick, fresh] = hb_ticks_.try_emplace(a.hb, first); fresh || first < tick->second) {
+    tick->second = first;
+    push({first, 0, detail::timer_kind::heartbeat, 0, {}, static_cast<std::uint64_t>(a.hb.count())});
+  }
 
   run_context ctx{a.run.job, a.run.slot, a.number, a.reason, a.token, a.fence, a.lease->token(), a.lease, rec.manual};
   try {
@@ -150,7 +158,11 @@ void scheduler<S, C, E, P>::on_heartbeat(duration interval) {
   if constexpr (BatchHeartbeatStore<S>) {
     try {
       std::vector<bool> r = store_.heartbeat_many(batch);
-      for (std::size_t i = 0; i < ids.size() && i < r.size(); ++i) acked[i] = r[i];
+      if (r.size() != ids.size())  // a store bug: none of the answers can be matched to its attempt
+        throw store_error(make_error_code(errc::outcome_unknown),
+                          "heartbeat_many answered " + std::to_string(r.size()) + " of " + std::to_string(ids.size()) +
+                              " renewals");
+      for (std::size_t i = 0; i < ids.size(); ++i) acked[i] = r[i];
       store_answered();
     } catch (const store_error& e) {
       store_failed("heartbeat", batch.front().run, e);
