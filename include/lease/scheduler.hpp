@@ -375,6 +375,9 @@ class scheduler {
     std::string why;  // the handler's exception message
     std::uint32_t tries = 0;
     bool checked = false;  // its lease_check timer is set
+    /// Its finish or release may have been applied (outcome unknown) and no
+    /// read-back has answered since: the next retry reads back, never resends.
+    bool end_in_doubt = false;
     bool removed_hand_over = false;  // stop requested by remove(name, true)
     duration lease_len{};  // the job's lease and heartbeat when the attempt began
     duration hb{};
@@ -472,7 +475,7 @@ class scheduler {
   void flush_ends();
   void end_failed(std::uint64_t id, const store_error& e, bool reported);
   void end_answered(std::uint64_t id, bool ok);
-  std::optional<bool> read_back(const attempt& a);
+  std::optional<bool> read_back(attempt& a);
   void after_attempt(std::uint32_t j);
   void release_buffer(std::uint32_t j);
 

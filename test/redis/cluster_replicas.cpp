@@ -349,6 +349,34 @@ TEST_CASE("on a redis cluster with replicas = 1 a claim followed by the marker's
   c.wait_synced(1);
 }
 
+TEST_CASE("on a redis cluster with replicas = 1 a pause waits for the replica of its own job's master, not for one "
+          "a heartbeat wrote to") {
+  redis_cluster& c = shared_cluster();
+  const std::string prefix = lease::testing::fresh_prefix("waitpause");
+  const auto jobs = jobs_on_every_master(prefix, 1);  // one per master, in master order
+  lease::redis_options o = cluster_options(prefix);
+  o.replicas = 1;
+  o.replica_timeout = 300ms;
+  lease::redis_store store{std::move(o)};
+  auto r = request(jobs[1], time_point{lease::duration{1'700'000'000'000}}, "b");
+  r.deadline = time_point::max() - 1h;
+  REQUIRE(store.claim(r).outcome == claim_outcome::won);
+  std::jthread stall([&] { (void)c.node(c.size() + 1).command({"DEBUG", "SLEEP", "1.5"}); });  // master 1's replica
+  std::this_thread::sleep_for(100ms);
+  CHECK(store.heartbeat(r.run, r.token, r.lease));  // a write on master 1, not acknowledged by its replica
+  bool paused = false;
+  std::optional<std::error_code> err;
+  try {
+    paused = store.pause(jobs[0]);  // master 0, whose replica is well
+  } catch (const lease::store_error& e) {
+    err = e.code();
+  }
+  stall.join();
+  CHECK_FALSE(err);
+  CHECK(paused);
+  c.wait_synced(1);
+}
+
 TEST_CASE("on a redis cluster four processes racing for runs on every master get exactly one winner per attempt") {
   const std::string prefix = lease::testing::fresh_prefix("crace");
   lease::testing::check_four_racers(cluster_options(prefix), jobs_on_every_master(prefix, 2),

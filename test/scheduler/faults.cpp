@@ -610,6 +610,26 @@ TEST_CASE("a claim whose answer leaves less than a heartbeat before the self-abo
   CHECK(c.record(at(60s))->lease_end > c.clock.now() + 20s);  // renewed: the run is still A's
 }
 
+TEST_CASE("a finish whose outcome is unknown and whose read-back fails is read back again, not resent, so a recorded "
+          "success is not reported lost") {
+  // Found by a review (Redis restarting mid-finish): the finish applied, its
+  // reply was lost, the read-back failed too; the retry resent the finish,
+  // which was refused as the run had ended, and said the result was lost.
+  cluster c{at(1s)};
+  auto& a = c.add(spec_options("A", 1));
+  a.s->start();
+  c.run_until(at(60s));
+  REQUIRE(a.started.size() == 1);
+  c.store.fail_next(op::finish, lease::errc::outcome_unknown, /*applied=*/true);
+  c.store.fail_next(op::get, lease::errc::unavailable);
+  c.finish_handlers(a);
+  c.run_until(at(70s));  // the retry, after a backoff
+  CHECK(c.record(at(60s))->status == run_status::success);
+  CHECK(a.count(event_kind::success) == 1);
+  CHECK(a.count(event_kind::lost) == 0);
+  CHECK(c.store.calls(op::finish) == 1);  // never resent
+}
+
 TEST_CASE("a backup re-checks a watched run every 1 to 2 × heartbeat") {
   three t(9, 50s);
   t.sim.run_for(60s + 40s);

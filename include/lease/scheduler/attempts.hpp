@@ -250,6 +250,20 @@ void scheduler<S, C, E, P>::on_completion(const detail::completion& c) {
 /// (flush_ends), else now.
 template <Store S, Clock C, Executor E, OverlapPolicy P>
 void scheduler<S, C, E, P>::on_finish_retry(std::uint64_t id) {
+  if (auto it = attempts_.find(id); it != attempts_.end() && it->second.end_in_doubt) {
+    // Sent before with no answer and no read-back since (the store was down
+    // for both): read back first. A resend of a finish that had applied
+    // would be refused, and a recorded success reported as lost.
+    attempt& a = it->second;
+    if (std::optional<bool> applied = read_back(a)) {
+      end_answered(id, *applied);
+      return;
+    }
+    if (a.end_in_doubt) {
+      push_after(backoff(a.tries++, a.hb), {{}, 0, detail::timer_kind::finish_retry, a.job, {}, id});
+      return;
+    }
+  }
   if constexpr (BatchFinishStore<S>) {
     if (!attempts_.contains(id)) return;
     end_batch_.push_back(id);
@@ -332,6 +346,7 @@ void scheduler<S, C, E, P>::end_failed(std::uint64_t id, const store_error& e, b
   if (it == attempts_.end()) return;
   attempt& a = it->second;
   if (e.code() == errc::outcome_unknown) {
+    a.end_in_doubt = true;
     if (std::optional<bool> applied = read_back(a)) {
       end_answered(id, *applied);
       return;
@@ -407,9 +422,10 @@ typename std::map<std::uint64_t, typename scheduler<S, C, E, P>::attempt>::itera
 
 /// After an outcome_unknown finish or release: did it apply? nullopt: can't tell yet.
 template <Store S, Clock C, Executor E, OverlapPolicy P>
-std::optional<bool> scheduler<S, C, E, P>::read_back(const attempt& a) {
+std::optional<bool> scheduler<S, C, E, P>::read_back(attempt& a) {
   try {
     std::optional<run_record> rec = store_.get(a.run);
+    a.end_in_doubt = false;  // answered: whatever it says, a resend is now safe or needless
     if (!rec || rec->token != a.token) return false;
     if (a.at == step::releasing && rec->released) return true;
     if (a.at == step::finishing && rec->status == a.result) return true;

@@ -360,12 +360,14 @@ class redis_store {
   /// but a failover could forget it, and nothing would detect that (a pause
   /// leaves no fence behind). Repeat it once the replicas catch up.
   bool pause(std::string_view job) {
+    conn_->forget_writes();  // its WAIT covers this call's writes, not a heartbeat's master
     const bool changed = job_script(detail::redis::script::pause, job, "pause") == 1;
     require_replicated("pause", job);
     return changed;
   }
   /// Lifts a pause; true if the job was paused.
   bool resume(std::string_view job) {
+    conn_->forget_writes();  // its WAIT covers this call's writes, not a heartbeat's master
     const bool changed = job_script(detail::redis::script::resume, job, "resume") == 1;
     require_replicated("resume", job);
     return changed;
@@ -382,6 +384,7 @@ class redis_store {
   /// would hand over nothing and answer 0, hiding what the first did. With
   /// `replicas` > 0, not_replicated as for pause().
   std::size_t stop(std::string_view job) {
+    conn_->forget_writes();  // its WAIT covers this call's writes, not a heartbeat's master
     std::int64_t n = 0;
     try {
       n = job_script(detail::redis::script::stop, job, "stop");
@@ -438,6 +441,7 @@ class redis_store {
   /// still remembers is not taken for a loss of state. A lost reply is
   /// outcome_unknown: a second purge of a purged job answers not_found.
   purge_result purge(std::string_view job, duration unseen_for) {
+    conn_->forget_writes();  // its WAIT covers this call's writes, not a heartbeat's master
     const auto keys = detail::redis::keys_for(opts_.prefix, job);
     const std::string now = now_arg(), unseen = std::to_string(unseen_for.count());
     detail::redis::reply_ptr reply;
@@ -496,6 +500,7 @@ class redis_store {
   /// horizon (rules::trigger). Had this reply been lost, the trigger stays
   /// inside the horizon, and the first manual claim answers it, not run.
   time_point trigger(std::string_view job) {
+    conn_->forget_writes();  // its WAIT covers this call's writes, not a heartbeat's master
     const auto& keys = keys_of(job);
     conn_->open();  // connect (and check the marker) before reading the quarantine this handle knows
     const std::optional<std::int64_t> sent_lost = watch_->lost_at;

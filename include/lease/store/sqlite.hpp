@@ -1134,7 +1134,7 @@ class sqlite_store {
     for (int tries = 0;; ++tries) {
       detail::sqlite_opened o = detail::sqlite_open(
           path_, options_.busy_timeout.count(), options_.durable, t,
-          options_.quarantine_new_file ? std::optional<std::int64_t>(t) : std::nullopt);
+          options_.quarantine_new_file ? std::optional<std::int64_t>(t) : std::nullopt, writable_);
       std::array<detail::sqlite_stmt, static_cast<std::size_t>(q::count_)> stmts{};
       for (std::size_t i = 0; i < sql_.size(); ++i) stmts[i] = detail::sqlite_prepare(o.db.get(), sql_[i]);
       // The path SQLite resolved (through symlinks); "" for a temporary or
@@ -1169,6 +1169,7 @@ class sqlite_store {
       file_ = resolved.empty() ? std::string() : named_;
       dev_ = static_cast<std::uint64_t>(st.st_dev);
       ino_ = static_cast<std::uint64_t>(st.st_ino);
+      writable_ = sqlite3_db_readonly(db_.get(), "main") != 1;
       if (o.created && options_.quarantine_new_file)
         notices_.push_back("lease::sqlite_store: created a new store file '" + detail::sqlite_printable(path_) +
                            "' (inode " + std::to_string(ino_) + ") at " + iso(time_point{duration{t}}) +
@@ -1309,6 +1310,8 @@ class sqlite_store {
   std::string file_;       ///< the path check_file() watches: named_; "" for a temporary or in-memory database
   std::uint64_t dev_ = 0;  ///< the open file's device and inode, when it was opened
   std::uint64_t ino_ = 0;
+  /// The file was opened read-write: a reopen (a replaced file) must be too.
+  bool writable_ = false;
   /// A loss noticed whose recovery has not finished (file_replaced).
   struct loss {
     std::uint64_t old_ino = 0;

@@ -87,7 +87,8 @@ class router {
   }
 
   /// Forgets where earlier scripts ran: the next WAIT covers what runs from
-  /// here (a claim's scripts), not a heartbeat's master short of replicas.
+  /// here (a claim's or an operator call's scripts), not a heartbeat's
+  /// master short of replicas. Every call that WAITs starts with it.
   void forget_writes() noexcept { last_nodes_.clear(); }
 
   /// `wait` (WAIT numreplicas timeout) on the node(s) that ran scripts since
@@ -105,10 +106,10 @@ class router {
         by_node[node].push_back(cmds.size());
         cmds.push_back(wait);
       }
+      last_nodes_.clear();
       if (cmds.empty()) return 0;
       replies.resize(cmds.size());
       exchange_round(cmds, by_node, std::vector<char>(cmds.size(), 0), replies);
-      last_nodes_.clear();  // (kept if the WAIT failed: the next one covers those writes too)
     }
     std::int64_t fewest = -1;
     for (const auto& r : replies) {

@@ -255,7 +255,8 @@ struct sqlite_opened {
 /// moment exists at which the new file is visible without them.
 [[nodiscard]] inline sqlite_opened sqlite_open(const std::string& path, std::int64_t busy_timeout_ms, bool durable,
                                               std::int64_t created_at_ms = 0,
-                                              std::optional<std::int64_t> lost_at_ms = std::nullopt) {
+                                              std::optional<std::int64_t> lost_at_ms = std::nullopt,
+                                              bool must_write = false) {
   sqlite3* raw = nullptr;
   const int rc = sqlite3_open_v2(path.c_str(), &raw,
                                  SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_URI |
@@ -267,11 +268,14 @@ struct sqlite_opened {
   const bool read_only = sqlite3_db_readonly(db.get(), "main") == 1;
   // Asked for read-write, SQLite falls back silently to a read-only
   // connection when it cannot open the file for writing (EACCES, EROFS: e.g.
-  // a file restored as root). Served, such a store could never record a loss
-  // or a run, and would stay so after the owner is fixed (the inode does not
-  // change): refuse it unless the caller asked for read-only. A temporary or
-  // in-memory database ("" here) has no file to fall back on.
-  if (const char* name = sqlite3_db_filename(db.get(), "main"); read_only && name != nullptr && *name != '\0') {
+  // a file restored as root). A store reopening a replaced file it could
+  // write before (`must_write`) must not be served so: it could never record
+  // the loss, and would stay read-only after the owner is fixed (the inode
+  // does not change). A first open is served read-only (an operator's
+  // leasectl as another user reads; writes fail as unavailable). A
+  // temporary or in-memory database ("" here) has no file to fall back on.
+  if (const char* name = sqlite3_db_filename(db.get(), "main");
+      must_write && read_only && name != nullptr && *name != '\0') {
     const char* mode = sqlite3_uri_parameter(name, "mode");
     const bool asked = (mode != nullptr && std::string_view(mode) == "ro") || sqlite3_uri_boolean(name, "immutable", 0);
     if (!asked)
