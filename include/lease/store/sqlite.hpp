@@ -99,6 +99,34 @@
 //    new connection read the new file through the old WAL (SQLite's "how to
 //    corrupt a database", §2.4): remove or replace all three together.
 //
+// The file rewound in place. A restore that writes into the open file keeps
+// its inode (`sqlite3 jobs.db ".restore backup.db"`, the backup API; `cp
+// backup.db jobs.db`; `rsync --inplace`; a file system rolled back), so the
+// stat() above sees nothing, and the file forgets what happened since the
+// backup: a run that finished shows as running with an expired lease (a
+// takeover would run it again), a run won since has no state (a claim would
+// win it again as attempt 1). So every claim transaction (claim, claim_many)
+// first bumps a store-wide claim counter (lease_meta 'claims', one upsert
+// with RETURNING), and the store remembers the highest value a committed
+// claim of its own wrote (0 when it opens a file). A value read that is not
+// above it means the file went back under this instance: the loss is
+// recorded as for a replaced file (lost_at = now unless a later one is
+// recorded), in that same transaction before the claims are judged, so they
+// are quarantined (and a run the backup shows as running never taken over:
+// forgotten_slot), and a notice is queued. The remembered value and the
+// notice take effect only once the transaction commits. The first claim
+// after the restore by any instance that claimed since the backup was taken
+// notices it; once lost_at is in the file every instance obeys it. What it
+// cannot see: a restore only instances that have not claimed since the
+// backup was taken have open (nothing they remember is newer), or one that
+// happened before an instance opened the file (a new instance remembers
+// nothing); until an instance that claimed since notices, those win by the
+// restored state. Nor does it see a rewind it shares: a power loss that
+// drops the last commits (sqlite_options::durable) takes the counter back
+// with the process that remembered it. The cost: one more statement (a
+// lease_meta row write) in each claim transaction; heartbeats, finishes
+// and the other writes do not count.
+//
 // The store's clock: the host's wall clock in ms by default, always read
 // while the write lock is held, so the times of successive writes to the file
 // follow their commit order (a claim reads std::chrono::system_clock after
@@ -212,8 +240,11 @@ class sqlite_store {
   claim_result claim(const claim_request& req) {
     check_file();
     transaction tx(*this, "claim");
-    claim_result res = claim_one(req, now());
+    const time_point at = now();
+    rewind_check rewound = count_claim(at);
+    claim_result res = claim_one(req, at);
     tx.commit();
+    claimed(std::move(rewound));
     return res;
   }
 
@@ -227,12 +258,52 @@ class sqlite_store {
     check_file();
     transaction tx(*this, "claim");
     const time_point at = now();
+    rewind_check rewound = count_claim(at);
     for (const claim_request& req : batch) out.push_back(claim_one(req, at));
     tx.commit();
+    claimed(std::move(rewound));
     return out;
   }
 
  private:
+  /// What count_claim() found, applied by claimed() once the transaction
+  /// has committed (a rolled-back one changed nothing in the file).
+  struct rewind_check {
+    std::int64_t claims = 0;            ///< the claim counter this transaction wrote
+    std::optional<std::string> notice;  ///< the file was found rewound: tell the operator
+  };
+
+  /// Inside a claim transaction, before any claim is judged: bumps the
+  /// file's claim counter (lease_meta 'claims'). A value not above the
+  /// highest this store has seen means the file went back under it (restored
+  /// or rewritten in place, same inode): the loss is recorded at `at` in
+  /// this transaction, so the claims that follow are judged by it.
+  rewind_check count_claim(time_point at) {
+    rewind_check out;
+    {
+      sqlite3_stmt* s = stmt(q::count_claim);
+      detail::stmt_use use(s);
+      if (!detail::step(s, "cannot count the claim"))
+        detail::throw_sqlite(db_.get(), SQLITE_ERROR, path_, "counting the claim returned no value");
+      out.claims = detail::column_int(s, 0);
+    }
+    if (out.claims > claims_seen_) return out;
+    const time_point noticed = record_loss(at);
+    out.notice = loss_notice(
+        "was restored or rewritten in place (same inode " + std::to_string(ino_) +
+            ") while this instance had it open (a backup restored into it, a copy written over it, the file "
+            "system rolled back?): its claim counter was " + std::to_string(claims_seen_) +
+            " at this instance's last claim and is " + std::to_string(out.claims - 1) + " now",
+        "may be lost", noticed, "Restore, copy over or roll back a store file only while no instance runs");
+    return out;
+  }
+
+  /// After a claim transaction committed: what count_claim() found takes effect.
+  void claimed(rewind_check&& c) {
+    claims_seen_ = c.claims;
+    if (c.notice) notices_.push_back(std::move(*c.notice));
+  }
+
   /// One claim inside the caller's transaction, at store time `at`.
   claim_result claim_one(const claim_request& req, time_point at) {
     claim_result res;
@@ -678,7 +749,7 @@ class sqlite_store {
  private:
   enum class q : std::uint8_t {
     begin, commit, rollback, get, find, running, interrupt_older, set_status, read_fence, write_fence,
-    insert_run, take_over, prune, heartbeat, finish, release, unfinished, read_lost_at, write_lost_at,
+    insert_run, take_over, prune, heartbeat, finish, release, unfinished, read_lost_at, write_lost_at, count_claim,
     read_paused, pause, resume, list_jobs, list_runs, read_trigger, set_trigger, answer_trigger,
     pending_triggers, stop_runs, register_job, newest_registration, purge_runs, purge_job, purge_registrations,
     count_
@@ -731,6 +802,10 @@ class sqlite_store {
       "SELECT l.value, coalesce(d.value, 0) FROM lease_meta l LEFT JOIN lease_meta d ON d.name = 'lost_detected' "
       "WHERE l.name = 'lost_at'",
       "INSERT OR REPLACE INTO lease_meta (name, value) VALUES ('lost_at', ?1), ('lost_detected', 1)",
+      // Every claim transaction's first write: the store-wide claim counter
+      // (an upsert: a file written before it had none).
+      "INSERT INTO lease_meta (name, value) VALUES ('claims', 1) "
+      "ON CONFLICT (name) DO UPDATE SET value = value + 1 RETURNING value",
       "SELECT paused FROM lease_jobs WHERE job = ?1",
       // changes() is 1 exactly when the pause was set by this statement.
       "INSERT INTO lease_jobs (job, fence, paused) VALUES (?1, 0, 1) "
@@ -1167,6 +1242,7 @@ class sqlite_store {
       db_ = std::move(o.db);
       stmts_ = std::move(stmts);
       file_ = resolved.empty() ? std::string() : named_;
+      claims_seen_ = 0;  // another file, or the first: nothing seen in it yet
       dev_ = static_cast<std::uint64_t>(st.st_dev);
       ino_ = static_cast<std::uint64_t>(st.st_ino);
       writable_ = sqlite3_db_readonly(db_.get(), "main") != 1;
@@ -1257,38 +1333,54 @@ class sqlite_store {
       open();
       l.reopened = true;
     }
-    const time_point at = now();
-    std::optional<time_point> lost;
+    std::optional<time_point> noticed;
     // Read-only only if asked (mode=ro: an inspector; sqlite_open refuses a
     // silent read-only fallback), and then it records nothing.
     const bool inspector = sqlite3_db_readonly(db_.get(), "main") == 1;
     if (!inspector) {
       transaction tx(*this, "record of a lost store file");
-      lost = read_lost_at();
-      if (!lost || *lost <= at) {
-        sqlite3_stmt* s = stmt(q::write_lost_at);
-        detail::stmt_use use(s);
-        detail::bind_int(s, 1, ms(at));
-        detail::step(s, "cannot record that the store lost its state");
-      }
+      noticed = record_loss(now());
       tx.commit();
     }
     const std::uint64_t old_ino = l.old_ino;
     const char* what = l.what;
     loss_.reset();
-    const time_point noticed = lost && *lost > at ? *lost : at;
-    notices_.push_back(
-        "lease::sqlite_store: the store file '" + detail::sqlite_printable(path_) + "' " + what +
-        " while this instance had it open (inode " + std::to_string(old_ino) +
-        " -> " + std::to_string(ino_) + "): every run, fence and pause of a job this instance knew of is lost to "
-        "the store (pause such jobs again), "
-        "and a run may still be running whose state is gone. " +
-        (inspector ? std::string("This store is read-only and recorded no loss: an instance that writes the file "
-                                 "records it when it notices")
-                   : "Loss recorded at " + iso(noticed) +
-                         " (store clock): no run starts until one lease after it, when every runner of a forgotten "
-                         "run has stopped") +
-        ". Replace or delete a store file (with its -wal and -shm) only while no instance runs");
+    notices_.push_back(loss_notice(std::string(what) + " while this instance had it open (inode " +
+                                       std::to_string(old_ino) + " -> " + std::to_string(ino_) + ")",
+                                   "is lost", noticed,
+                                   "Replace or delete a store file (with its -wal and -shm) only while no instance "
+                                   "runs"));
+  }
+
+  /// Records a loss noticed at `at`, inside the caller's write transaction:
+  /// lost_at = at unless the file holds a later one (an instance that
+  /// noticed later wins, never an earlier one). Returns the lost_at the
+  /// file then holds.
+  time_point record_loss(time_point at) {
+    const std::optional<time_point> lost = read_lost_at();
+    if (lost && *lost > at) return *lost;
+    sqlite3_stmt* s = stmt(q::write_lost_at);
+    detail::stmt_use use(s);
+    detail::bind_int(s, 1, ms(at));
+    detail::step(s, "cannot record that the store lost its state");
+    return at;
+  }
+
+  /// The notice of a loss: the store file `what` (what happened to it),
+  /// the state this instance knew of `lost` ("is lost", "may be lost"),
+  /// when the loss was recorded (empty: a read-only store recorded none),
+  /// and what not to do again.
+  std::string loss_notice(const std::string& what, const char* lost, std::optional<time_point> recorded,
+                          const char* advice) const {
+    return "lease::sqlite_store: the store file '" + detail::sqlite_printable(path_) + "' " + what +
+           ": every run, fence and pause of a job this instance knew of " + lost +
+           " to the store (pause such jobs again), and a run may still be running whose state is gone. " +
+           (recorded ? "Loss recorded at " + iso(*recorded) +
+                           " (store clock): no run starts until one lease after it, when every runner of a "
+                           "forgotten run has stopped"
+                     : std::string("This store is read-only and recorded no loss: an instance that writes the file "
+                                   "records it when it notices")) +
+           ". " + advice;
   }
 
   /// A store time as an ISO 8601 UTC string, for notices.
@@ -1319,6 +1411,11 @@ class sqlite_store {
     bool reopened = false;  ///< the path is open again; lost_at not yet recorded
   };
   std::optional<loss> loss_;
+  /// The highest claim counter (lease_meta 'claims') a committed claim
+  /// transaction of this store wrote in the file it has open; 0 for a file
+  /// (re)opened. A claim that finds the counter not above it finds the file
+  /// rewound (count_claim).
+  std::int64_t claims_seen_ = 0;
   std::vector<std::string> notices_;
   // Declared before the statements: members are destroyed in reverse, so the
   // statements are finalized before the connection closes.

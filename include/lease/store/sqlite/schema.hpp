@@ -17,7 +17,11 @@
 //                                  the claim's lease — rules::run_table::lost_at),
 //                                  'lost_detected' (1 once a loss was detected,
 //                                  not only a new file quarantined: then a new
-//                                  run of a slot ≤ lost_at + 1 s never starts)
+//                                  run of a slot ≤ lost_at + 1 s never starts),
+//                                  'claims' (+1 in every claim transaction; a
+//                                  store that finds it not above the value it
+//                                  last wrote finds the file rewound in place;
+//                                  absent until the first claim)
 //   lease_jobs(job, fence, paused, trigger_slot)
 //                                  per-job fence counter: +1 on every won
 //                                  attempt; never pruned, so fences stay
@@ -57,7 +61,8 @@
 // remember the fences they saw, and take a fence gone back for a wiped
 // schema: lease_store.purged_at), a sqlite_store detects a loss of state
 // only by the path naming another file (device + inode) than the one it has
-// open; a purge deletes rows in the same file, so no handle can take it for
+// open, or by the file's claim counter going back; a purge deletes rows in
+// the same file and leaves the counter alone, so no handle can take it for
 // a loss, and the fence of a new attempt after it is at least store-now in
 // ms, above the purged one (purge answers too_soon until then).
 #pragma once
