@@ -561,3 +561,19 @@ TEST_CASE("sqlite_store answers every random operation exactly as the pure rules
     }
   }
 }
+
+TEST_CASE("a store syncs every commit before acknowledging it unless durable = false is asked") {
+  lease::testing::temp_dir dir;
+  auto synchronous = [](lease::sqlite_store& s) {
+    sqlite3_stmt* q = nullptr;
+    REQUIRE(sqlite3_prepare_v2(s.native_handle(), "PRAGMA synchronous", -1, &q, nullptr) == SQLITE_OK);
+    REQUIRE(sqlite3_step(q) == SQLITE_ROW);
+    const int level = sqlite3_column_int(q, 0);
+    sqlite3_finalize(q);
+    return level;
+  };
+  lease::sqlite_store full{dir.file("jobs.db"), {.quarantine_new_file = false}};
+  CHECK(synchronous(full) == 2);  // FULL: a won claim survives a power loss
+  lease::sqlite_store normal{dir.file("jobs.db"), {.durable = false, .quarantine_new_file = false}};
+  CHECK(synchronous(normal) == 1);  // NORMAL
+}

@@ -304,9 +304,12 @@ struct sqlite_opened {
     // one-writer-at-a-time atomicity the rules need across processes.
     sqlite_enable_wal(db.get(), path, busy_timeout_ms);
   }
-  // NORMAL in WAL loses at most the last transactions on a power cut, never
-  // consistency. Every process sharing the file runs on this host, so a
-  // power cut also kills every runner: no instance can act on a lost claim.
+  // FULL (durable, the default): a commit is synced before it is
+  // acknowledged. NORMAL in WAL acknowledges it before the sync: a power
+  // loss keeps the file consistent but may drop the last commits, and a
+  // dropped won claim whose handler already acted is won again by the
+  // rebooted instance's catch-up; NORMAL is for users who accept that rerun
+  // for speed (sqlite_options::durable).
   exec(db.get(), durable ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL", path,
        "cannot set the sync level");
 
