@@ -100,9 +100,8 @@
 //    corrupt a database", §2.4): remove or replace all three together.
 //
 // The file rewound in place. A restore that writes into the open file keeps
-// its inode (`sqlite3 jobs.db ".restore backup.db"`, the backup API; `cp
-// backup.db jobs.db`; `rsync --inplace`; a file system rolled back), so the
-// stat() above sees nothing, and the file forgets what happened since the
+// its inode (`sqlite3 jobs.db ".restore backup.db"`, the backup API; a file
+// system rolled back), so the stat() above sees nothing, and the file forgets what happened since the
 // backup: a run that finished shows as running with an expired lease (a
 // takeover would run it again), a run won since has no state (a claim would
 // win it again as attempt 1). So every claim transaction (claim, claim_many)
@@ -125,7 +124,15 @@
 // with sqlite_options::durable = false: the processes that remembered the
 // counter went down with them. The cost: one more statement (a
 // lease_meta row write) in each claim transaction; heartbeats, finishes
-// and the other writes do not count.
+// and the other writes do not count. An instance that notices late (it
+// claims rarely) records a new loss and quarantines every job again, even
+// if another instance recorded this rewind already: it cannot tell that one
+// from a second restore since, and a lease without runs is the lesser harm.
+// A copy written over the live file (`cp`, `rsync --inplace`) is another
+// matter: the connections read the pages still in the -wal on top of it,
+// so the counter may not even go back, and the file is a mix of old pages
+// and new (SQLite's own "how to corrupt a database"). Nothing detects that:
+// stop every instance before copying a file into place.
 //
 // The store's clock: the host's wall clock in ms by default, always read
 // while the write lock is held, so the times of successive writes to the file
@@ -165,8 +172,8 @@
 #include "lease/store/sqlite/schema.hpp"
 #include "lease/store/sqlite/statement.hpp"
 
-#if SQLITE_VERSION_NUMBER < 3033000
-#error "lease::sqlite_store needs SQLite 3.33 or newer (the sqlite_schema table name)"
+#if SQLITE_VERSION_NUMBER < 3035000
+#error "lease::sqlite_store needs SQLite 3.35 or newer (the claim counter's upsert ... RETURNING)"
 #endif
 
 namespace lease {
