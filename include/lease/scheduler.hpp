@@ -581,6 +581,12 @@ class scheduler {
   std::map<std::uint32_t, std::uint32_t> recover_tries_;
   detail::store_faults faults_;
   std::optional<time_point> quarantine_told_;  // the quarantine end already reported
+  /// Runs claimed again with a new token after `early` or `quarantined`
+  /// (claims.hpp, not_yet): the token they had before. A `running` answer
+  /// with that token and this instance as runner is a delayed copy's win
+  /// that nobody runs: released at once, so it costs neither a lease nor
+  /// an attempt.
+  std::map<run_key, std::string> retired_tokens_;
   std::optional<duration> round_trip_;  // of the claim whose answer is being handled (set by try_claim)
   detail::store_clock_watch store_clock_;  // the store's clock in claim answers, against steady()
   // The store's clock less this instance's wall clock, at the last claim

@@ -445,15 +445,35 @@ void scheduler<S, C, E, P>::on_claim(std::uint32_t j, const claim_request& req, 
          answer_facts());
     return;
   }
+  const auto retired = retired_tokens_.find(req.run);
+  const bool stray = retired != retired_tokens_.end() && res.outcome == claim_outcome::running &&
+                     rec.runner == req.runner && rec.token == retired->second;
+  if (retired != retired_tokens_.end() && req.reason != claim_reason::takeover) retired_tokens_.erase(retired);
+  if (stray) {
+    // A delayed copy of this instance's earlier send won; no handler runs
+    // it. Released, it is taken over at once (a hand-over: no attempt used).
+    bool released = false;
+    try {
+      released = store_.release(rec.key(), rec.token);
+      store_answered();
+    } catch (const store_error& e) {
+      store_failed("release of a stray win", rec.key(), e);
+    }
+    emit(event_kind::skip, rec.key(), rec.attempt, rec.fence,
+         what + "attempt " + std::to_string(rec.attempt) + " was won by an earlier send of this instance's claim "
+             "whose reply was lost, after it had been claimed again with a new token; nothing runs it here, so " +
+             (released ? "it was released and is taken over at once"
+                       : "it is taken over when its lease runs out (its release failed)"),
+         answer_facts());
+    watch_run(j, rec.key(), false);
+    return;
+  }
   switch (res.outcome) {
     case claim_outcome::won: break;
     case claim_outcome::running:
       if (req.reason != claim_reason::takeover && !own_attempt(rec.key()))
         emit(event_kind::backup, rec.key(), rec.attempt, rec.fence,
              what + "attempt " + std::to_string(rec.attempt) + " runs on " + rec.runner +
-                 (rec.runner == req.runner ? " (this instance: an earlier send of a claim whose reply was lost won "
-                                             "it, and nothing runs it here)"
-                                           : "") +
                  " with a live lease; this instance is its backup",
              answer_facts(rec.runner));
       watch_run(j, rec.key(), false, lease_seen{rec.lease_end, res.store_now});
@@ -600,6 +620,10 @@ void scheduler<S, C, E, P>::not_yet(std::uint32_t j, const claim_request& req, c
   // taken over when its lease runs out.
   claim_request again = req;
   again.token = make_token(rng_);
+  // One per job is enough (an older slot's is of a claim superseded or
+  // answered): kept small however many slots are answered early.
+  std::erase_if(retired_tokens_, [&](const auto& e) { return e.first.job == req.run.job && e.first.slot < req.run.slot; });
+  retired_tokens_[req.run] = req.token;
   const std::uint64_t id = next_id_++;
   pending_.add(id, pending_claim{j, std::move(again), 0, std::nullopt});
   push_after(wait, {{}, 0, detail::timer_kind::claim, j, req.run.slot, id});

@@ -43,6 +43,7 @@ void scheduler<S, C, E, P>::begin_stop(duration timeout) {
            "buffered slot dropped: stop() was called while the run it waited for was still going; this instance "
            "does not run it, another instance may");
   pending_.clear();
+  retired_tokens_.clear();
   claim_batch_.clear();
   watches_.clear();
   recount();
