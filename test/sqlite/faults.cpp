@@ -15,11 +15,15 @@
 #include "lease/clock/system.hpp"
 #include "lease/store/sqlite.hpp"
 #include "sqlite/faulty_vfs.hpp"
+#include "sqlite/helpers.hpp"
 #include "sqlite/raw_sql.hpp"
 #include "sqlite/temp_dir.hpp"
 
 using namespace std::chrono_literals;
 using lease::testing::raw_exec;
+using lease::testing::sqlite::claim_of;
+using lease::testing::sqlite::error_of;
+using lease::testing::sqlite::store_on;
 using lease::claim_outcome;
 using lease::run_status;
 using Catch::Matchers::Contains;
@@ -27,35 +31,6 @@ using Catch::Matchers::Contains;
 namespace {
 
 const lease::time_point t0{std::chrono::sys_days{std::chrono::year{2026} / 1 / 1}};
-
-lease::sqlite_store on_fake_clock(const std::string& path, const lease::fake_clock& c) {
-  lease::sqlite_options o;
-  o.clock = [c] { return c.now(); };
-  o.quarantine_new_file = false;  // a fresh test file is not a lost one
-  return lease::sqlite_store{path, std::move(o)};
-}
-
-lease::claim_request request(std::string job, lease::time_point slot, std::string token) {
-  lease::claim_request r;
-  r.run = {std::move(job), slot};
-  r.runner = "me";
-  r.token = std::move(token);
-  r.lease = 30s;
-  r.deadline = slot + 30s;
-  return r;
-}
-
-/// The store_error that `f` throws (fails the test if it throws nothing).
-template <class F>
-lease::store_error error_of(F&& f) {
-  try {
-    f();
-  } catch (const lease::store_error& e) {
-    return e;
-  }
-  FAIL("expected a lease::store_error");
-  throw std::logic_error("unreachable");
-}
 
 }  // namespace
 
@@ -140,8 +115,8 @@ TEST_CASE("a stored value lease never writes is reported as corrupt, not misread
   lease::testing::temp_dir dir;
   const std::string path = dir.file("jobs.db");
   lease::fake_clock clock{t0};
-  auto s = on_fake_clock(path, clock);
-  REQUIRE(s.claim(request("report", t0, "tok")).outcome == claim_outcome::won);
+  auto s = store_on(path, clock);
+  REQUIRE(s.claim(claim_of("report", t0, "tok")).outcome == claim_outcome::won);
   raw_exec(path, "UPDATE lease_runs SET status = 7");
   const auto e = error_of([&] { (void)s.get({"report", t0}); });
   CHECK(e.code() == lease::errc::corrupt);
@@ -155,13 +130,13 @@ TEST_CASE("a read-only database serves reads and refuses writes as unavailable")
   lease::testing::temp_dir dir;
   const std::string path = dir.file("jobs.db");
   lease::fake_clock clock{t0};
-  { auto w = on_fake_clock(path, clock); REQUIRE(w.claim(request("report", t0, "tok")).outcome == claim_outcome::won); }
+  { auto w = store_on(path, clock); REQUIRE(w.claim(claim_of("report", t0, "tok")).outcome == claim_outcome::won); }
   lease::sqlite_options o;
   o.clock = [clock] { return clock.now(); };
   o.quarantine_new_file = false;  // a fresh test file is not a lost one
   lease::sqlite_store ro{"file:" + path + "?mode=ro", o};
   CHECK(ro.get({"report", t0})->token == "tok");
-  const auto e = error_of([&] { ro.claim(request("other", t0, "tok-2")); });
+  const auto e = error_of([&] { ro.claim(claim_of("other", t0, "tok-2")); });
   CHECK(e.code() == lease::errc::unavailable);
   CHECK((e.code().value() & 0xff) == SQLITE_READONLY);
   CHECK_THAT(e.what(), Contains(path) && Contains("read-only"));
@@ -174,7 +149,7 @@ TEST_CASE("a read-only database serves reads and refuses writes as unavailable")
   if (::geteuid() != 0) {  // root ignores file permissions; others also get a chmod-ed file refused
     std::filesystem::permissions(path, std::filesystem::perms::owner_read);
     lease::sqlite_store chmodded{path, o};
-    CHECK(error_of([&] { chmodded.claim(request("other", t0, "tok-3")); }).code() == lease::errc::unavailable);
+    CHECK(error_of([&] { chmodded.claim(claim_of("other", t0, "tok-3")); }).code() == lease::errc::unavailable);
   }
 }
 
@@ -182,19 +157,19 @@ TEST_CASE("a full disk fails the claim as unavailable, loses nothing, and the st
   lease::testing::temp_dir dir;
   const std::string path = dir.file("jobs.db");
   lease::fake_clock clock{t0};
-  auto s = on_fake_clock(path, clock);
-  REQUIRE(s.claim(request("warmup", t0, "tok")).outcome == claim_outcome::won);
+  auto s = store_on(path, clock);
+  REQUIRE(s.claim(claim_of("warmup", t0, "tok")).outcome == claim_outcome::won);
   // Cap the file at its current size: the next page it needs is "disk full".
   REQUIRE(sqlite3_exec(s.native_handle(), "PRAGMA max_page_count = 1", nullptr, nullptr, nullptr) == SQLITE_OK);
   const std::string big(20'000, 'j');  // needs new pages
-  const auto e = error_of([&] { s.claim(request(big, t0, "tok-big")); });
+  const auto e = error_of([&] { s.claim(claim_of(big, t0, "tok-big")); });
   CHECK(e.code() == lease::errc::unavailable);
   CHECK((e.code().value() & 0xff) == SQLITE_FULL);
   CHECK_THAT(e.what(), Contains(path) && Contains("full"));
   CHECK_FALSE(s.get({big, t0}).has_value());                      // rolled back, not half-written
   CHECK(s.heartbeat({"warmup", t0}, "tok", 30s));                 // small writes still fit
   REQUIRE(sqlite3_exec(s.native_handle(), "PRAGMA max_page_count = 1000000", nullptr, nullptr, nullptr) == SQLITE_OK);
-  const auto retried = s.claim(request(big, t0, "tok-big"));      // space freed: the retry wins
+  const auto retried = s.claim(claim_of(big, t0, "tok-big"));      // space freed: the retry wins
   CHECK(retried.outcome == claim_outcome::won);
   CHECK(retried.record.fence == static_cast<std::uint64_t>(t0.time_since_epoch().count()));
 }
@@ -202,13 +177,13 @@ TEST_CASE("a full disk fails the claim as unavailable, loses nothing, and the st
 TEST_CASE("hostile job names, tokens and runners round-trip as bytes") {
   lease::testing::temp_dir dir;
   lease::fake_clock clock{t0};
-  auto s = on_fake_clock(dir.file("jobs.db"), clock);
+  auto s = store_on(dir.file("jobs.db"), clock);
   const std::vector<std::string> names{
       "'; DROP TABLE lease_runs; --", std::string("nul\0inside", 10), std::string("nul\0other", 9),
       "\"double\" 'single' `back`", std::string(10'000, 'k'), "", "\xff\xfe not utf-8", "%_ like wildcards"};
   for (const auto& name : names) {
     INFO("job of " << name.size() << " bytes");
-    auto r = request(name, t0, name + "-token");
+    auto r = claim_of(name, t0, name + "-token");
     r.runner = name + "-runner";
     const auto res = s.claim(r);
     REQUIRE(res.outcome == claim_outcome::won);
@@ -231,7 +206,7 @@ TEST_CASE("on the host clock the store reads real milliseconds and a lease reall
   lease::testing::temp_dir dir;
   lease::sqlite_store s{dir.file("jobs.db"), {.quarantine_new_file = false}};  // a fresh test file is not a lost one
   const auto before = lease::system_clock{}.now();
-  auto r = request("report", before, "tok-1");
+  auto r = claim_of("report", before, "tok-1");
   r.lease = 300ms;
   const auto won = s.claim(r);
   const auto after = lease::system_clock{}.now();
@@ -266,10 +241,10 @@ TEST_CASE("an I/O error while committing is outcome unknown and a read-back then
   o.clock = [clock] { return clock.now(); };
   o.quarantine_new_file = false;  // a fresh test file is not a lost one
   lease::sqlite_store s{"file:" + path + "?vfs=" + vfs::install(), o};
-  REQUIRE(s.claim(request("report", t0, "tok-1")).outcome == claim_outcome::won);
+  REQUIRE(s.claim(claim_of("report", t0, "tok-1")).outcome == claim_outcome::won);
 
   vfs::fail_wal_writes = true;
-  const auto e = error_of([&] { s.claim(request("other", t0, "tok-2")); });
+  const auto e = error_of([&] { s.claim(claim_of("other", t0, "tok-2")); });
   CHECK(e.code() == lease::errc::outcome_unknown);
   CHECK(e.code() == lease::sqlite_errc::commit_unknown);
   CHECK_THAT(e.what(), Contains(path) && Contains("read the run back"));
@@ -282,7 +257,7 @@ TEST_CASE("an I/O error while committing is outcome unknown and a read-back then
   CHECK(s.get({"report", t0})->status == run_status::running);
   CHECK(s.get({"report", t0})->lease_end == t0 + 30s);
   // The store carries on once the disk does.
-  const auto retried = s.claim(request("other", t0, "tok-2"));
+  const auto retried = s.claim(claim_of("other", t0, "tok-2"));
   CHECK(retried.outcome == claim_outcome::won);
   CHECK(s.finish({"report", t0}, "tok-1", run_status::success));
 }
@@ -294,21 +269,19 @@ TEST_CASE("a store file this process can only read is served read-only at constr
   // only a reopen of a replaced file that was writable refuses read-only
   // (replaced.cpp).
   namespace vfs = lease::testing::faulty_vfs;
-  struct writable_again {
-    ~writable_again() { vfs::open_main_read_only = false; }
-  } reset;
+  const vfs::faults_off_at_scope_end reset;
   lease::testing::temp_dir dir;
   const std::string path = dir.file("jobs.db");
   lease::fake_clock clock{t0};
-  { auto w = on_fake_clock(path, clock); REQUIRE(w.claim(request("report", t0, "tok")).outcome == claim_outcome::won); }
+  { auto w = store_on(path, clock); REQUIRE(w.claim(claim_of("report", t0, "tok")).outcome == claim_outcome::won); }
   const std::string uri = "file:" + path + "?vfs=" + vfs::install();
   vfs::open_main_read_only = true;  // as the unix VFS does with a file this process may not write (EACCES)
-  auto reader = on_fake_clock(uri, clock);
+  auto reader = store_on(uri, clock);
   CHECK(reader.get({"report", t0})->token == "tok");
   const auto e = error_of([&] { (void)reader.heartbeat({"report", t0}, "tok", 30s); });
   CHECK(e.code() == lease::errc::unavailable);
   vfs::open_main_read_only = false;
-  auto writer = on_fake_clock(uri, clock);
+  auto writer = store_on(uri, clock);
   CHECK(writer.heartbeat({"report", t0}, "tok", 30s));
 }
 
@@ -321,12 +294,12 @@ TEST_CASE("a lock held past busy_timeout fails the operation as unavailable and 
   o.quarantine_new_file = false;  // a fresh test file is not a lost one
   o.busy_timeout = 100ms;
   lease::sqlite_store s{path, o};
-  REQUIRE(s.claim(request("report", t0, "tok")).outcome == claim_outcome::won);
+  REQUIRE(s.claim(claim_of("report", t0, "tok")).outcome == claim_outcome::won);
 
   sqlite3* other = nullptr;
   REQUIRE(sqlite3_open(path.c_str(), &other) == SQLITE_OK);
   REQUIRE(sqlite3_exec(other, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) == SQLITE_OK);  // a stuck writer
-  const auto e = error_of([&] { s.claim(request("other", t0, "tok-2")); });
+  const auto e = error_of([&] { s.claim(claim_of("other", t0, "tok-2")); });
   CHECK(e.code() == lease::errc::unavailable);
   CHECK((e.code().value() & 0xff) == SQLITE_BUSY);
   CHECK_THAT(e.what(), Contains(path) && Contains("busy_timeout"));
@@ -335,7 +308,7 @@ TEST_CASE("a lock held past busy_timeout fails the operation as unavailable and 
   REQUIRE(sqlite3_exec(other, "COMMIT", nullptr, nullptr, nullptr) == SQLITE_OK);
   sqlite3_close(other);
 
-  CHECK(s.claim(request("other", t0, "tok-2")).outcome == claim_outcome::won);  // the retry goes through
+  CHECK(s.claim(claim_of("other", t0, "tok-2")).outcome == claim_outcome::won);  // the retry goes through
   CHECK(s.heartbeat({"report", t0}, "tok", 30s));
 }
 
@@ -344,8 +317,8 @@ TEST_CASE("a database file with damaged pages gives corrupt errors, never a cras
   const std::string path = dir.file("jobs.db");
   lease::fake_clock clock{t0};
   {
-    auto s = on_fake_clock(path, clock);
-    for (int i = 0; i < 200; ++i) REQUIRE(s.claim(request("job-" + std::to_string(i), t0, "tok")).outcome == claim_outcome::won);
+    auto s = store_on(path, clock);
+    for (int i = 0; i < 200; ++i) REQUIRE(s.claim(claim_of("job-" + std::to_string(i), t0, "tok")).outcome == claim_outcome::won);
   }  // the last connection closes: the WAL is checkpointed into the file
   const auto size = std::filesystem::file_size(path);
   REQUIRE(size > 8192);
@@ -356,7 +329,7 @@ TEST_CASE("a database file with damaged pages gives corrupt errors, never a cras
     f.write(junk.data(), static_cast<std::streamsize>(junk.size()));
   }
   const auto e = error_of([&] {
-    auto s = on_fake_clock(path, clock);
+    auto s = store_on(path, clock);
     for (int i = 0; i < 200; ++i) (void)s.get({"job-" + std::to_string(i), t0});
   });
   CHECK(e.code() == lease::errc::corrupt);

@@ -22,6 +22,18 @@ inline std::atomic<bool> fail_wal_writes{false};
 /// file is not writable, which SQLite then serves silently.
 inline std::atomic<bool> open_main_read_only{false};
 
+/// Every fault off again when it goes out of scope: a test that fails while
+/// one is on does not fail the tests after it.
+struct faults_off_at_scope_end {
+  faults_off_at_scope_end() = default;
+  faults_off_at_scope_end(const faults_off_at_scope_end&) = delete;
+  faults_off_at_scope_end& operator=(const faults_off_at_scope_end&) = delete;
+  ~faults_off_at_scope_end() {
+    fail_wal_writes = false;
+    open_main_read_only = false;
+  }
+};
+
 namespace detail {
 
 struct file {

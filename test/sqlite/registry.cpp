@@ -17,9 +17,12 @@
 
 #include "lease/clock/fake.hpp"
 #include "lease/store/sqlite.hpp"
+#include "sqlite/helpers.hpp"
 #include "sqlite/temp_dir.hpp"
 
 using namespace std::chrono_literals;
+using lease::testing::sqlite::claim_of;
+using lease::testing::sqlite::store_on;
 using namespace std::string_literals;
 using lease::claim_outcome;
 using lease::job_registration;
@@ -31,17 +34,9 @@ namespace {
 
 const time_point t0{std::chrono::sys_days{std::chrono::year{2026} / 1 / 1}};
 
-lease::sqlite_store on(const std::string& path, const lease::fake_clock& c) {
-  return lease::sqlite_store{path, {.clock = [c] { return c.now(); }, .quarantine_new_file = false}};
-}
-
+/// Runs of one job may overlap here: the tests claim several slots of it.
 lease::claim_request request(std::string job, time_point slot, std::string token) {
-  lease::claim_request r;
-  r.run = {std::move(job), slot};
-  r.runner = "runner-" + token;
-  r.token = std::move(token);
-  r.lease = 30s;
-  r.deadline = slot + 30s;
+  auto r = claim_of(std::move(job), slot, std::move(token));
   r.overlap = lease::overlap_mode::allow;
   return r;
 }
@@ -64,8 +59,8 @@ TEST_CASE("registrations of one store object are listed by another on the file b
   lease::testing::temp_dir dir;
   const std::string path = dir.file("jobs.db");
   lease::fake_clock clock{t0};
-  auto a = on(path, clock);
-  auto b = on(path, clock);
+  auto a = store_on(path, clock);
+  auto b = store_on(path, clock);
   const std::string job = "x'); DROP TABLE lease_registrations; --\0\xff"s;
   // Bytewise: "" < "\0" < "\0\0" < "B" < "a" < "a\0" < "\xc3\xa9" < "\xff"; a text
   // comparison that stops at NUL would make "a" and "a\0" one instance.
@@ -134,8 +129,8 @@ TEST_CASE("stop by one store object hands over another's runs at once, keeping t
   lease::testing::temp_dir dir;
   const std::string path = dir.file("jobs.db");
   lease::fake_clock clock{t0};
-  auto runner = on(path, clock);
-  auto op = on(path, clock);  // leasectl
+  auto runner = store_on(path, clock);
+  auto op = store_on(path, clock);  // leasectl
   const std::string job = "stop 'me'";
   const auto first = runner.claim(request(job, t0, "t1"));
   REQUIRE(first.outcome == claim_outcome::won);
@@ -182,8 +177,8 @@ TEST_CASE("a purge is not a loss of state: a store object that won the job befor
   lease::testing::temp_dir dir;
   const std::string path = dir.file("jobs.db");
   lease::fake_clock clock{t0};
-  auto instance = on(path, clock);
-  auto op = on(path, clock);
+  auto instance = store_on(path, clock);
+  auto op = store_on(path, clock);
   const auto won = instance.claim(request("report", t0, "tok-a"));
   REQUIRE(won.outcome == claim_outcome::won);
   instance.register_jobs(std::vector<job_registration>{{"report", "api-1", "every 60s", "", {}}});

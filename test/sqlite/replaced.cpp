@@ -8,8 +8,6 @@
 // runners have stopped.
 #include <catch2/catch.hpp>
 
-#include <sys/stat.h>
-
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -23,9 +21,13 @@
 #include "lease/store/sqlite.hpp"
 #include "sqlite/faulty_vfs.hpp"
 #include "sqlite/raw_sql.hpp"
+#include "sqlite/helpers.hpp"
 #include "sqlite/temp_dir.hpp"
 
 using namespace std::chrono_literals;
+using lease::testing::sqlite::claim_of;
+using lease::testing::sqlite::inode;
+using lease::testing::sqlite::store_on;
 using lease::testing::raw_exec;
 using Catch::Matchers::Contains;
 using lease::claim_outcome;
@@ -34,24 +36,9 @@ namespace {
 
 const lease::time_point t0{std::chrono::sys_days{std::chrono::year{2026} / 3 / 1}};
 
-lease::sqlite_store on(const std::string& path, const lease::fake_clock& c, bool quarantine_new_file = false) {
-  return lease::sqlite_store{path, {.clock = [c] { return c.now(); }, .quarantine_new_file = quarantine_new_file}};
-}
-
+/// Claimable for 5 min: the tests claim again after a quarantine of a lease.
 lease::claim_request request(std::string job, lease::time_point slot, std::string token) {
-  lease::claim_request r;
-  r.run = {std::move(job), slot};
-  r.runner = "runner-" + token;
-  r.token = std::move(token);
-  r.lease = 30s;
-  r.deadline = slot + 5min;
-  return r;
-}
-
-std::uint64_t inode(const std::string& path) {
-  struct ::stat st {};
-  REQUIRE(::stat(path.c_str(), &st) == 0);
-  return static_cast<std::uint64_t>(st.st_ino);
+  return claim_of(std::move(job), slot, std::move(token), lease::claim_reason::scheduled, 5min);
 }
 
 /// `rm jobs.db jobs.db-wal jobs.db-shm`.
@@ -80,7 +67,7 @@ TEST_CASE("a store file deleted while open is noticed at the next operation, and
   lease::testing::temp_dir dir;
   const std::string path = dir.file("jobs.db");
   lease::fake_clock clock{t0};
-  auto s = on(path, clock);
+  auto s = store_on(path, clock);
   const std::uint64_t old_inode = inode(path);
   const auto first = s.claim(request("report", t0, "tok-a"));
   REQUIRE(first.outcome == claim_outcome::won);
@@ -122,7 +109,7 @@ TEST_CASE("a trigger that notices a deleted store file in the millisecond of a s
   lease::testing::temp_dir dir;
   const std::string path = dir.file("jobs.db");
   lease::fake_clock clock{t0};
-  auto s = on(path, clock);
+  auto s = store_on(path, clock);
   clock.advance(600ms);
   const auto early = s.claim(request("report", t0 + 1s, "tok-a"));  // within early_tolerance
   REQUIRE(early.outcome == claim_outcome::won);
@@ -147,7 +134,7 @@ TEST_CASE("fences never repeat when the store file is deleted between two wins")
   lease::testing::temp_dir dir;
   const std::string path = dir.file("jobs.db");
   lease::fake_clock clock{t0};
-  auto s = on(path, clock);
+  auto s = store_on(path, clock);
   auto r = request("report", t0, "tok-a");
   r.lease = 1ms;  // the shortest quarantine: the next win is 1 ms after the loss
   const auto first = s.claim(r);
@@ -168,10 +155,10 @@ TEST_CASE("a store file replaced by renaming another lease database over it is n
   const std::string path = dir.file("jobs.db");
   const std::string other = dir.file("backup.db");
   lease::fake_clock clock{t0};
-  auto s = on(path, clock);
+  auto s = store_on(path, clock);
   REQUIRE(s.claim(request("report", t0, "tok-a")).outcome == claim_outcome::won);
   {
-    auto b = on(other, clock);  // an older copy: another run, no lost_at
+    auto b = store_on(other, clock);  // an older copy: another run, no lost_at
     REQUIRE(b.claim(request("backup-job", t0, "tok-old")).outcome == claim_outcome::won);
   }
   rename_over(other, path);
@@ -195,8 +182,8 @@ TEST_CASE("a store path whose directory symlink is retargeted is noticed as a re
   std::filesystem::create_directory_symlink("v1", dir.path() / "current");
   const std::string path = dir.file("current/jobs.db");
   lease::fake_clock clock{t0};
-  (void)on(dir.file("v2/jobs.db"), clock);  // the next release's file, ready beside v1's
-  auto s = on(path, clock);
+  (void)store_on(dir.file("v2/jobs.db"), clock);  // the next release's file, ready beside v1's
+  auto s = store_on(path, clock);
   REQUIRE(s.claim(request("report", t0, "tok-a")).outcome == claim_outcome::won);
   CHECK(s.take_notices().empty());
 
@@ -214,13 +201,13 @@ TEST_CASE("a store path whose directory symlink is retargeted is noticed as a re
   CHECK(again.record.lease_end == lease::time_point::max());
   CHECK(s.claim(request("report", clock.now(), "tok-c")).outcome == claim_outcome::won);
   {
-    auto v2 = on(dir.file("v2/jobs.db"), clock);  // the loss and the new run are in v2's file
+    auto v2 = store_on(dir.file("v2/jobs.db"), clock);  // the loss and the new run are in v2's file
     CHECK(v2.lost_at() == t0 + 1s);
     CHECK(v2.get({"report", clock.now()})->token == "tok-c");
     CHECK_FALSE(v2.get({"report", t0}).has_value());
   }
   {
-    auto v1 = on(dir.file("v1/jobs.db"), clock);  // v1's file is left as it was
+    auto v1 = store_on(dir.file("v1/jobs.db"), clock);  // v1's file is left as it was
     CHECK_FALSE(v1.lost_at().has_value());
     CHECK(v1.get({"report", t0})->token == "tok-a");
   }
@@ -248,12 +235,12 @@ TEST_CASE("after a directory symlink in the store path is retargeted, an old and
   std::filesystem::create_directory_symlink("v1", dir.path() / "current");
   const std::string path = dir.file("current/jobs.db");
   lease::fake_clock clock{t0};
-  auto old = on(path, clock);
+  auto old = store_on(path, clock);
   REQUIRE(old.claim(request("report", t0, "tok-a")).outcome == claim_outcome::won);
   REQUIRE(old.finish({"report", t0}, "tok-a", lease::run_status::success));  // nothing running: the next slot is free
 
   retarget(dir.path() / "current", "v2");
-  auto fresh = on(path, clock);  // started after the switch: opens v2's file
+  auto fresh = store_on(path, clock);  // started after the switch: opens v2's file
   clock.advance(1s);
   const lease::time_point slot = clock.now();
   REQUIRE(fresh.claim(request("report", slot, "tok-b")).outcome == claim_outcome::won);
@@ -275,17 +262,15 @@ TEST_CASE("after a directory symlink in the store path is retargeted, an old and
 TEST_CASE("a store file replaced by one this process cannot write fails operations as unavailable until it can, "
           "then the loss is recorded and told") {
   namespace vfs = lease::testing::faulty_vfs;
-  struct writable_again {
-    ~writable_again() { vfs::open_main_read_only = false; }
-  } reset;
+  const vfs::faults_off_at_scope_end reset;
   lease::testing::temp_dir dir;
   const std::string path = dir.file("jobs.db");
   const std::string other = dir.file("restored.db");
   lease::fake_clock clock{t0};
-  auto s = on("file:" + path + "?vfs=" + vfs::install(), clock);
+  auto s = store_on("file:" + path + "?vfs=" + vfs::install(), clock);
   REQUIRE(s.claim(request("report", t0, "tok-a")).outcome == claim_outcome::won);
   {
-    auto b = on(other, clock);  // an older copy: another run, no lost_at
+    auto b = store_on(other, clock);  // an older copy: another run, no lost_at
     REQUIRE(b.claim(request("backup-job", t0, "tok-old")).outcome == claim_outcome::won);
   }
   rename_over(other, path);
@@ -315,7 +300,7 @@ TEST_CASE("a store file replaced by one this process cannot write fails operatio
   CHECK(s.claim(request("report", t0, "tok-b")).outcome == claim_outcome::quarantined);
   clock.advance(30s);
   CHECK(s.claim(request("report", t0, "tok-b")).outcome == claim_outcome::quarantined);  // may have run: never again
-  auto plain = on(path, clock);  // the loss is in the file now at the path
+  auto plain = store_on(path, clock);  // the loss is in the file now at the path
   CHECK(plain.lost_at() == t0 + 2s);
   CHECK(plain.get({"backup-job", t0})->token == "tok-old");
 }
@@ -325,11 +310,11 @@ TEST_CASE("a read-only inspector whose store file is replaced tells of the loss 
   const std::string path = dir.file("jobs.db");
   const std::string other = dir.file("restored.db");
   lease::fake_clock clock{t0};
-  REQUIRE(on(path, clock).claim(request("report", t0, "tok-a")).outcome == claim_outcome::won);
+  REQUIRE(store_on(path, clock).claim(request("report", t0, "tok-a")).outcome == claim_outcome::won);
   lease::sqlite_store inspector{"file:" + path + "?mode=ro",
                                 {.clock = [clock] { return clock.now(); }, .quarantine_new_file = false}};
   CHECK(inspector.get({"report", t0})->token == "tok-a");
-  (void)on(other, clock);
+  (void)store_on(other, clock);
   rename_over(other, path);
   clock.advance(1s);
   CHECK_FALSE(inspector.get({"report", t0}).has_value());  // it reads the file now at the path
@@ -351,8 +336,8 @@ TEST_CASE("a store file restored from a backup does not run again a run that was
   const std::string path = dir.file("jobs.db");
   const std::string backup = dir.file("backup.db");
   lease::fake_clock clock{t0};
-  auto a = on(path, clock);
-  auto b = on(path, clock);
+  auto a = store_on(path, clock);
+  auto b = store_on(path, clock);
   REQUIRE(a.claim(request("report", t0, "tok-a")).outcome == claim_outcome::won);
   const lease::time_point asked = a.trigger("cleanup");
   const lease::time_point audit = a.trigger("audit");
@@ -395,7 +380,7 @@ TEST_CASE("a store file replaced by an empty file is noticed, gets the lease sch
   lease::testing::temp_dir dir;
   const std::string path = dir.file("jobs.db");
   lease::fake_clock clock{t0};
-  auto s = on(path, clock);
+  auto s = store_on(path, clock);
   REQUIRE(s.claim(request("report", t0, "tok-a")).outcome == claim_outcome::won);
   std::ofstream{dir.file("empty")}.close();
   rename_over(dir.file("empty"), path);
@@ -412,8 +397,8 @@ TEST_CASE("two instances: one notices the replacement, the other then obeys the 
   lease::testing::temp_dir dir;
   const std::string path = dir.file("jobs.db");
   lease::fake_clock clock{t0};
-  auto a = on(path, clock);
-  auto b = on(path, clock);
+  auto a = store_on(path, clock);
+  auto b = store_on(path, clock);
   const auto ran = a.claim(request("report", t0, "tok-a"));
   REQUIRE(ran.outcome == claim_outcome::won);
   delete_store_files(path);
@@ -441,13 +426,13 @@ TEST_CASE("an instance started after the file was replaced is quarantined by the
   lease::testing::temp_dir dir;
   const std::string path = dir.file("jobs.db");
   lease::fake_clock clock{t0};
-  auto old = on(path, clock);
+  auto old = store_on(path, clock);
   REQUIRE(old.claim(request("report", t0, "tok-a")).outcome == claim_outcome::won);
   delete_store_files(path);
   clock.advance(1s);
 
   SECTION("by default a file the store creates counts as a loss at its creation") {
-    auto fresh = on(path, clock, /*quarantine_new_file=*/true);  // creates the new file; old has not noticed
+    auto fresh = store_on(path, clock, /*quarantine_new_file=*/true);  // creates the new file; old has not noticed
     CHECK(fresh.lost_at() == t0 + 1s);
     const auto q = fresh.claim(request("report", t0, "tok-b"));
     CHECK(q.outcome == claim_outcome::quarantined);  // the old runner may still run until t0 + 30 s
@@ -455,12 +440,12 @@ TEST_CASE("an instance started after the file was replaced is quarantined by the
     const auto notices = fresh.take_notices();
     REQUIRE(notices.size() == 1);
     CHECK_THAT(notices[0], Contains("created a new store file"));
-    auto again = on(path, clock, true);  // opening an existing file is no loss
+    auto again = store_on(path, clock, true);  // opening an existing file is no loss
     CHECK(again.take_notices().empty());
     CHECK(again.lost_at() == t0 + 1s);
   }
   SECTION("without it, the new instance wins before the old one notices: the double-run window") {
-    auto fresh = on(path, clock, /*quarantine_new_file=*/false);
+    auto fresh = store_on(path, clock, /*quarantine_new_file=*/false);
     CHECK(fresh.claim(request("report", t0, "tok-b")).outcome == claim_outcome::won);
     CHECK(old.get({"report", t0})->token == "tok-b");  // old notices only now
     CHECK(old.take_notices().size() == 1);
@@ -548,7 +533,7 @@ TEST_CASE("a version 1 store file is upgraded to version 5 and has lost nothing"
   const std::string path = dir.file("jobs.db");
   lease::fake_clock clock{t0};
   {
-    auto s = on(path, clock);
+    auto s = store_on(path, clock);
     REQUIRE(s.claim(request("report", t0, "tok-a")).outcome == claim_outcome::won);
     REQUIRE(sqlite3_exec(s.native_handle(), "DROP TABLE lease_meta; DROP INDEX lease_jobs_triggered; "
                          "ALTER TABLE lease_jobs DROP COLUMN trigger_slot; ALTER TABLE lease_runs DROP COLUMN manual; "
@@ -556,7 +541,7 @@ TEST_CASE("a version 1 store file is upgraded to version 5 and has lost nothing"
                          "UPDATE lease_schema SET version = 1", nullptr,
                          nullptr, nullptr) == SQLITE_OK);
   }
-  auto s = on(path, clock, true);
+  auto s = store_on(path, clock, true);
   CHECK_FALSE(s.lost_at().has_value());
   CHECK(s.take_notices().empty());
   CHECK(s.get({"report", t0})->token == "tok-a");
@@ -612,7 +597,7 @@ TEST_CASE("a version 2 store file is upgraded to version 5: runs and fences kept
                      ", 1, CAST('tok-a' AS BLOB), 9000000000000, CAST('runner-tok-a' AS BLOB), 0, " +
                      std::to_string(lease_end.time_since_epoch().count()) + ", 0, 0);");
   lease::fake_clock clock{t0 + 1s};
-  auto s = on(path, clock);
+  auto s = store_on(path, clock);
   CHECK(s.take_notices().empty());
   const auto kept = s.get({"report", t0});
   REQUIRE(kept);
@@ -625,7 +610,7 @@ TEST_CASE("a version 2 store file is upgraded to version 5: runs and fences kept
   CHECK_FALSE(s.pause("report"));
   clock.advance(60s);  // tok-a's lease ran out
   {
-    auto other = on(path, clock);
+    auto other = store_on(path, clock);
     CHECK(other.paused("report"));
     CHECK(other.claim(request("report", t0, "tok-c")).outcome == claim_outcome::paused);
     CHECK(other.claim(request("report", t0 + 60s, "tok-d")).outcome == claim_outcome::paused);
@@ -705,7 +690,7 @@ TEST_CASE("a version 3 store file opened read-only is refused with a sentence, n
   }
   // The file is still usable: opened read-write, it is upgraded.
   lease::fake_clock clock{t0 + 1s};
-  auto s = on(path, clock);
+  auto s = store_on(path, clock);
   CHECK(schema_version(s) == 5);
 }
 
@@ -715,7 +700,7 @@ TEST_CASE("a version 3 store file is upgraded to version 5: runs, fences and pau
   const std::string path = dir.file("jobs.db");
   raw_exec(path, v3_file_with_data(t0 + 30s));
   lease::fake_clock clock{t0 + 1s};
-  auto s = on(path, clock, true);  // an existing file: no creation quarantine either
+  auto s = store_on(path, clock, true);  // an existing file: no creation quarantine either
   CHECK(s.take_notices().empty());
   CHECK_FALSE(s.lost_at().has_value());
   CHECK(schema_version(s) == 5);
@@ -767,7 +752,7 @@ TEST_CASE("a version 3 store file is upgraded to version 5: runs, fences and pau
   CHECK(won.record.fence == 9000000000001);
   CHECK(s.get({"report", t0})->status == lease::run_status::running);  // live: left alone
   {
-    auto other = on(path, clock);  // the file, not the object, holds it
+    auto other = store_on(path, clock);  // the file, not the object, holds it
     const auto runs = other.list_runs("report", 10);
     REQUIRE(runs.size() == 2);
     CHECK(runs[0].manual);
@@ -848,7 +833,7 @@ TEST_CASE("a version 4 store file is upgraded to version 5: runs, fences, pauses
   const std::string path = dir.file("jobs.db");
   raw_exec(path, v4_file_with_data(t0 + 30s));
   lease::fake_clock clock{t0 + 1s};
-  auto s = on(path, clock, true);  // an existing file: no creation quarantine either
+  auto s = store_on(path, clock, true);  // an existing file: no creation quarantine either
   CHECK(s.take_notices().empty());
   CHECK_FALSE(s.lost_at().has_value());
   CHECK(schema_version(s) == 5);
@@ -899,8 +884,8 @@ TEST_CASE("an instance whose clock is behind does not move a recorded lost_at ea
   const std::string path = dir.file("jobs.db");
   lease::fake_clock ahead{t0 + 10s};
   lease::fake_clock behind{t0};
-  auto a = on(path, ahead);
-  auto b = on(path, behind);
+  auto a = store_on(path, ahead);
+  auto b = store_on(path, behind);
   REQUIRE(b.claim(request("report", t0, "tok-a")).outcome == claim_outcome::won);
   delete_store_files(path);
   CHECK(a.lost_at() == t0 + 10s);  // a notices first, on its clock
@@ -917,7 +902,7 @@ TEST_CASE("a recovery that fails (the directory is gone) is an unavailable error
   std::filesystem::create_directory(sub);
   const std::string path = sub + "/jobs.db";
   lease::fake_clock clock{t0};
-  auto s = on(path, clock);
+  auto s = store_on(path, clock);
   REQUIRE(s.claim(request("report", t0, "tok-a")).outcome == claim_outcome::won);
   std::filesystem::rename(sub, dir.file("moved"));
   try {
@@ -939,7 +924,7 @@ TEST_CASE("a takeover of a run won since the loss is quarantined too while a lon
   lease::testing::temp_dir dir;
   const std::string path = dir.file("jobs.db");
   lease::fake_clock clock{t0};
-  auto s = on(path, clock);
+  auto s = store_on(path, clock);
   delete_store_files(path);
   (void)s.get({"report", t0});  // the loss, noticed at t0
   clock.advance(5s);

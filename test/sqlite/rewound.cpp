@@ -8,11 +8,8 @@
 // rolled back changes nothing the store remembers.
 #include <catch2/catch.hpp>
 
-#include <sys/stat.h>
-
 #include <chrono>
 #include <cstdint>
-#include <stdexcept>
 #include <string>
 
 #include <sqlite3.h>
@@ -20,9 +17,14 @@
 #include "lease/clock/fake.hpp"
 #include "lease/store/sqlite.hpp"
 #include "sqlite/faulty_vfs.hpp"
+#include "sqlite/helpers.hpp"
 #include "sqlite/temp_dir.hpp"
 
 using namespace std::chrono_literals;
+using lease::testing::sqlite::claim_of;
+using lease::testing::sqlite::error_of;
+using lease::testing::sqlite::inode;
+using lease::testing::sqlite::store_on;
 using Catch::Matchers::Contains;
 using lease::claim_outcome;
 using lease::run_status;
@@ -31,26 +33,10 @@ namespace {
 
 const lease::time_point t0{std::chrono::sys_days{std::chrono::year{2026} / 3 / 1}};
 
-lease::sqlite_store on(const std::string& path, const lease::fake_clock& c) {
-  return lease::sqlite_store{path, {.clock = [c] { return c.now(); }, .quarantine_new_file = false}};
-}
-
+/// Claimable for 5 min: the tests claim again after a quarantine of a lease.
 lease::claim_request request(std::string job, lease::time_point slot, std::string token,
                              lease::claim_reason reason = lease::claim_reason::scheduled) {
-  lease::claim_request r;
-  r.run = {std::move(job), slot};
-  r.runner = "runner-" + token;
-  r.token = std::move(token);
-  r.lease = 30s;
-  r.deadline = slot + 5min;
-  r.reason = reason;
-  return r;
-}
-
-std::uint64_t inode(const std::string& path) {
-  struct ::stat st {};
-  REQUIRE(::stat(path.c_str(), &st) == 0);
-  return static_cast<std::uint64_t>(st.st_ino);
+  return claim_of(std::move(job), slot, std::move(token), reason, 5min);
 }
 
 /// The SQLite backup API from connections of the test's own, writing the
@@ -80,17 +66,6 @@ void backup_api_copy(const std::string& from, const std::string& to) {
   REQUIRE(finish == SQLITE_OK);
 }
 
-template <class F>
-lease::store_error error_of(F&& f) {
-  try {
-    f();
-  } catch (const lease::store_error& e) {
-    return e;
-  }
-  FAIL("expected a lease::store_error");
-  throw std::logic_error("unreachable");
-}
-
 }  // namespace
 
 TEST_CASE("a store file restored in place from a backup (same inode) is noticed at the next claim of an instance that "
@@ -99,7 +74,7 @@ TEST_CASE("a store file restored in place from a backup (same inode) is noticed 
   const std::string path = dir.file("jobs.db");
   const std::string backup = dir.file("backup.db");
   lease::fake_clock clock{t0};
-  auto a = on(path, clock);
+  auto a = store_on(path, clock);
   REQUIRE(a.claim(request("report", t0, "tok-1")).outcome == claim_outcome::won);
   backup_api_copy(path, backup);  // sqlite3 jobs.db ".backup backup.db": run t0 running in it
 
@@ -144,7 +119,7 @@ TEST_CASE("a store file restored in place from a backup (same inode) is noticed 
 
   // lost_at is in the file: an instance opened now, which saw nothing
   // before, obeys it too.
-  auto b = on(path, clock);
+  auto b = store_on(path, clock);
   CHECK(b.lost_at() == t0 + 50s);
   CHECK(b.claim(request("report", t0 + 10s, "tok-5")).outcome == claim_outcome::quarantined);
   CHECK(b.take_notices().empty());
@@ -162,9 +137,7 @@ TEST_CASE("a store file restored in place from a backup (same inode) is noticed 
 TEST_CASE("a claim transaction rolled back after the claim counter was bumped changes nothing the store remembers: "
           "no loss is made up, and a rewind it found is found again") {
   namespace vfs = lease::testing::faulty_vfs;
-  struct disks_work_again {
-    ~disks_work_again() { vfs::fail_wal_writes = false; }
-  } reset;
+  const vfs::faults_off_at_scope_end reset;
   lease::testing::temp_dir dir;
   const std::string path = dir.file("jobs.db");
   const std::string backup = dir.file("backup.db");

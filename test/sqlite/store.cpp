@@ -15,34 +15,18 @@
 #include "lease/clock/fake.hpp"
 #include "lease/store/memory.hpp"
 #include "lease/store/sqlite.hpp"
+#include "sqlite/helpers.hpp"
 #include "sqlite/temp_dir.hpp"
 
 using namespace std::chrono_literals;
+using lease::testing::sqlite::claim_of;
+using lease::testing::sqlite::store_on;
 using lease::claim_outcome;
 using lease::run_status;
 
 namespace {
 
 const lease::time_point t0{std::chrono::sys_days{std::chrono::year{2026} / 1 / 1}};
-
-lease::sqlite_store on_fake_clock(const std::string& path, const lease::fake_clock& c) {
-  lease::sqlite_options o;
-  o.clock = [c] { return c.now(); };
-  o.quarantine_new_file = false;  // a fresh test file is not a lost one
-  return lease::sqlite_store{path, std::move(o)};
-}
-
-lease::claim_request request(std::string job, lease::time_point slot, std::string token,
-                             lease::claim_reason reason = lease::claim_reason::scheduled) {
-  lease::claim_request r;
-  r.run = {std::move(job), slot};
-  r.runner = "runner-" + token;
-  r.token = std::move(token);
-  r.reason = reason;
-  r.lease = 30s;
-  r.deadline = slot + 30s;
-  return r;
-}
 
 }  // namespace
 
@@ -54,8 +38,8 @@ static_assert(!std::is_copy_constructible_v<lease::sqlite_store>);
 TEST_CASE("a claim on a new file wins attempt 1 with fence 1 and a lease on the store clock") {
   lease::testing::temp_dir dir;
   lease::fake_clock clock{t0};
-  auto s = on_fake_clock(dir.file("jobs.db"), clock);
-  const auto res = s.claim(request("report", t0, "tok-a"));
+  auto s = store_on(dir.file("jobs.db"), clock);
+  const auto res = s.claim(claim_of("report", t0, "tok-a"));
   CHECK(res.outcome == claim_outcome::won);
   CHECK(res.record.attempt == 1);
   CHECK(res.record.fence == static_cast<std::uint64_t>(t0.time_since_epoch().count()));  // the store's clock in ms
@@ -69,10 +53,10 @@ TEST_CASE("a claim on a new file wins attempt 1 with fence 1 and a lease on the 
 TEST_CASE("a second claim while the lease is alive answers running and changes nothing") {
   lease::testing::temp_dir dir;
   lease::fake_clock clock{t0};
-  auto s = on_fake_clock(dir.file("jobs.db"), clock);
-  const auto first = s.claim(request("report", t0, "tok-a"));
+  auto s = store_on(dir.file("jobs.db"), clock);
+  const auto first = s.claim(claim_of("report", t0, "tok-a"));
   clock.advance(29'999ms);
-  const auto second = s.claim(request("report", t0, "tok-b"));
+  const auto second = s.claim(claim_of("report", t0, "tok-b"));
   CHECK(second.outcome == claim_outcome::running);
   CHECK(second.record == first.record);
   CHECK(s.get({"report", t0})->token == "tok-a");
@@ -81,32 +65,32 @@ TEST_CASE("a second claim while the lease is alive answers running and changes n
 TEST_CASE("a takeover claim for a run with no state creates nothing") {
   lease::testing::temp_dir dir;
   lease::fake_clock clock{t0};
-  auto s = on_fake_clock(dir.file("jobs.db"), clock);
-  CHECK(s.claim(request("report", t0, "tok-a", lease::claim_reason::takeover)).outcome == claim_outcome::none);
+  auto s = store_on(dir.file("jobs.db"), clock);
+  CHECK(s.claim(claim_of("report", t0, "tok-a", lease::claim_reason::takeover)).outcome == claim_outcome::none);
   CHECK_FALSE(s.get({"report", t0}).has_value());
 }
 
 TEST_CASE("a new claim that arrives after deadline plus 10 s is late and a newer run supersedes older slots") {
   lease::testing::temp_dir dir;
   lease::fake_clock clock{t0 + 40'001ms};
-  auto s = on_fake_clock(dir.file("jobs.db"), clock);
-  CHECK(s.claim(request("report", t0, "tok-a")).outcome == claim_outcome::late);
+  auto s = store_on(dir.file("jobs.db"), clock);
+  CHECK(s.claim(claim_of("report", t0, "tok-a")).outcome == claim_outcome::late);
   CHECK_FALSE(s.get({"report", t0}).has_value());
   clock.set(t0 + 40'000ms);
-  REQUIRE(s.claim(request("report", t0 + 20s, "tok-b")).outcome == claim_outcome::won);
-  CHECK(s.claim(request("report", t0, "tok-c")).outcome == claim_outcome::superseded);
+  REQUIRE(s.claim(claim_of("report", t0 + 20s, "tok-b")).outcome == claim_outcome::won);
+  CHECK(s.claim(claim_of("report", t0, "tok-c")).outcome == claim_outcome::superseded);
 }
 
 TEST_CASE("in skip mode a new run overlapping a live run of the job is refused with the blocking run") {
   lease::testing::temp_dir dir;
   lease::fake_clock clock{t0};
-  auto s = on_fake_clock(dir.file("jobs.db"), clock);
-  const auto first = s.claim(request("report", t0, "tok-a"));
+  auto s = store_on(dir.file("jobs.db"), clock);
+  const auto first = s.claim(claim_of("report", t0, "tok-a"));
   clock.advance(5s);
-  const auto next = s.claim(request("report", t0 + 5s, "tok-b"));
+  const auto next = s.claim(claim_of("report", t0 + 5s, "tok-b"));
   CHECK(next.outcome == claim_outcome::overlap);
   CHECK(next.record == first.record);
-  auto allowed = request("report", t0 + 5s, "tok-c");
+  auto allowed = claim_of("report", t0 + 5s, "tok-c");
   allowed.overlap = lease::overlap_mode::allow;
   CHECK(s.claim(allowed).outcome == claim_outcome::won);
   CHECK(s.get({"report", t0})->status == run_status::running);  // allow leaves it alone
@@ -115,10 +99,10 @@ TEST_CASE("in skip mode a new run overlapping a live run of the job is refused w
 TEST_CASE("an expired run is taken over as the next attempt and the old token is fenced") {
   lease::testing::temp_dir dir;
   lease::fake_clock clock{t0};
-  auto s = on_fake_clock(dir.file("jobs.db"), clock);
-  s.claim(request("report", t0, "tok-a"));
+  auto s = store_on(dir.file("jobs.db"), clock);
+  s.claim(claim_of("report", t0, "tok-a"));
   clock.advance(30s);  // lease end reached: expired
-  const auto takeover = s.claim(request("report", t0, "tok-b", lease::claim_reason::takeover));
+  const auto takeover = s.claim(claim_of("report", t0, "tok-b", lease::claim_reason::takeover));
   CHECK(takeover.outcome == claim_outcome::won);
   CHECK(takeover.record.attempt == 2);
   CHECK(takeover.record.fence == static_cast<std::uint64_t>((t0 + 30s).time_since_epoch().count()));
@@ -129,14 +113,14 @@ TEST_CASE("an expired run is taken over as the next attempt and the old token is
   CHECK(s.heartbeat({"report", t0}, "tok-b", 30s));
   CHECK(s.finish({"report", t0}, "tok-b", run_status::success));
   CHECK_FALSE(s.heartbeat({"report", t0}, "tok-b", 30s));  // ended
-  CHECK(s.claim(request("report", t0, "tok-c")).outcome == claim_outcome::finished);
+  CHECK(s.claim(claim_of("report", t0, "tok-c")).outcome == claim_outcome::finished);
 }
 
 TEST_CASE("dead runners use up max_attempts and the run is then marked interrupted") {
   lease::testing::temp_dir dir;
   lease::fake_clock clock{t0};
-  auto s = on_fake_clock(dir.file("jobs.db"), clock);
-  auto r = request("report", t0, "tok-1");
+  auto s = store_on(dir.file("jobs.db"), clock);
+  auto r = claim_of("report", t0, "tok-1");
   r.max_attempts = 2;
   s.claim(r);
   clock.advance(31s);
@@ -153,8 +137,8 @@ TEST_CASE("dead runners use up max_attempts and the run is then marked interrupt
 TEST_CASE("a released run is handed over without using an attempt and stays released") {
   lease::testing::temp_dir dir;
   lease::fake_clock clock{t0};
-  auto s = on_fake_clock(dir.file("jobs.db"), clock);
-  auto r = request("report", t0, "tok-1");
+  auto s = store_on(dir.file("jobs.db"), clock);
+  auto r = claim_of("report", t0, "tok-1");
   r.max_attempts = 1;
   s.claim(r);
   clock.advance(1s);
@@ -175,10 +159,10 @@ TEST_CASE("a released run is handed over without using an attempt and stays rele
 TEST_CASE("a new run marks an older expired run of the job interrupted") {
   lease::testing::temp_dir dir;
   lease::fake_clock clock{t0};
-  auto s = on_fake_clock(dir.file("jobs.db"), clock);
-  s.claim(request("report", t0, "tok-a"));
+  auto s = store_on(dir.file("jobs.db"), clock);
+  s.claim(claim_of("report", t0, "tok-a"));
   clock.advance(60s);
-  CHECK(s.claim(request("report", t0 + 60s, "tok-b")).outcome == claim_outcome::won);
+  CHECK(s.claim(claim_of("report", t0 + 60s, "tok-b")).outcome == claim_outcome::won);
   CHECK(s.get({"report", t0})->status == run_status::interrupted);
   CHECK(s.unfinished("report").size() == 1);
 }
@@ -186,9 +170,9 @@ TEST_CASE("a new run marks an older expired run of the job interrupted") {
 TEST_CASE("the fence keeps growing after old runs are pruned, by one within a millisecond") {
   lease::testing::temp_dir dir;
   lease::fake_clock clock{t0};
-  auto s = on_fake_clock(dir.file("jobs.db"), clock);
+  auto s = store_on(dir.file("jobs.db"), clock);
   for (int i = 0; i < 20; ++i) {
-    auto r = request("report", t0 + i * 60s, "tok-" + std::to_string(i));
+    auto r = claim_of("report", t0 + i * 60s, "tok-" + std::to_string(i));
     r.history_size = 2;
     r.retain = 0s;
     clock.set(r.run.slot);
@@ -199,7 +183,7 @@ TEST_CASE("the fence keeps growing after old runs are pruned, by one within a mi
   }
   // Two wins in the same store millisecond: the second is the first + 1.
   clock.set(t0 + 20 * 60s);
-  auto a = request("burst", clock.now(), "tok-x");
+  auto a = claim_of("burst", clock.now(), "tok-x");
   const auto first = s.claim(a);
   a.run.slot += 1ms;
   a.token = "tok-y";
@@ -215,9 +199,9 @@ TEST_CASE("the fence keeps growing after old runs are pruned, by one within a mi
 TEST_CASE("a run is never pruned while a late claim for it could still arrive") {
   lease::testing::temp_dir dir;
   lease::fake_clock clock{t0};
-  auto s = on_fake_clock(dir.file("jobs.db"), clock);
+  auto s = store_on(dir.file("jobs.db"), clock);
   for (int i = 0; i < 3; ++i) {
-    auto r = request("report", t0 + i * 1s, "tok-" + std::to_string(i));
+    auto r = claim_of("report", t0 + i * 1s, "tok-" + std::to_string(i));
     r.history_size = 0;
     r.retain = 300s;
     clock.set(r.run.slot);
@@ -226,15 +210,15 @@ TEST_CASE("a run is never pruned while a late claim for it could still arrive") 
   }
   CHECK(s.get({"report", t0}).has_value());
   // A late claim for slot t0 now finds its state instead of winning it again.
-  CHECK(s.claim(request("report", t0, "late")).outcome == claim_outcome::finished);
+  CHECK(s.claim(claim_of("report", t0, "late")).outcome == claim_outcome::finished);
 }
 
 TEST_CASE("heartbeat_many renews each lease by the heartbeat rule and answers in order") {
   lease::testing::temp_dir dir;
   lease::fake_clock clock{t0};
-  auto s = on_fake_clock(dir.file("jobs.db"), clock);
-  s.claim(request("a", t0, "tok-a"));
-  s.claim(request("b", t0, "tok-b"));
+  auto s = store_on(dir.file("jobs.db"), clock);
+  s.claim(claim_of("a", t0, "tok-a"));
+  s.claim(claim_of("b", t0, "tok-b"));
   clock.advance(10s);
   const std::vector<lease::heartbeat_request> batch{
       {{"a", t0}, "tok-a", 60s}, {{"b", t0}, "wrong", 60s}, {{"c", t0}, "tok-c", 60s}, {{"b", t0}, "tok-b", 5s}};
@@ -247,17 +231,17 @@ TEST_CASE("heartbeat_many renews each lease by the heartbeat rule and answers in
 TEST_CASE("unfinished lists the running runs of a job oldest first, expired ones included") {
   lease::testing::temp_dir dir;
   lease::fake_clock clock{t0};
-  auto s = on_fake_clock(dir.file("jobs.db"), clock);
+  auto s = store_on(dir.file("jobs.db"), clock);
   auto allow = [](lease::claim_request r) {
     r.overlap = lease::overlap_mode::allow;
     return r;
   };
-  s.claim(allow(request("report", t0, "t1")));
-  s.claim(allow(request("report", t0 + 1s, "t2")));
+  s.claim(allow(claim_of("report", t0, "t1")));
+  s.claim(allow(claim_of("report", t0 + 1s, "t2")));
   clock.advance(1s);  // a slot more than 1 s ahead of the store's clock is early
-  s.claim(allow(request("report", t0 + 2s, "t3")));
+  s.claim(allow(claim_of("report", t0 + 2s, "t3")));
   s.finish({"report", t0 + 1s}, "t2", run_status::success);
-  s.claim(allow(request("other", t0, "t4")));
+  s.claim(allow(claim_of("other", t0, "t4")));
   clock.advance(40s);  // all expired, still running
   const auto u = s.unfinished("report");
   REQUIRE(u.size() == 2);
@@ -269,11 +253,11 @@ TEST_CASE("unfinished lists the running runs of a job oldest first, expired ones
 TEST_CASE("a second store on the same file sees the first one's runs and a moved store keeps working") {
   lease::testing::temp_dir dir;
   lease::fake_clock clock{t0};
-  auto a = on_fake_clock(dir.file("jobs.db"), clock);
-  const auto won = a.claim(request("report", t0, "tok-a"));
-  auto b = on_fake_clock(dir.file("jobs.db"), clock);
+  auto a = store_on(dir.file("jobs.db"), clock);
+  const auto won = a.claim(claim_of("report", t0, "tok-a"));
+  auto b = store_on(dir.file("jobs.db"), clock);
   CHECK(b.get({"report", t0}) == won.record);
-  CHECK(b.claim(request("report", t0, "tok-b")).outcome == claim_outcome::running);
+  CHECK(b.claim(claim_of("report", t0, "tok-b")).outcome == claim_outcome::running);
   lease::sqlite_store moved = std::move(a);
   CHECK(moved.heartbeat({"report", t0}, "tok-a", 30s));
   a = std::move(b);
@@ -286,7 +270,7 @@ TEST_CASE("a second store on the same file sees the first one's runs and a moved
 namespace {
 
 lease::claim_request manual(const lease::run_key& k, std::string token) {
-  auto r = request(k.job, k.slot, std::move(token), lease::claim_reason::manual);
+  auto r = claim_of(k.job, k.slot, std::move(token), lease::claim_reason::manual);
   r.deadline = k.slot;  // never late: a manual claim ignores it
   return r;
 }
@@ -297,9 +281,9 @@ TEST_CASE("two instances on one file both claim an operator's trigger and exactl
   lease::testing::temp_dir dir;
   lease::fake_clock clock{t0};
   const std::string path = dir.file("jobs.db");
-  auto a = on_fake_clock(path, clock);
-  auto b = on_fake_clock(path, clock);
-  auto tool = on_fake_clock(path, clock);  // the operator's
+  auto a = store_on(path, clock);
+  auto b = store_on(path, clock);
+  auto tool = store_on(path, clock);  // the operator's
   const std::vector<std::string> jobs{"report"};
   const lease::time_point slot = tool.trigger("report");
   CHECK(slot == t0);
@@ -379,12 +363,12 @@ TEST_CASE("instances racing on threads for the same triggers get exactly one win
 TEST_CASE("claim_many answers manual claims as claim does, in order") {
   lease::testing::temp_dir dir;
   lease::fake_clock clock{t0};
-  auto s = on_fake_clock(dir.file("jobs.db"), clock);
+  auto s = store_on(dir.file("jobs.db"), clock);
   const lease::time_point slot = s.trigger("report");
   clock.advance(1h);  // long after: a manual claim is never late
   const std::vector<lease::claim_request> batch{manual({"report", slot}, "tok-a"), manual({"report", slot}, "tok-b"),
                                                 manual({"other", slot}, "tok-c"),
-                                                request("other", clock.now(), "tok-d")};
+                                                claim_of("other", clock.now(), "tok-d")};
   const auto got = s.claim_many(batch);
   REQUIRE(got.size() == 4);
   CHECK(got[0].outcome == claim_outcome::won);
@@ -402,16 +386,16 @@ TEST_CASE("claim_many answers manual claims as claim does, in order") {
 TEST_CASE("a manual run interrupts older live runs in replace mode but not a newer live run, expired ones of any slot") {
   lease::testing::temp_dir dir;
   lease::fake_clock clock{t0};
-  auto s = on_fake_clock(dir.file("jobs.db"), clock);
+  auto s = store_on(dir.file("jobs.db"), clock);
   auto allow = [](lease::claim_request r) {
     r.overlap = lease::overlap_mode::allow;
     return r;
   };
-  REQUIRE(s.claim(allow(request("report", t0, "old"))).outcome == claim_outcome::won);
+  REQUIRE(s.claim(allow(claim_of("report", t0, "old"))).outcome == claim_outcome::won);
   clock.advance(10s);
   const lease::time_point slot = s.trigger("report");
   // The schedule's next slot, 500 ms ahead (within the early tolerance), wins first.
-  REQUIRE(s.claim(allow(request("report", slot + 500ms, "newer"))).outcome == claim_outcome::won);
+  REQUIRE(s.claim(allow(claim_of("report", slot + 500ms, "newer"))).outcome == claim_outcome::won);
   auto m = manual({"report", slot}, "tok-m");
   m.overlap = lease::overlap_mode::replace;
   const auto won = s.claim(m);
@@ -423,7 +407,7 @@ TEST_CASE("a manual run interrupts older live runs in replace mode but not a new
   // could win beside the manual run (two live leases in skip mode).
   clock.advance(31s);  // every lease above has run out
   const lease::time_point again = s.trigger("report");
-  REQUIRE(s.claim(allow(request("report", again + 500ms, "newest"))).outcome == claim_outcome::won);
+  REQUIRE(s.claim(allow(claim_of("report", again + 500ms, "newest"))).outcome == claim_outcome::won);
   clock.advance(31s);  // "newest" expired, still running
   REQUIRE(s.claim(manual({"report", again}, "tok-m2")).outcome == claim_outcome::won);
   CHECK(s.get({"report", again + 500ms})->status == run_status::interrupted);
@@ -434,11 +418,11 @@ TEST_CASE("a manual claim ends the trigger when a run is at its slot or a live r
           "when early or waiting in buffer_one mode") {
   lease::testing::temp_dir dir;
   lease::fake_clock clock{t0};
-  auto s = on_fake_clock(dir.file("jobs.db"), clock);
+  auto s = store_on(dir.file("jobs.db"), clock);
   const std::vector<std::string> jobs{"report"};
   // A scheduled run of the trigger's very millisecond is its answer.
   const lease::time_point slot = s.trigger("report");
-  const auto scheduled = s.claim(request("report", slot, "tok-s"));
+  const auto scheduled = s.claim(claim_of("report", slot, "tok-s"));
   REQUIRE(scheduled.outcome == claim_outcome::won);
   CHECK(s.triggers(jobs).size() == 1);  // a scheduled claim does not answer it
   const auto answered = s.claim(manual({"report", slot}, "tok-m"));
@@ -479,7 +463,7 @@ TEST_CASE("sqlite_store answers every random operation exactly as the pure rules
     INFO("seed " << seed);
     lease::testing::temp_dir dir;
     lease::fake_clock clock{t0};
-    auto s = on_fake_clock(dir.file("jobs.db"), clock);
+    auto s = store_on(dir.file("jobs.db"), clock);
     lease::memory_store<lease::fake_clock> model{clock};
     std::mt19937 rng{seed};
     auto pick = [&](auto... options) {
