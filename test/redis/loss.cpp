@@ -4,6 +4,7 @@
 // lease), fences keep growing, and take_notices() says what happened. Also:
 // the notice on the server's durability settings, and WAIT for replicas.
 #include <algorithm>
+#include <memory>
 #include <thread>
 
 #include <catch2/catch.hpp>
@@ -65,6 +66,21 @@ std::string all(const std::vector<std::string>& notices) {
   std::string s;
   for (const auto& n : notices) s += n + "\n";
   return s;
+}
+
+/// A replica of `master`, its first sync done.
+std::unique_ptr<lease::testing::redis_server> replica_of(lease::testing::redis_server& master) {
+  // Redis 7 waits repl-diskless-sync-delay (5 s) before a first full sync.
+  (void)master.command({"CONFIG", "SET", "repl-diskless-sync-delay", "0"});
+  auto replica = std::make_unique<lease::testing::redis_server>(lease::testing::redis_server::settings{
+      .append_only = false, .extra_args = {"--replicaof", "127.0.0.1", std::to_string(master.port())}});
+  for (int i = 0;; ++i) {  // bounded: the first sync takes well under a second, 30 s on a loaded machine
+    auto info = replica->command({"INFO", "replication"});
+    if (lease::detail::redis::info_field(info.get(), "master_link_status") == "up") break;
+    REQUIRE(i < 3000);
+    std::this_thread::sleep_for(10ms);
+  }
+  return replica;
 }
 
 bool has(const std::vector<std::string>& notices, std::string_view text) {
@@ -564,23 +580,90 @@ TEST_CASE("with replicas set a won claim waits for them and is released when the
   REQUIRE(rec);
   CHECK(rec->released);  // handed back: no handler runs on an unreplicated claim
 
-  // Redis 7 waits repl-diskless-sync-delay (5 s) before a first full sync.
-  (void)master.command({"CONFIG", "SET", "repl-diskless-sync-delay", "0"});
-  lease::testing::redis_server replica{{.append_only = false,
-                                        .extra_args = {"--replicaof", "127.0.0.1", std::to_string(master.port())}}};
-  for (int i = 0;; ++i) {  // bounded: the first sync takes well under a second, 30 s on a loaded machine
-    auto info = replica.command({"INFO", "replication"});
-    if (lease::detail::redis::info_field(info.get(), "master_link_status") == "up") break;
-    REQUIRE(i < 3000);
-    std::this_thread::sleep_for(10ms);
-  }
+  const auto replica = replica_of(master);
   o.replica_timeout = 2000ms;
   lease::redis_store waiting{o};
   auto res = waiting.claim(request("report", run.slot, "t2"));
   CHECK(res.outcome == claim_outcome::won);
   CHECK(res.record.attempt == 2);
   CHECK(res.record.handovers == 1);  // the release was a handover, not a dead runner
-  CHECK(replica.command({"EXISTS", lease::detail::redis::keys_for(o.prefix, "report").runs})->integer == 1);
+  CHECK(replica->command({"EXISTS", lease::detail::redis::keys_for(o.prefix, "report").runs})->integer == 1);
+}
+
+// A failover to a replica that missed a renewal brings back the earlier
+// lease end: a backup could take the run over while its runner, told it was
+// renewed, goes on. So a renewal counts only once the replicas have it.
+TEST_CASE("with replicas set a heartbeat the replicas lack throws not_replicated and counts once they have it") {
+  lease::testing::redis_server master;  // no replica yet: every WAIT falls short
+  lease::fake_clock clock{at(1'700'000'000'000)};
+  lease::redis_options o;
+  o.url = master.url();
+  o.prefix = lease::testing::fresh_prefix("wait-heartbeat");
+  o.clock = [clock] { return clock.now(); };
+  const run_key run{"report", clock.now()};
+  REQUIRE(lease::redis_store{o}.claim(request("report", run.slot, "t1")).outcome == claim_outcome::won);
+  o.replicas = 1;
+  o.replica_timeout = 50ms;
+  lease::redis_store store{o};
+  clock.advance(10s);
+  std::error_code err;
+  std::string what;
+  try {
+    (void)store.heartbeat(run, "t1", 30s);
+  } catch (const lease::store_error& e) {
+    err = e.code();
+    what = e.what();
+  }
+  CHECK(err == lease::redis_errc::not_replicated);
+  CHECK(err == lease::errc::unavailable);  // retried at the next heartbeat; no renewal counted meanwhile
+  CHECK(what.find("the heartbeat of job 'report' was acknowledged by 0 of 1 replicas within 50 ms") !=
+        std::string::npos);
+  CHECK(what.find("the renewal does not count") != std::string::npos);
+  // A refused renewal needs no replica to be believed: it is refused.
+  CHECK_FALSE(store.heartbeat(run, "not-the-token", 30s));
+
+  const auto replica = replica_of(master);
+  o.replica_timeout = 2000ms;
+  lease::redis_store waiting{o};
+  clock.advance(1s);
+  CHECK(waiting.heartbeat(run, "t1", 30s));
+  CHECK(waiting.get(run)->lease_end == clock.now() + 30s);
+}
+
+// A finish cannot be taken back once the master has it; what is left is to
+// say what a failover before the replicas catch up would do.
+TEST_CASE("with replicas set a finish the replicas lack is recorded and told in a notice") {
+  lease::testing::redis_server master;
+  lease::fake_clock clock{at(1'700'000'000'000)};
+  lease::redis_options o;
+  o.url = master.url();
+  o.prefix = lease::testing::fresh_prefix("wait-finish");
+  o.clock = [clock] { return clock.now(); };
+  REQUIRE(lease::redis_store{o}.claim(request("report", clock.now(), "t1")).outcome == claim_outcome::won);
+  REQUIRE(lease::redis_store{o}.claim(request("batch", clock.now(), "t2")).outcome == claim_outcome::won);
+  REQUIRE(lease::redis_store{o}.claim(request("other", clock.now(), "t3")).outcome == claim_outcome::won);
+  o.replicas = 1;
+  o.replica_timeout = 50ms;
+  lease::redis_store store{o};
+  (void)store.get({"report", clock.now()});  // connects: the connect notice comes now
+  (void)store.take_notices();
+  CHECK(store.finish({"report", clock.now()}, "t1", lease::run_status::success));
+  CHECK(store.get({"report", clock.now()})->status == lease::run_status::success);
+  auto notices = store.take_notices();
+  REQUIRE(notices.size() == 1);
+  CHECK(notices[0].find("the finish of job 'report' was acknowledged by 0 of 1 replicas within 50 ms; it is "
+                        "recorded on the master, but a failover before the replicas catch up would bring the run "
+                        "back as running") != std::string::npos);
+  const std::vector<lease::finish_request> batch = {{{"batch", clock.now()}, "t2", lease::run_status::failed},
+                                                    {{"other", clock.now()}, "t3", std::nullopt}};
+  CHECK(store.finish_many(batch) == std::vector<bool>{true, true});
+  notices = store.take_notices();
+  REQUIRE(notices.size() == 1);  // the release needs no replica: a lost one only delays the takeover
+  CHECK(notices[0].find("the finish of job 'batch' was acknowledged by 0 of 1") != std::string::npos);
+  CHECK(notices[0].find("more in its batch") == std::string::npos);
+  // A refused finish changed nothing: nothing to tell.
+  CHECK_FALSE(store.finish({"report", clock.now()}, "t1", lease::run_status::success));
+  CHECK(store.take_notices().empty());
 }
 
 TEST_CASE("a pause is stored in the job's hash: every handle obeys it, it survives a kill -9 with AOF, and a wipe forgets it") {

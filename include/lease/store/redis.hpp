@@ -105,6 +105,8 @@ struct redis_options {
   /// against max_attempts) and claim() throws store_error unavailable
   /// (redis_errc::not_replicated): retry later. That keeps a slot from
   /// running twice at the cost of not running it while replicas lag.
+  /// Heartbeats wait the same way (short of replicas, no renewal counts);
+  /// a finish short of them is told in a notice (heartbeat_many, finish).
   int replicas = 0;
   /// How long a claim waits for the replicas (must be > 0: WAIT 0 blocks forever).
   std::chrono::milliseconds replica_timeout{200};
@@ -246,7 +248,45 @@ class redis_store {
   }
 
   /// heartbeat() for every element, pipelined: one round trip; answers in order.
+  /// With options().replicas, renewals count only once that many replicas
+  /// have them (one WAIT, on a cluster one per master): a failover to a
+  /// replica that missed a renewal brings back the earlier lease end, and a
+  /// backup would take over a runner that believes itself renewed. Short of
+  /// replicas the call throws not_replicated (unavailable): the scheduler
+  /// counts no renewal, and its runners self-abort at their deadline unless
+  /// a later heartbeat is replicated.
   std::vector<bool> heartbeat_many(std::span<const heartbeat_request> batch) {
+    if (opts_.replicas == 0) return send_heartbeats(batch);
+    conn_->forget_writes();
+    std::vector<bool> out = send_heartbeats(batch);
+    if (std::find(out.begin(), out.end(), true) != out.end() && !replicated())
+      not_replicated("heartbeat", batch.front().run.job, batch.size(),
+                     "a failover could bring back the earlier lease end, so the renewal does not count: the runner "
+                     "stops at its lease deadline unless a later heartbeat reaches the replicas");
+    return out;
+  }
+
+  /// Ends the current attempt with `status` (success or failed) if `token` is current.
+  /// With options().replicas, a finish the replicas do not acknowledge in
+  /// time stays recorded on the master (it cannot be taken back) and a
+  /// notice says so: a failover before they catch up would bring the run
+  /// back as running, and a backup would run its slot again.
+  bool finish(const run_key& run, std::string_view token, run_status status) {
+    if (status == run_status::running) return false;  // the rules refuse it; no round trip
+    if (opts_.replicas > 0) conn_->forget_writes();
+    bool ok = false;
+    try {
+      ok = send_finish(run, token, status);
+    } catch (const detail::redis::transport_error& e) {
+      if (!e.maybe_applied()) throw;
+      ok = resolve_finish(run, token, status, e);
+    }
+    if (ok) check_end_replicated(run.job, 1);
+    return ok;
+  }
+
+ private:
+  std::vector<bool> send_heartbeats(std::span<const heartbeat_request> batch) {
     if (batch.empty()) return {};
     const std::string now = now_arg();
     std::vector<const detail::redis::job_keys*> keys;
@@ -280,17 +320,8 @@ class redis_store {
     return out;
   }
 
-  /// Ends the current attempt with `status` (success or failed) if `token` is current.
-  bool finish(const run_key& run, std::string_view token, run_status status) {
-    if (status == run_status::running) return false;  // the rules refuse it; no round trip
-    try {
-      return send_finish(run, token, status);
-    } catch (const detail::redis::transport_error& e) {
-      if (!e.maybe_applied()) throw;
-      return resolve_finish(run, token, status, e);
-    }
-  }
 
+ public:
   /// Hands the run over: lease end = now, released, handovers + 1, if `token` is current.
   bool release(const run_key& run, std::string_view token) {
     try {
@@ -311,6 +342,7 @@ class redis_store {
   std::vector<bool> finish_many(std::span<const finish_request> batch) {
     std::vector<bool> out(batch.size(), false);
     if (batch.empty()) return out;
+    if (opts_.replicas > 0) conn_->forget_writes();
     try {
       send_finishes(batch, out);
     } catch (const detail::redis::transport_error& e) {
@@ -321,6 +353,14 @@ class redis_store {
         out[i] = f.status ? resolve_finish(f.run, f.token, *f.status, e) : resolve_release(f.run, f.token, e);
       }
     }
+    std::size_t finished = 0;
+    const finish_request* first = nullptr;
+    for (std::size_t i = 0; i < batch.size(); ++i)
+      if (out[i] && batch[i].status) {
+        ++finished;
+        if (first == nullptr) first = &batch[i];
+      }
+    if (first != nullptr) check_end_replicated(first->run.job, finished);
     return out;
   }
 
@@ -1117,7 +1157,8 @@ class redis_store {
   /// longer ours to renew.
   bool write_before_wait(const claim_request& req) {
     try {
-      return heartbeat(req.run, req.token, req.lease);
+      const heartbeat_request one{req.run, req.token, req.lease};
+      return send_heartbeats(std::span(&one, 1)).front();  // not heartbeat(): its own WAIT would come first
     } catch (const store_error&) {
       return false;
     }
@@ -1147,27 +1188,46 @@ class redis_store {
 
   void require_replicated(const char* what, std::string_view job) {
     if (opts_.replicas <= 0 || replicated()) return;
-    const std::string n = std::to_string(opts_.replicas), t = std::to_string(opts_.replica_timeout.count());
+    not_replicated(what, job, 1,
+                   "a failover could forget it (and nothing would notice); it is applied on the master: repeat it "
+                   "once the replicas catch up");
+  }
+
+  /// What the replicas acknowledged in the last WAIT, for a sentence.
+  [[nodiscard]] std::string acknowledged_by() const {
+    return "acknowledged by " +
+           (last_acked_ < 0 ? std::string("an unknown number of") : std::to_string(last_acked_)) + " of " +
+           std::to_string(opts_.replicas) + " replicas within " + std::to_string(opts_.replica_timeout.count()) +
+           " ms";
+  }
+
+  [[noreturn]] void not_replicated(const char* what, std::string_view job, std::size_t count,
+                                   std::string_view consequence) {
     detail::redis::raise(redis_errc::not_replicated,
                          "redis at " + conn_->where() + ": the " + what + " of job '" +
-                             detail::redis::printable(job, 80) + "' was acknowledged by " +
-                             (last_acked_ < 0 ? std::string("an unknown number of") : std::to_string(last_acked_)) +
-                             " of " + n + " replicas within " + t + " ms, so a failover could forget it (and nothing "
-                             "would notice); it is applied on the master: repeat it once the replicas catch up",
+                             detail::redis::printable(job, 80) + "'" +
+                             (count > 1 ? " (and " + std::to_string(count - 1) + " more in its batch)" : "") +
+                             " was " + acknowledged_by() + "; " + std::string(consequence),
                          "");
   }
 
+  /// A finish is applied on the master and cannot be taken back: short of
+  /// replicas, the operator is told what a failover now would do.
+  void check_end_replicated(std::string_view job, std::size_t finishes) {
+    if (opts_.replicas <= 0 || replicated()) return;
+    watch_->notices.push_back(
+        "redis at " + conn_->where() + ": the finish of job '" + detail::redis::printable(job, 80) + "'" +
+        (finishes > 1 ? " (and " + std::to_string(finishes - 1) + " more in its batch)" : "") + " was " +
+        acknowledged_by() +
+        "; it is recorded on the master, but a failover before the replicas catch up would bring the run back "
+        "as running, and a backup would run its slot again after its lease. Check the replicas' lag "
+        "(INFO replication)");
+  }
+
   [[noreturn]] void not_replicated(const claim_request& first, std::size_t claims) {
-    const std::string n = std::to_string(opts_.replicas), t = std::to_string(opts_.replica_timeout.count());
-    detail::redis::raise(redis_errc::not_replicated,
-                         "redis at " + conn_->where() + ": the claim of job '" +
-                             detail::redis::printable(first.run.job, 80) + "'" +
-                             (claims > 1 ? " (and " + std::to_string(claims - 1) + " more in its batch)" : "") +
-                             " was acknowledged by " +
-                             (last_acked_ < 0 ? std::string("an unknown number of") : std::to_string(last_acked_)) +
-                             " of " + n + " replicas within " + t + " ms, so a failover could forget it; it was "
-                             "released and no handler runs on it. Retry once the replicas catch up",
-                         "");
+    not_replicated("claim", first.run.job, claims,
+                   "a failover could forget it, so it was released and no handler runs on it: retry once the "
+                   "replicas catch up");
   }
 
   /// The claim's reply was lost. Our token in the run ⇒ it was applied: won

@@ -43,7 +43,7 @@ enum class redis_errc {
   bad_reply,                    ///< a reply of unexpected shape
   error_reply,                  ///< any other error reply
   bad_db,                       ///< SELECT refused: the url's database number does not exist on the server
-  not_replicated,               ///< a won claim was not acknowledged by enough replicas in time (released)
+  not_replicated,               ///< short of replicas in time: a claim (released), a heartbeat, an operator call
 };
 
 namespace detail::redis {
@@ -75,7 +75,7 @@ class category_impl final : public std::error_category {
       case redis_errc::bad_reply: return "unexpected reply from redis";
       case redis_errc::error_reply: return "redis error reply";
       case redis_errc::bad_db: return "redis has no such database (the url's /db)";
-      case redis_errc::not_replicated: return "a won claim was not acknowledged by enough replicas; it was released";
+      case redis_errc::not_replicated: return "not acknowledged by enough replicas in time";
     }
     return "unknown redis error";
   }

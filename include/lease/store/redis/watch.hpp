@@ -153,7 +153,8 @@ struct server_settings {
          "from an older snapshot or append-only file, or a failover to a replica that missed them, brings back "
          "an earlier lease end, or a finished run as running: a backup may then take over a live runner, or run "
          "a finished slot again), and a run lost before any instance saw it. Only appendfsync always, with no "
-         "failover to a replica that may lag, keeps every write.";
+         "failover to a replica that may lag, keeps every write (with replicas = N, claims and heartbeats count "
+         "only once N replicas have them, and a finish they lack is told).";
     return s;
   }
 };
