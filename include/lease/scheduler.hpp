@@ -407,6 +407,8 @@ class scheduler {
   // loop.hpp
   void run_loop();
   std::size_t poll_once();
+  template <class F>
+  void shielded(const run_key& where, F&& step);
   std::size_t take_inbox();
   void recheck_watches(std::string_view job, std::optional<time_point> finished = std::nullopt);
   void note_announced_end(std::string_view job, time_point slot);
@@ -435,6 +437,15 @@ class scheduler {
   void claim_answered(std::uint64_t id, std::optional<claim_result> res);
   void backup_answered(std::uint32_t j, const claim_request& req, steady_point sent, std::optional<claim_result> res);
   void flush_claims();
+  /// The ends, then the claims gathered in this turn, each kind in one
+  /// round trip: a run that ended frees its job for its next slot's claim.
+  /// Also when a full claim batch goes out mid-turn (a review found a
+  /// full batch sent before a finish of the same turn: the next slot was
+  /// skipped as an overlap of the run that had ended).
+  void flush_turn() {
+    flush_ends();
+    flush_claims();
+  }
   std::optional<claim_result> try_claim(const claim_request& req);
   duration claim_delay(std::uint32_t j);
   void note_winner(std::uint32_t j, const claim_request& req, const claim_result& res, bool ours);

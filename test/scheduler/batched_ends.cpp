@@ -203,3 +203,47 @@ TEST_CASE("a finish_many that throws something other than a store_error loses no
   }
   CHECK(s.stopped());
 }
+
+// Found by a review: a claim batch that filled up mid-turn went out before
+// the finishes of that turn, so a job whose run had just ended was answered
+// `overlap` for its next slot, and the event blamed a lease already ended.
+TEST_CASE("a full claim batch goes out after the finishes of its turn: a run that ended frees its next slot") {
+  lease::fake_clock clock{start};
+  lease::manual_executor exec;
+  lease::memory_store<lease::fake_clock> store{clock};
+  lease::options o = quiet_start();
+  o.instance = "a";
+  lease::scheduler<lease::memory_store<lease::fake_clock>, lease::fake_clock, lease::manual_executor, lease::skip_t> s(
+      store, clock, exec, lease::skip_t{}, o);
+  std::vector<lease::event> events;
+  s.on_event([&](const lease::event& e) { events.push_back(e); });
+  const int jobs = 300;  // more than one claim batch (max_claim_batch, 256)
+  std::string ended;  // the job whose handler returns first
+  for (int j = 0; j < jobs; ++j)
+    s.add("job" + std::to_string(j), lease::every(1min), [&](lease::run_context& c) {
+      if (ended.empty()) ended = c.job;
+    });
+  s.start();
+  const time_point first = time_point{} + 2h, second = first + 1min;
+  clock.set(first);
+  s.poll();
+  REQUIRE(exec.pending() == static_cast<std::size_t>(jobs));
+  for (;;) {  // every heartbeat until just before the next slot
+    auto w = s.next_wakeup();
+    if (!w || *w >= second - 1ms) break;
+    clock.set(std::max(*w, clock.now()));
+    s.poll();
+  }
+  clock.set(second - 1ms);
+  s.poll();
+  REQUIRE(exec.run_one());  // one handler returns just before its job's next slot
+  clock.set(second);
+  s.poll();  // one turn: its completion, and every slot due now
+  auto of = [&](event_kind k, const std::string& job) {
+    return std::count_if(events.begin(), events.end(), [&](const auto& e) { return e.kind == k && e.run.job == job; });
+  };
+  REQUIRE_FALSE(ended.empty());
+  CHECK(of(event_kind::success, ended) == 1);
+  CHECK(of(event_kind::skip, ended) == 0);
+  CHECK(of(event_kind::won, ended) == 2);
+}

@@ -1158,3 +1158,70 @@ TEST_CASE("a claim resent until it is answered counts its lease from the first s
   // lease − margin (27 s), not counted from the resend that got the answer.
   CHECK(a.started[0].lease_state->deadline().time_since_epoch() <= (at(60s) + 27s).time_since_epoch());
 }
+
+// Found by a review: send_end caught only store_error, so a store's bug
+// escaped poll() (std::terminate on a real loop), and the attempt stayed
+// `finishing` with no retry, its lease renewed for ever: every later slot of
+// the job was skipped as an overlap.
+TEST_CASE("a finish that throws something other than a store_error is read back, and the job runs on") {
+  cluster c{at(1s)};
+  auto& a = c.add(spec_options("A", 1));
+  a.s->start();
+  c.run_until(at(60s));
+  REQUIRE(a.count(event_kind::won) == 1);
+  c.store.throw_foreign_next(op::finish);
+  a.exec.run_all();  // the handler returns; its finish throws a std::runtime_error
+  CHECK_NOTHROW(a.s->poll());
+  CHECK_NOTHROW(c.run_until(at(120s)));
+  CHECK(c.record(at(60s))->status == run_status::success);  // resent after the read-back found it not applied
+  CHECK(a.count(event_kind::success) == 1);
+  CHECK(a.has(event_kind::won, at(120s)));  // not skipped behind a run left `finishing` for ever
+  a.exec.run_all();
+  c.run_until(at(180s));
+  CHECK(a.has(event_kind::won, at(180s)));
+  CHECK(a.count(event_kind::skip) == 0);
+}
+
+// Found by a review: a heartbeat refused because the finish had applied
+// (its reply lost, the read-back failing for a moment) fenced the attempt.
+TEST_CASE("a finish applied with its reply lost and then a refused renewal is recorded as success, not lost") {
+  cluster c{at(1s)};
+  auto& a = c.add(spec_options("A", 1));
+  a.s->start();
+  c.run_until(at(64500ms));
+  REQUIRE(a.count(event_kind::won) == 1);
+  c.store.fail_next(op::finish, lease::errc::outcome_unknown, /*applied=*/true);
+  for (int i = 0; i < 4; ++i) c.store.fail_next(op::get, lease::errc::unavailable);  // read-backs fail a while
+  a.exec.run_all();
+  c.run_until(at(70s));  // the next renewal, refused: the run has ended
+  CHECK(c.record(at(60s))->status == run_status::success);
+  CHECK(a.count(event_kind::success) == 1);
+  CHECK(a.count(event_kind::lost) == 0);
+}
+
+// Found by a review: the loop blocked past the self-abort deadline, the
+// watchdog asked the handler to stop, then the loop's late renewal was
+// acknowledged: nothing said why the handler had stopped, and its throw was
+// reported as a plain hand-over.
+TEST_CASE("a renewal due after the self-abort deadline is not sent: the attempt is lost, and the event says why") {
+  cluster c{at(1s)};
+  auto& a = c.add(spec_options("A", 1));
+  a.behaviour = ends::throws_if_stopped;
+  a.s->start();
+  c.run_until(at(70s));  // won at 60 s, renewed at 65 s and 70 s (lease 30 s, margin 3 s)
+  REQUIRE(a.started.size() == 1);
+  a.down = true;  // the loop is blocked (a store call that hangs) ...
+  c.run_until(at(98s));
+  a.down = false;
+  a.s->check_leases();  // ... while the watchdog thread runs: the deadline, 97 s, has passed
+  CHECK(a.started[0].stop.stop_requested());
+  const auto heartbeats = c.store.calls(op::heartbeat);
+  a.s->poll();  // the loop comes back: its overdue renewal is not sent
+  CHECK(c.store.calls(op::heartbeat) == heartbeats);
+  REQUIRE(a.count(event_kind::lost) == 1);
+  CHECK(a.of(event_kind::lost)[0].message.find("no heartbeat acknowledged for lease − safety margin") !=
+        std::string::npos);
+  a.exec.run_all();  // the handler saw its stop token and throws: nothing more is sent for it
+  c.run_until(at(100s));
+  CHECK(a.count(event_kind::handed_over) == 0);
+}

@@ -133,8 +133,18 @@ void scheduler<S, C, E, P>::on_heartbeat(duration interval) {
     if (at <= sent) due.insert(hb);
   std::vector<std::uint64_t> ids;
   std::vector<heartbeat_request> batch;
+  // Past its self-abort deadline (the loop was blocked): the watchdog has
+  // asked its handler to stop, and that cannot be taken back, so a renewal
+  // now would only keep a stopping attempt held, with nothing saying why it
+  // stopped (a review found the handler's throw then reported as a plain
+  // hand-over). Lost here, as at its lease check.
+  std::vector<std::uint64_t> overdue;
   for (auto& [id, a] : attempts_) {
     if (!due.contains(a.hb)) continue;
+    if (a.lease->expire_if_due(sent)) {
+      overdue.push_back(id);
+      continue;
+    }
     ids.push_back(id);
     batch.push_back({a.run, a.token, a.lease_len});
     // Set at the attempt's first tick (within a heartbeat of its claim, so
@@ -153,6 +163,7 @@ void scheduler<S, C, E, P>::on_heartbeat(duration interval) {
     hb_ticks_[hb] = sent + hb;
     push({sent + hb, 0, detail::timer_kind::heartbeat, 0, {}, static_cast<std::uint64_t>(hb.count())});
   }
+  for (const std::uint64_t id : overdue) on_lease_check(id);
   if (ids.empty()) return;
   std::vector<std::optional<bool>> acked(ids.size());
   if constexpr (BatchHeartbeatStore<S>) {
@@ -184,6 +195,13 @@ void scheduler<S, C, E, P>::on_heartbeat(duration interval) {
       it->second.lease->extend(sent + it->second.lease_len - it->second.margin);
     } else if (stopped_by_operator(it->second)) {
       operator_stopped(it);
+    } else if (it->second.end_in_doubt) {
+      // Its finish or release may have applied with its reply lost: then the
+      // store refuses a renewal of an ended run, and the attempt is not lost
+      // (a review found a recorded success reported as lost, "another
+      // instance took the run over"). Read back; if that fails too, its
+      // retry reads back again, and its lease check ends it if nothing does.
+      if (std::optional<bool> applied = read_back(it->second)) end_answered(ids[i], *applied);
     } else {
       lose(it, "heartbeat refused by the store: this attempt's token is no longer current (another "
                "instance took the run over, or it was replaced or interrupted, or the store lost it); the "
@@ -285,6 +303,17 @@ void scheduler<S, C, E, P>::send_end(std::uint64_t id) {
     store_answered();
   } catch (const store_error& e) {
     end_failed(id, e, false);
+    return;
+  } catch (const std::exception& e) {
+    // A store must throw store_error (law L6); anything else leaves the
+    // outcome unknown: read back and retried, as flush_ends does (a review
+    // found it escaping poll(), the attempt left with no retry and its
+    // lease renewed for ever).
+    end_failed(id,
+               store_error(make_error_code(errc::outcome_unknown),
+                           std::string(a.at == step::releasing ? "release" : "finish") +
+                               " threw something other than a store_error: " + e.what()),
+               false);
     return;
   }
   end_answered(id, ok);
@@ -431,7 +460,7 @@ std::optional<bool> scheduler<S, C, E, P>::read_back(attempt& a) {
     if (a.at == step::finishing && rec->status == a.result) return true;
     if (rec->status == run_status::running && !rec->released) return std::nullopt;  // not applied: retry
     return false;
-  } catch (const store_error&) {
+  } catch (const std::exception&) {  // a store_error, or a store's bug (law L6): can't tell yet
     return std::nullopt;
   }
 }

@@ -104,7 +104,7 @@ void scheduler<S, C, E, P>::on_backup(std::uint32_t j, time_point slot, std::uin
   const steady_point sent = resend ? w.in_doubt_sent : steady();
   if constexpr (BatchClaimStore<S>) {
     claim_batch_.push_back({true, 0, j, req, sent});
-    if (claim_batch_.size() >= max_claim_batch) flush_claims();
+    if (claim_batch_.size() >= max_claim_batch) flush_turn();
   } else {
     backup_answered(j, req, sent, try_claim(req));
   }

@@ -175,7 +175,7 @@ void scheduler<S, C, E, P>::send_pending(std::uint64_t id) {
   if constexpr (BatchClaimStore<S>) {
     if (pc.req.reason != claim_reason::manual) {
       claim_batch_.push_back({false, id, pc.job, {}, {}});
-      if (claim_batch_.size() >= max_claim_batch) flush_claims();
+      if (claim_batch_.size() >= max_claim_batch) flush_turn();
       return;
     }
   }

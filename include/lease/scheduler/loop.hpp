@@ -139,29 +139,33 @@ std::size_t scheduler<S, C, E, P>::poll_once() {
     std::optional<detail::timer> t = pop_due();
     if (!t) {
       if (!end_batch_.empty() || !claim_batch_.empty()) {
-        // The ends, then the claims due in this turn, each kind in one round
-        // trip; their answers may have armed timers that are due now.
-        flush_ends();
-        flush_claims();
+        flush_turn();  // their answers may have armed timers that are due now
         continue;
       }
       if (inbox_->posted.load()) continue;  // an inline executor finished a task meanwhile
       break;
     }
-    try {
-      fire(*t);
-    } catch (const std::exception& e) {
-      // A store must report failures as lease::store_error (Store law L6);
-      // anything else is a bug in it, but must not kill the instance.
-      emit(event_kind::store_error, {t->job < jobs_.size() ? jobs_[t->job].name : std::string{}, t->slot}, 0, 0,
-           std::string("unexpected exception from the store (not a store_error): ") + e.what() +
-               " (stores must throw lease::store_error); this step is skipped");
-    }
+    shielded({t->job < jobs_.size() ? jobs_[t->job].name : std::string{}, t->slot}, [&] { fire(*t); });
     ++handled;
   }
   if constexpr (NoticeStore<S>)
     for (std::string& n : store_.take_notices()) emit(event_kind::store_notice, {}, 0, 0, std::move(n));
   return handled;
+}
+
+/// Runs one step of the loop. A store must report failures as
+/// lease::store_error (Store law L6); anything else is a bug in it, but must
+/// not kill the instance, nor drop the steps after this one.
+template <Store S, Clock C, Executor E, OverlapPolicy P>
+template <class F>
+void scheduler<S, C, E, P>::shielded(const run_key& where, F&& step) {
+  try {
+    step();
+  } catch (const std::exception& e) {
+    emit(event_kind::store_error, where, 0, 0,
+         std::string("unexpected exception from the store (not a store_error): ") + e.what() +
+             " (stores must throw lease::store_error); this step is skipped");
+  }
 }
 
 /// Takes a stop request and the finished handlers, if any were posted.
@@ -183,12 +187,14 @@ std::size_t scheduler<S, C, E, P>::take_inbox() {
     stop_request = std::exchange(inbox_->stop_request, std::nullopt);
   }
   // Adds and removes before a stop request: they were posted before it.
-  for (auto& fn : calls) fn();
+  for (auto& fn : calls) shielded({}, fn);
   if (stop_request && phase_ == phase::running) begin_stop(*stop_request);
-  for (auto& c : done) on_completion(c);
+  for (auto& c : done) shielded({}, [&] { on_completion(c); });
   for (const auto& a : released) {
-    recheck_watches(a.job, a.finished);
-    if (a.finished) note_announced_end(a.job, *a.finished);
+    shielded({a.job, {}}, [&] {
+      recheck_watches(a.job, a.finished);
+      if (a.finished) note_announced_end(a.job, *a.finished);
+    });
   }
   if (!triggered.empty() && phase_ == phase::running) {
     // One poll for every job announced in this turn; "" (the store may have
