@@ -115,6 +115,21 @@ TEST_CASE("after a failover to a standby that had every write, instances on a tw
       CHECK(e.code() == lease::postgres_errc::read_only);
       CHECK(std::string(e.what()).find("add target_session_attrs=read-write") != std::string::npos);
     }
+    // Asked again at once, it backs off instead of opening a session on the
+    // standby at every call (a review counted one per call, and 38 a second
+    // from the listener), and says why.
+    const std::string sessions = "SELECT sessions FROM pg_stat_database WHERE datname = current_database()";
+    const std::string before = p.standby->sql(sessions);
+    for (int i = 0; i < 10; ++i) {
+      try {
+        (void)direct.get({"j", slot});
+        FAIL("a standby was used");
+      } catch (const lease::store_error& e) {
+        CHECK(e.code() == lease::postgres_errc::backing_off);
+        CHECK(std::string(e.what()).find("is a standby") != std::string::npos);
+      }
+    }
+    CHECK(std::stoll(p.standby->sql(sessions)) - std::stoll(before) <= 2);  // this query's own session, at most one probe
   }
 
   p.fail_over();

@@ -303,7 +303,17 @@ class postgres_store {
       } catch (const detail::postgres::sql_error& e) {
         // Refused whole, nothing applied: what finish() or release() would
         // do next (retry once after a reconnect or at once, or throw) it does now.
-        if (!e.schema_missing() && e.code() != postgres_errc::retryable) throw;
+        if (!e.schema_missing() && e.code() != postgres_errc::retryable) {
+          if (sent.size() == 1) throw;
+          // Each element is a transaction of its own, and others of this
+          // batch may have committed: "nothing applied" for the batch would
+          // have their finishes resent and refused, and recorded results
+          // reported lost (found by a review). Each is read back instead.
+          detail::postgres::raise(postgres_errc::reply_lost,
+                                  std::string(e.what()) + "; other elements of this batch of " +
+                                      std::to_string(sent.size()) + " may have been applied",
+                                  "outcomes unknown: read each run back");
+        }
         if (e.schema_missing()) s_->conn.drop();
         out[sent[k]] = end_run(f.run, f.token, f.status);
       } catch (const detail::postgres::transport_error& e) {
@@ -684,10 +694,20 @@ class postgres_store {
     if (!s_->conn.open()) return;
     try {
       setup();
-    } catch (...) {
-      s_->conn.drop();
+    } catch (const detail::postgres::transport_error& e) {
+      // The caller's request was not sent yet: whatever setup's own
+      // statements did, it is not "maybe applied" (a review found a trigger
+      // never sent reported as an unknown outcome).
+      s_->conn.setup_failed(e.what());
+      throw detail::postgres::transport_error(make_error_code(postgres_errc::connection_lost), e.what(), false);
+    } catch (const store_error& e) {
+      // A standby accepts connections but cannot serve: probed, not
+      // hammered. Other refusals (a schema to fix) keep their own code.
+      if (e.code() == postgres_errc::read_only) s_->conn.setup_failed(e.what());
+      else s_->conn.drop();
       throw;
     }
+    s_->conn.setup_done();
   }
 
   /// A new connection: session settings, the schema (created or migrated

@@ -184,17 +184,12 @@ class connection {
   /// prepares its statements and checks the schema.
   bool open() {
     if (c_) {
-      // A server that restarted or a terminated backend closed the socket
-      // while we were idle: notice it now, before sending anything.
-      if (PQstatus(c_.get()) == CONNECTION_OK && PQconsumeInput(c_.get()) == 1 &&
-          PQstatus(c_.get()) == CONNECTION_OK) {
-        return false;
-      }
+      if (alive_after_idle()) return false;
       c_.reset();
     }
     const auto now = std::chrono::steady_clock::now();
     if (now < retry_at_)
-      raise(postgres_errc::backing_off, "postgres at " + where_ + ": the last connect failed (" +
+      raise(postgres_errc::backing_off, "postgres at " + where_ + ": the last connect or its setup failed (" +
                                             readable(last_failure_, 300) +
                                             "); retrying after a backoff");
     const std::string timeout =
@@ -223,6 +218,39 @@ class connection {
     ++connects_;
     return true;
   }
+
+  /// A server that restarted or a terminated backend (57P01) closed the
+  /// socket while we were idle: notice it now, before sending anything. It
+  /// sends a FATAL message, then closes: one read takes the message (libpq
+  /// hands it to the notice processor and the status stays OK), only the
+  /// next sees the end. So read while the socket has more (a review found
+  /// a request then sent on the dead socket, and a trigger or stop never
+  /// executed reported as "may have been applied").
+  bool alive_after_idle() {
+    for (int reads = 0; reads < 4; ++reads) {
+      if (PQstatus(c_.get()) != CONNECTION_OK || PQconsumeInput(c_.get()) != 1 ||
+          PQstatus(c_.get()) != CONNECTION_OK)
+        return false;
+      pollfd p{PQsocket(c_.get()), POLLIN, 0};
+      if (::poll(&p, 1, 0) <= 0) return true;  // nothing more to read: alive
+    }
+    return true;
+  }
+
+  /// What the caller does right after a connect (session checks, schema,
+  /// LISTEN) failed: the connection is dropped, and the next open() waits a
+  /// backoff that doubles while that keeps failing, as after a failed
+  /// connect. A server that accepts connections but cannot serve the session
+  /// (a standby without target_session_attrs) is probed, not hammered (a
+  /// review counted 38 sessions a second from the listener).
+  void setup_failed(std::string why) {
+    c_.reset();
+    last_failure_ = std::move(why);
+    setup_backoff_ = setup_backoff_.count() == 0 ? s_.backoff_min : std::min(setup_backoff_ * 2, s_.backoff_max);
+    retry_at_ = std::chrono::steady_clock::now() + setup_backoff_;
+  }
+  /// The session is set up: the next setup failure backs off from the start.
+  void setup_done() noexcept { setup_backoff_ = {}; }
 
   [[nodiscard]] bool connected() const noexcept { return c_ != nullptr; }
   void drop() noexcept { c_.reset(); }
@@ -470,6 +498,7 @@ class connection {
   conn_ptr c_;
   std::chrono::steady_clock::time_point retry_at_{};
   std::chrono::milliseconds backoff_{0};
+  std::chrono::milliseconds setup_backoff_{0};  // after failed setups of connections that opened
   std::string last_failure_;
   std::uint64_t round_trips_ = 0;
   std::uint64_t connects_ = 0;

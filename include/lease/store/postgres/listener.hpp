@@ -127,12 +127,17 @@ class listener_thread {
       if (!c.connected()) {
         try {
           c.open();
+        } catch (const store_error&) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(20));  // open() backs off by itself
+          continue;
+        }
+        try {
           // One query, both channels: listening starts for both at once.
           c.exec_simple("LISTEN \"" + releases_ + "\"; LISTEN \"" + triggers_ + "\"", "LISTEN");
+          c.setup_done();
           ++connects_;
-        } catch (const store_error&) {
-          c.drop();
-          std::this_thread::sleep_for(std::chrono::milliseconds(20));  // open() backs off by itself
+        } catch (const store_error& e) {
+          c.setup_failed(e.what());  // a standby refuses LISTEN: the next open() backs off
           continue;
         }
         heard = steady::now();
