@@ -1051,6 +1051,14 @@ TEST_CASE("bad options are invalid_argument with a sentence, and a password is n
   CHECK(code_of([] { lease::postgres_store{options("host=127.0.0.1", "bad-name")}; }) == lease::errc::invalid_argument);
   CHECK(code_of([] { lease::postgres_store{options("host=127.0.0.1", "1abc")}; }) == lease::errc::invalid_argument);
   CHECK(code_of([] { lease::postgres_store{options("password=s3cret host", "ok")}; }) == lease::errc::invalid_argument);
+  try {  // an unescaped '@' in a URI's password: its tail would be taken for the host, shown and looked up
+    lease::postgres_store s{options("postgresql://app:top@SECRET@127.0.0.1:1/db", "ok")};
+    FAIL("a host with '@' was accepted");
+  } catch (const lease::store_error& e) {
+    CHECK(e.code() == lease::errc::invalid_argument);
+    CHECK(std::string(e.what()).find("SECRET") == std::string::npos);
+    CHECK(std::string(e.what()).find("%40") != std::string::npos);
+  }
   const int closed = lease::testing::free_port();
   for (const std::string& ci : {"postgresql://app:s3cret@127.0.0.1:" + std::to_string(closed) + "/db",
                                "host=127.0.0.1 port=" + std::to_string(closed) + " password=s3cret user=app"}) {

@@ -634,7 +634,18 @@ class postgres_store {
         detail::postgres::raise(postgres_errc::bad_option,
                                 "the conninfo is neither a libpq connection string (key=value ...) nor a "
                                 "postgresql:// URI that libpq can parse (its text is not shown: it may hold a password)");
+      // An unescaped '@' in a URI's password: libpq splits at the first
+      // one, and the password's tail becomes the host, then shown in every
+      // message and sent to DNS (found by a review).
+      bool at_in_host = false;
+      for (PQconninfoOption* x = parsed; x->keyword != nullptr; ++x)
+        if (x->val != nullptr && (std::string_view(x->keyword) == "host" || std::string_view(x->keyword) == "hostaddr"))
+          at_in_host = at_in_host || std::string_view(x->val).find('@') != std::string_view::npos;
       PQconninfoFree(parsed);
+      if (at_in_host)
+        detail::postgres::raise(postgres_errc::bad_option,
+                                "the conninfo's host contains '@' (not shown: it may be part of a password): in a "
+                                "postgresql:// URI, write an '@' of the user or password as %40");
       for (std::size_t i = 0; i < sql.size(); ++i)
         sql[i] = detail::postgres::in_schema(detail::postgres::stmt_sql[i], schema);
     }
