@@ -630,34 +630,6 @@ TEST_CASE("finish_many with one element past statement_timeout leaves every outc
   CHECK(store.get({"c", clock.now()})->status == run_status::success);
 }
 
-// Found by a review: a finish still waiting on the server (a row lock, a
-// commit waiting for a synchronous standby) when command_timeout dropped the
-// connection committed after the read-back; the resend was refused, and the
-// recorded result reported lost.
-TEST_CASE("a finish whose answer timed out while it waited on a lock is ended on the server before the read-back") {
-  lease::fake_clock clock{at(1'700'000'000'000)};
-  auto o = options(srv().conninfo(), lease::testing::fresh_schema("orphan"), clock);
-  o.command_timeout = 1000ms;
-  lease::postgres_store store{o};
-  const run_key run{"j", clock.now()};
-  REQUIRE(store.claim(request("j", run.slot, "t1")).outcome == claim_outcome::won);
-  PGconn* c = PQconnectdb(srv().conninfo().c_str());
-  REQUIRE(PQstatus(c) == CONNECTION_OK);
-  PQclear(PQexec(c, "BEGIN"));
-  PGresult* r = PQexec(c, ("SELECT 1 FROM \"" + o.schema + "\".lease_runs FOR UPDATE").c_str());
-  REQUIRE(PQresultStatus(r) == PGRES_TUPLES_OK);
-  PQclear(r);
-  std::thread unlock([c] {
-    std::this_thread::sleep_for(1500ms);  // after the timeout (1 s), before the resend's would end (2 s)
-    PQclear(PQexec(c, "ROLLBACK"));
-  });
-  const bool finished = store.finish(run, "t1", run_status::success);
-  unlock.join();
-  PQfinish(c);
-  CHECK(finished);  // the first copy was ended unapplied; the resend applied once the lock was free
-  CHECK(store.get(run)->status == run_status::success);
-}
-
 TEST_CASE("claim, finish and release whose answers were lost are resolved by reading the run back") {
   lease::testing::loopback_proxy proxy{srv().port()};
   lease::fake_clock clock{at(1'700'000'000'000)};

@@ -1171,41 +1171,11 @@ class postgres_store {
   /// Reads the run back after a lost answer; if even that fails, the outcome is unknown.
   std::optional<run_record> read_back(const run_key& run, const detail::postgres::transport_error& lost) {
     try {
-      end_old_backend(lost);
       return get(run);
     } catch (const store_error& again) {
       detail::postgres::raise(postgres_errc::reply_lost, std::string(lost.what()) + "; reading the run back failed",
                               again.what());
     }
-  }
-
-  /// A request whose answer timed out (or whose connection broke) may still
-  /// be running in its old server process — waiting on a row lock, or its
-  /// commit waiting for a synchronous standby — and commit after a
-  /// read-back found it not applied: the resend is then refused, and a
-  /// recorded finish reported lost (a review found both). So that process
-  /// is ended first, and waited for (PostgreSQL 14+; before, it is only
-  /// signalled). Found gone, or ended: the read-back is the truth. Not
-  /// ended in time, or not allowed (another role): unknown, and the caller
-  /// reads back again later.
-  void end_old_backend(const detail::postgres::transport_error& lost) {
-    if (lost.backend_pid() == 0) return;
-    open();
-    auto& c = s_->conn;
-    const bool waits = PQserverVersion(c.get()) >= 140000;
-    const std::int64_t wait_ms = std::max<std::int64_t>(1, s_->opts.command_timeout.count() / 2);
-    detail::postgres::params p;
-    p.i32(lost.backend_pid());
-    if (waits) p.i64(wait_ms);
-    auto r = c.exec_params(std::string("SELECT coalesce(bool_and(pg_terminate_backend(pid") +
-                               (waits ? ", $2::int8" : "") +
-                               ")), true) FROM pg_stat_activity WHERE pid = $1::int4 AND application_name = "
-                               "current_setting('application_name')",
-                           p, "ending the server process of a request whose answer was lost");
-    if (PQntuples(r.get()) != 1 || PQgetlength(r.get(), 0, 0) != 1 || PQgetvalue(r.get(), 0, 0)[0] != 1)
-      detail::postgres::raise(postgres_errc::reply_lost, std::string(lost.what()),
-                              "its server process (pid " + std::to_string(lost.backend_pid()) + ") did not end within " +
-                                  std::to_string(wait_ms) + " ms: it may still apply the request");
   }
 
   /// Sends a request proven not applied once more; a second lost answer is outcome_unknown.

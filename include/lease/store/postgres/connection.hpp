@@ -318,12 +318,11 @@ class connection {
     PGconn* c = c_.get();
     auto broken = [&](const std::string& why, bool sent) {
       const std::string msg = trimmed(PQerrorMessage(c));
-      const int pid = PQbackendPID(c);
       c_.reset();
       return transport_error(make_error_code(postgres_errc::connection_lost),
                              std::string(message_prefix) + "postgres at " + where_ + ": " + std::string(what) + ": " +
                                  why + ": " + readable(msg, 300),
-                             sent, sent ? pid : 0);
+                             sent);
     };
     if (PQsetnonblocking(c, 1) != 0 || PQenterPipelineMode(c) != 1) throw broken("cannot enter pipeline mode", false);
     std::vector<const char*> v;
@@ -377,13 +376,12 @@ class connection {
       if (out.results.size() == batch.size()) break;
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
       if (left.count() <= 0) {
-        const int pid = PQbackendPID(c);
         c_.reset();  // the statements may still commit on the server
         out.broke = std::make_exception_ptr(
             transport_error(make_error_code(postgres_errc::timeout),
                             std::string(message_prefix) + "postgres at " + where_ + ": " + std::string(what) +
                                 ": no answer within " + std::to_string(s_.command_timeout.count()) + " ms",
-                            true, pid));
+                            true));
         return out;
       }
       pollfd p{PQsocket(c), static_cast<short>(POLLIN | (flushing ? POLLOUT : 0)), 0};
@@ -405,7 +403,6 @@ class connection {
     const char* state = r != nullptr ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : nullptr;
     const std::string msg = trimmed(r != nullptr ? PQresultErrorMessage(r) : PQerrorMessage(c_.get()));
     const bool broken = !c_ || PQstatus(c_.get()) != CONNECTION_OK;
-    const int pid = c_ ? PQbackendPID(c_.get()) : 0;
     postgres_errc code = state != nullptr ? classify_sqlstate(state) : postgres_errc::connection_lost;
     const std::string text = "postgres at " + where() + ": " + std::string(what) +
                              (state != nullptr ? std::string(" (SQLSTATE ") + state + ")" : std::string());
@@ -414,7 +411,7 @@ class connection {
       // The request was sent and the connection died before a clean answer
       // (a restart, 57P01, a cut): it may have been applied.
       throw transport_error(make_error_code(code == postgres_errc::server_error ? postgres_errc::connection_lost : code),
-                            std::string(message_prefix) + text + ": " + readable(msg, 400), true, pid);
+                            std::string(message_prefix) + text + ": " + readable(msg, 400), true);
     }
     if (broken) throw transport_error(make_error_code(postgres_errc::connection_lost),
                                       std::string(message_prefix) + text + ": " + readable(msg, 400), false);
@@ -475,25 +472,23 @@ class connection {
       }
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
       if (left.count() <= 0) {
-        const int pid = PQbackendPID(c_.get());
         c_.reset();  // the statement may still commit on the server
         throw transport_error(make_error_code(postgres_errc::timeout),
                               std::string(message_prefix) + "postgres at " + where_ + ": " + std::string(what) +
                                   ": no answer within " + std::to_string(s_.command_timeout.count()) + " ms",
-                              true, pid);
+                              true);
       }
       pollfd p{PQsocket(c_.get()), POLLIN, 0};
       (void)::poll(&p, 1, static_cast<int>(std::min<std::int64_t>(left.count(), 1000)));
       if (PQconsumeInput(c_.get()) != 1) {
         // The connection broke while the request was in flight: maybe applied.
         const std::string msg = trimmed(PQerrorMessage(c_.get()));
-        const int pid = PQbackendPID(c_.get());
         c_.reset();
         throw transport_error(make_error_code(postgres_errc::connection_lost),
                               std::string(message_prefix) + "postgres at " + where_ + ": " + std::string(what) +
                                   ": the connection broke after the request was sent: " +
                                   readable(msg, 300),
-                              true, pid);
+                              true);
       }
     }
   }

@@ -134,16 +134,12 @@ inline constexpr std::string_view message_prefix = "lease::postgres_store: ";
 /// been sent when the connection failed, so it may have been applied.
 class transport_error : public store_error {
  public:
-  transport_error(std::error_code code, const std::string& what, bool maybe_applied, int backend_pid = 0)
-      : store_error(code, what), maybe_applied_(maybe_applied), backend_pid_(backend_pid) {}
+  transport_error(std::error_code code, const std::string& what, bool maybe_applied)
+      : store_error(code, what), maybe_applied_(maybe_applied) {}
   [[nodiscard]] bool maybe_applied() const noexcept { return maybe_applied_; }
-  /// The server process that may still be running the request (0: none
-  /// known): the store ends it before reading the run back.
-  [[nodiscard]] int backend_pid() const noexcept { return backend_pid_; }
 
  private:
   bool maybe_applied_;
-  int backend_pid_;
 };
 
 /// A store_error for an error the server answered (the request did not
