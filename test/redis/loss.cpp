@@ -666,6 +666,33 @@ TEST_CASE("with replicas set a finish the replicas lack is recorded and told in 
   CHECK(store.take_notices().empty());
 }
 
+// Found by a review: a finish settled by reading it back after a lost reply
+// was written on the lost connection, which no WAIT reaches: the WAIT on
+// the new one answered for nothing, and no notice came.
+TEST_CASE("with replicas set a finish settled by reading it back is told as unknown to the replicas") {
+  lease::testing::redis_server master;
+  const auto replica = replica_of(master);
+  lease::testing::loopback_proxy proxy{master.port()};
+  lease::fake_clock clock{at(1'700'000'000'000)};
+  lease::redis_options o;
+  o.url = proxy.url();
+  o.prefix = lease::testing::fresh_prefix("wait-readback");
+  o.clock = [clock] { return clock.now(); };
+  o.replicas = 1;
+  o.replica_timeout = 2000ms;
+  lease::redis_store store{o};
+  const run_key run{"report", clock.now()};
+  REQUIRE(store.claim(request("report", run.slot, "t1")).outcome == claim_outcome::won);  // replicated
+  (void)store.take_notices();
+  proxy.lose_next_reply();
+  CHECK(store.finish(run, "t1", lease::run_status::success));
+  CHECK(proxy.cuts() == 1);
+  const auto notices = store.take_notices();
+  REQUIRE(notices.size() == 1);
+  CHECK(notices[0].find("the finish of job 'report' was settled by reading it back after a lost reply, so whether 1 "
+                        "replicas have it is unknown") != std::string::npos);
+}
+
 TEST_CASE("a pause is stored in the job's hash: every handle obeys it, it survives a kill -9 with AOF, and a wipe forgets it") {
   lease::testing::redis_server srv{{.append_only = true, .extra_args = {}}};
   lease::fake_clock clock{at(1'700'000'000'000)};

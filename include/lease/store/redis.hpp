@@ -275,13 +275,15 @@ class redis_store {
     if (status == run_status::running) return false;  // the rules refuse it; no round trip
     if (opts_.replicas > 0) conn_->forget_writes();
     bool ok = false;
+    bool read_back = false;
     try {
       ok = send_finish(run, token, status);
     } catch (const detail::redis::transport_error& e) {
       if (!e.maybe_applied()) throw;
+      read_back = true;
       ok = resolve_finish(run, token, status, e);
     }
-    if (ok) check_end_replicated(run.job, 1);
+    if (ok) check_end_replicated(run.job, 1, read_back);
     return ok;
   }
 
@@ -343,10 +345,12 @@ class redis_store {
     std::vector<bool> out(batch.size(), false);
     if (batch.empty()) return out;
     if (opts_.replicas > 0) conn_->forget_writes();
+    bool read_back = false;
     try {
       send_finishes(batch, out);
     } catch (const detail::redis::transport_error& e) {
       if (!e.maybe_applied()) throw;
+      read_back = true;
       for (std::size_t i = 0; i < batch.size(); ++i) {
         const finish_request& f = batch[i];
         if (f.status == run_status::running) continue;
@@ -360,7 +364,7 @@ class redis_store {
         ++finished;
         if (first == nullptr) first = &batch[i];
       }
-    if (first != nullptr) check_end_replicated(first->run.job, finished);
+    if (first != nullptr) check_end_replicated(first->run.job, finished, read_back);
     return out;
   }
 
@@ -1213,12 +1217,19 @@ class redis_store {
 
   /// A finish is applied on the master and cannot be taken back: short of
   /// replicas, the operator is told what a failover now would do.
-  void check_end_replicated(std::string_view job, std::size_t finishes) {
-    if (opts_.replicas <= 0 || replicated()) return;
+  /// `read_back`: the finish was settled by reading it back after a lost
+  /// reply: its write was on the lost connection, which no WAIT can reach
+  /// (a review found a WAIT then answering for nothing), so it is told as
+  /// unknown.
+  void check_end_replicated(std::string_view job, std::size_t finishes, bool read_back) {
+    if (opts_.replicas <= 0) return;
+    if (!read_back && replicated()) return;
     watch_->notices.push_back(
         "redis at " + conn_->where() + ": the finish of job '" + detail::redis::printable(job, 80) + "'" +
         (finishes > 1 ? " (and " + std::to_string(finishes - 1) + " more in its batch)" : "") + " was " +
-        acknowledged_by() +
+        (read_back ? "settled by reading it back after a lost reply, so whether " + std::to_string(opts_.replicas) +
+                         " replicas have it is unknown"
+                   : acknowledged_by()) +
         "; it is recorded on the master, but a failover before the replicas catch up would bring the run back "
         "as running, and a backup would run its slot again after its lease. Check the replicas' lag "
         "(INFO replication)");
