@@ -408,7 +408,7 @@ class scheduler {
   void run_loop();
   std::size_t poll_once();
   template <class F>
-  void shielded(const run_key& where, F&& step);
+  void shielded(const run_key& where, F&& step, std::string_view origin = "from the store");
   std::size_t take_inbox();
   void recheck_watches(std::string_view job, std::optional<time_point> finished = std::nullopt);
   void note_announced_end(std::string_view job, time_point slot);

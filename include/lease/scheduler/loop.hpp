@@ -158,12 +158,12 @@ std::size_t scheduler<S, C, E, P>::poll_once() {
 /// not kill the instance, nor drop the steps after this one.
 template <Store S, Clock C, Executor E, OverlapPolicy P>
 template <class F>
-void scheduler<S, C, E, P>::shielded(const run_key& where, F&& step) {
+void scheduler<S, C, E, P>::shielded(const run_key& where, F&& step, std::string_view origin) {
   try {
     step();
   } catch (const std::exception& e) {
     emit(event_kind::store_error, where, 0, 0,
-         std::string("unexpected exception from the store (not a store_error): ") + e.what() +
+         "unexpected exception " + std::string(origin) + " (not a store_error): " + e.what() +
              " (stores must throw lease::store_error); this step is skipped");
   }
 }
@@ -187,7 +187,7 @@ std::size_t scheduler<S, C, E, P>::take_inbox() {
     stop_request = std::exchange(inbox_->stop_request, std::nullopt);
   }
   // Adds and removes before a stop request: they were posted before it.
-  for (auto& fn : calls) shielded({}, fn);
+  for (auto& fn : calls) shielded({}, fn, "in a call posted to the loop (add, remove, trigger, jobs)");
   if (stop_request && phase_ == phase::running) begin_stop(*stop_request);
   for (auto& c : done) shielded({}, [&] { on_completion(c); });
   for (const auto& a : released) {
