@@ -8,7 +8,10 @@
 // any handler behaviour, delayed store calls, failing store calls (before or
 // after applying: a lost reply), slow store calls that block the calling
 // instance's loop while the rest of the world goes on (its handlers and its
-// watchdog too), wall-clock steps of one instance, a monotonic clock that
+// watchdog too), store calls that time out while their request is still in
+// the network and is applied later (late_copy_store), an executor whose busy
+// workers start handler tasks late (delay_starts), wall-clock steps of one
+// instance, a monotonic clock that
 // runs slow or fast (drift_clock), a store that loses its
 // state, a store whose clock is stepped ahead or back, lost announcements of
 // a release (push hand-over), and a trigger listener cut for a while (pushes
@@ -25,6 +28,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -113,6 +117,7 @@ class cluster {
     in.crashed = true;
     for (auto& r : in.running) end_handler(r, "crashed");
     in.running.clear();
+    in.queued.clear();  // tasks the executor had not taken yet vanish with it
   }
   /// A crashed or stopped instance comes back as a new process (same name and
   /// skew, a fresh scheduler) and starts: catch-up runs again. Not while a
@@ -128,6 +133,8 @@ class cluster {
     fault(i, "restart");
     for (auto& r : in.running) end_handler(r, "crashed");
     in.running.clear();
+    in.queued.clear();
+    in.start_delays.clear();  // a new process, a new pool
     in.crashed = false;
     in.frozen_until.reset();
     ++in.generation;
@@ -181,6 +188,46 @@ class cluster {
   void hang_store(std::size_t i, duration d, int calls) {
     fault(i, "hang " + std::to_string(calls) + " store calls for " + std::to_string(d.count()) + " ms");
     world_->slow[instances_.at(i)->name].push_back({d, calls, false, true});
+  }
+  /// Instance `i`'s next `calls` claims, heartbeats, finishes or releases
+  /// (one call each, a batch too) time out: each blocks its loop for
+  /// `timeout`, as a hung call does, and fails with `code` — but its request
+  /// is still in the network, and the store applies it `later` after the
+  /// failure, recorded then (a request written to a socket, the client
+  /// timing out and reconnecting, the server reading the old connection
+  /// late). By then the instance may have sent it again, with the same token
+  /// or a new one, or crashed; nothing reads the reply. Other calls (reads,
+  /// triggers, registrations) pass the fault by, and with `claims_only`
+  /// every call but a claim. Queued after any late copies already set for it.
+  void late_copy_store(std::size_t i, duration timeout, duration later, int calls, errc code = errc::unavailable,
+                       bool claims_only = false) {
+    fault(i, "hang " + std::to_string(calls) + (claims_only ? " claim calls" : " store calls") + " for " +
+                 std::to_string(timeout.count()) + " ms, each applied " + std::to_string(later.count()) +
+                 " ms after it fails, of");
+    world_->late_copy_faults[instances_.at(i)->name].push_back({timeout, later, calls, code, claims_only});
+  }
+  /// Requests applied after their caller had given up on them, and of
+  /// those, claims that won an attempt (late_copy_store).
+  [[nodiscard]] std::uint64_t late_copies_applied(bool wins = false) const noexcept {
+    return wins ? world_->late_claim_wins : world_->late_copies_applied;
+  }
+  /// Instance `i`'s executor takes its next `tasks` handler tasks `d` after
+  /// they were dispatched: every worker busy (a pool too small for its
+  /// load, a long handler ahead in the queue), so a handler may begin only
+  /// after its attempt's lease was lost, a backup running the run by then.
+  /// The task checks lease_held() before it calls the handler (attempts.hpp):
+  /// a task taken after the loss must not call it, which the simulation
+  /// checks (a violation, I9: it would run beside the backup). A frozen
+  /// instance takes no task until it thaws; a crash loses the queue.
+  void delay_starts(std::size_t i, duration d, int tasks) {
+    fault(i, "executor busy: the next " + std::to_string(tasks) + " handler tasks start " + std::to_string(d.count()) +
+                 " ms after dispatch, of");
+    instances_.at(i)->start_delays.push_back({d, tasks});
+  }
+  /// Handler tasks the executors took late (delay_starts), and of those,
+  /// the ones taken after their lease was lost (not started).
+  [[nodiscard]] std::uint64_t late_starts(bool after_loss = false) const noexcept {
+    return after_loss ? late_starts_refused_ : late_starts_;
   }
   /// The store loses every run and fence (a restart without persistence, a
   /// FLUSHALL) and notices it: claims are quarantined for a lease
@@ -573,6 +620,11 @@ class cluster {
     std::unique_ptr<scheduler_type> sched;
     executor exec;
     std::vector<running_handler> running;
+    /// Dispatched tasks the busy executor has not taken yet: (when it
+    /// takes each, the task), in dispatch order (delay_starts).
+    std::vector<std::pair<time_point, task>> queued;
+    std::deque<std::pair<duration, int>> start_delays;  // (delay, tasks left) of delay_starts, in order
+    bool probing = false;  // a task taken after its lease was lost is being run: it must not call the handler
     bool crashed = false;
     std::optional<time_point> frozen_until;
     bool throw_next = false;  // how the handler being run now ends
@@ -593,9 +645,12 @@ class cluster {
     });
     for (const auto& j : jobs_) j.install(*in.sched, j.name, handler_of(in));
   }
-  static typename scheduler_type::handler handler_of(instance& in) {
-    return [flag = &in.throw_next](run_context&) {
-      if (*flag) throw std::runtime_error("scripted failure");
+  typename scheduler_type::handler handler_of(instance& in) {
+    return [in = &in, w = world_.get()](run_context& c) {
+      if (in->probing)
+        w->violation("I9: " + in->name + "'s executor took the task of " + to_text(c.run()) + " attempt " +
+                     std::to_string(c.attempt) + " after its lease was lost, and it called the handler");
+      if (in->throw_next) throw std::runtime_error("scripted failure");
     };
   }
 
@@ -614,6 +669,7 @@ class cluster {
       if (!next || x < *next) next = x;
     };
     if (auto r = world_->next_reconnect()) consider(*r);
+    if (auto c = world_->next_late_copy()) consider(*c);
     for (const auto& p : instances_) {
       const instance& in = *p;
       if (in.crashed) continue;
@@ -623,6 +679,7 @@ class cluster {
       }
       if (in.blocked == 0)
         if (auto w = in.sched->next_wakeup()) consider(now() + wakeup_delay(in, *w - in.clock->offset() - now()));
+      for (const auto& q : in.queued) consider(q.first);
       const steady_point own = in.clock->steady();
       for (const auto& r : in.running) {
         consider(end_of(r));
@@ -675,6 +732,7 @@ class cluster {
   void settle() {
     for (bool progressed = true; progressed;) {
       progressed = world_->deliver_reconnects();
+      progressed = store::deliver_late_copies(world_) || progressed;
       for (auto& p : instances_) {
         instance& in = *p;
         if (in.crashed) continue;
@@ -691,6 +749,7 @@ class cluster {
           if (in.crashed) continue;
         }
         take_dispatched(in);
+        progressed = take_queued(in) || progressed;
         if (in.blocked == 0) check_fenced(in);  // a blocked loop has not had the refusal yet
         for (std::size_t k = 0; k < in.running.size();) {
           running_handler& r = in.running[k];
@@ -731,21 +790,66 @@ class cluster {
   void take_dispatched(instance& in) {
     for (task& t : *in.exec.dispatched) {
       const run_context& c = t.context();
-      // I5: only the current winner runs.
+      // I5: only the current winner runs. Checked at dispatch, the instant
+      // of the win: a task the executor takes later may meet a store that
+      // lost its state meanwhile, while its lease is still held.
       std::optional<run_record> rec = world_->mem.get(c.run());
       if (!rec || rec->token != c.token)
-        world_->violation("I5: " + in.name + " started " + to_text(c.run()) + " without holding its current attempt");
-      handler_run h{in.name, c.run(), c.attempt, c.token, c.fence, now(), std::nullopt, {}};
-      h.active_until = now();
-      h.faults_before = world_->hist.faults.size();
-      world_->hist.handlers.push_back(h);
-      running_handler r{std::move(t), script{}, now(), std::nullopt, world_->hist.handlers.size() - 1};
-      for (const auto& j : jobs_)
-        if (j.name == r.t.context().job) r.sc = j.plan(r.t.context());
-      r.natural_end = now() + r.sc.runs_for;
-      in.running.push_back(std::move(r));
+        world_->violation("I5: " + in.name + " dispatched " + to_text(c.run()) + " without holding its current attempt");
+      if (!in.start_delays.empty()) {
+        auto& [d, left] = in.start_delays.front();
+        in.queued.emplace_back(now() + d, std::move(t));
+        ++late_starts_;
+        if (--left <= 0) in.start_delays.pop_front();
+        continue;
+      }
+      begin_handler(in, std::move(t));
     }
     in.exec.dispatched->clear();
+  }
+
+  /// The busy executor takes the queued tasks whose time has come, in
+  /// dispatch order. The task's body checks lease_held() first, so one taken
+  /// after its lease was lost is run at once (it posts its completion
+  /// without calling the handler; handler_of tells if it does call it);
+  /// otherwise the handler starts now, and the task is run at its end.
+  bool take_queued(instance& in) {
+    bool any = false;
+    for (std::size_t k = 0; k < in.queued.size();) {
+      if (in.queued[k].first > now()) {
+        ++k;
+        continue;
+      }
+      task t = std::move(in.queued[k].second);
+      in.queued.erase(in.queued.begin() + static_cast<std::ptrdiff_t>(k));
+      any = true;
+      if (t.context().lease_held()) {
+        begin_handler(in, std::move(t));
+        continue;
+      }
+      ++late_starts_refused_;
+      world_->hist.faults.push_back({now(), "executor of " + in.name + " took the task of " + to_text(t.context().run()) +
+                                                " after its lease was lost"});
+      in.probing = true;
+      in.throw_next = false;
+      t();
+      in.probing = false;
+    }
+    return any;
+  }
+
+  /// The handler of task `t` starts now; the task is run when its script ends.
+  void begin_handler(instance& in, task t) {
+    const run_context& c = t.context();
+    handler_run h{in.name, c.run(), c.attempt, c.token, c.fence, now(), std::nullopt, {}};
+    h.active_until = now();
+    h.faults_before = world_->hist.faults.size();
+    world_->hist.handlers.push_back(h);
+    running_handler r{std::move(t), script{}, now(), std::nullopt, world_->hist.handlers.size() - 1};
+    for (const auto& j : jobs_)
+      if (j.name == r.t.context().job) r.sc = j.plan(r.t.context());
+    r.natural_end = now() + r.sc.runs_for;
+    in.running.push_back(std::move(r));
   }
 
   /// I6: a run whose lease ran out while still running (runner dead, frozen,
@@ -1320,6 +1424,7 @@ class cluster {
   mutable std::size_t triggers_checked_ = 0;
   std::size_t registration_checks_ = 0;
   std::int64_t slowest_ppm_ = clock_type::ppm_one;  // the slowest monotonic clock any instance had
+  std::uint64_t late_starts_ = 0, late_starts_refused_ = 0;  // delay_starts: tasks taken late, and after the loss
 };
 
 }  // namespace lease::sim

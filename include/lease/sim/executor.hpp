@@ -9,7 +9,9 @@
 
 namespace lease::sim {
 
-/// Collects dispatched tasks; the simulation takes them after each poll.
+/// Collects dispatched tasks; the simulation takes them after each poll and
+/// starts each at once, or later when its workers are busy
+/// (cluster::delay_starts: the task then checks its lease before anything).
 struct executor {
   std::shared_ptr<std::vector<task>> dispatched = std::make_shared<std::vector<task>>();
   void execute(task t) { dispatched->push_back(std::move(t)); }

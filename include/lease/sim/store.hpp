@@ -28,6 +28,8 @@
 
 namespace lease::sim {
 
+class store;
+
 /// The state every instance's store handle shares: the store, its clock, the
 /// history and what the checks remember between calls.
 struct world {
@@ -61,6 +63,37 @@ struct world {
     bool then_fail = false;      ///< never arrives: fails as unavailable after `d` (a black-holed connection)
   };
   std::map<std::string, std::deque<slowness>> slow;  ///< instance → slow calls, in the order they come
+  /// A call that times out while its request is still in the network: the
+  /// caller waits `timeout`, fails with `code`, and the store applies the
+  /// request `later` after that, on an old connection whose reply no one
+  /// reads (the client reconnected and may have sent it again, or sent
+  /// another). Only claims, heartbeats, finishes and releases meet it.
+  struct late_copy_fault {
+    duration timeout{};
+    duration later{};
+    int calls = 0;
+    errc code = errc::unavailable;
+    bool claims_only = false;  ///< heartbeats, finishes and releases pass it by
+  };
+  std::map<std::string, std::deque<late_copy_fault>> late_copy_faults;  ///< instance → its next such calls
+  /// A request still in the network: applied by `apply` (on a handle of
+  /// `instance` that remembers what its process did) once the store's
+  /// real time reaches `at` (store::deliver_late_copies).
+  struct late_copy {
+    time_point at{};
+    std::string instance;
+    std::string what;
+    std::function<void(store&)> apply;
+  };
+  std::vector<late_copy> in_flight;
+  std::uint64_t late_copies_applied = 0;  ///< requests applied after their caller had given up on them
+  std::uint64_t late_claim_wins = 0;      ///< of those, claims that won an attempt
+  [[nodiscard]] std::optional<time_point> next_late_copy() const {
+    std::optional<time_point> next;
+    for (const late_copy& c : in_flight)
+      if (!next || c.at < *next) next = c.at;
+    return next;
+  }
   /// Set by the cluster: runs the world until the given store time while
   /// the named instance waits in a store call.
   std::function<void(const std::string&, time_point)> block;
@@ -165,8 +198,10 @@ struct world {
   }
   /// `by`'s call carries its fence of `job`; true if it proved a loss of
   /// the job's state (the job's horizon is now: rules::prove_loss).
-  bool prove(const std::string& by, const std::string& job) {
-    const std::uint64_t known = fence_seen(by, job);
+  /// `carried`: the fence the call carried, when it is not what the handle
+  /// knows now (a late copy carries what its handle knew when it was sent).
+  bool prove(const std::string& by, const std::string& job, std::optional<std::uint64_t> carried = std::nullopt) {
+    const std::uint64_t known = carried ? *carried : fence_seen(by, job);
     const std::optional<time_point> recorded = mem.lost_at();
     const bool stale = unproven.count(job) != 0 && recorded && known <= rules::detail::as_fence(*recorded);
     if (known == 0 || !mem.prove_loss(job, known)) return false;
@@ -469,6 +504,10 @@ class store {
   /// A refused heartbeat carries the handle's fence of the job, checked
   /// in the same call (Redis's heartbeat script): it may prove a loss.
   bool heartbeat(const run_key& run, std::string_view token, duration lease) {
+    if (late_copy_due()) {
+      const heartbeat_request req{run, std::string(token), lease};
+      lose_heartbeats(std::span(&req, 1));
+    }
     arrive();
     const bool ok = w_->mem.heartbeat(run, token, lease);
     renewal(run, token, ok);
@@ -479,6 +518,7 @@ class store {
     return ok;
   }
   std::vector<bool> heartbeat_many(std::span<const heartbeat_request> batch) {
+    if (late_copy_due()) lose_heartbeats(batch);
     arrive();
     std::vector<bool> out = w_->mem.heartbeat_many(batch);
     std::vector<std::string> proved;
@@ -493,6 +533,10 @@ class store {
     return out;
   }
   bool finish(const run_key& run, std::string_view token, run_status status) {
+    if (late_copy_due()) {
+      const finish_request req{run, std::string(token), status};
+      lose_ends(std::span(&req, 1));
+    }
     arrive();
     const bool ok = w_->mem.finish(run, token, status);
     fenced_write(store_op::kind::finish, run, token, ok);
@@ -502,6 +546,10 @@ class store {
     return ok;
   }
   bool release(const run_key& run, std::string_view token) {
+    if (late_copy_due()) {
+      const finish_request req{run, std::string(token), std::nullopt};
+      lose_ends(std::span(&req, 1));
+    }
     arrive();
     const bool ok = w_->mem.release(run, token);
     fenced_write(store_op::kind::release, run, token, ok);
@@ -512,6 +560,7 @@ class store {
   /// Finishes and releases in one round trip, each recorded and checked as
   /// its single call is.
   std::vector<bool> finish_many(std::span<const finish_request> batch) {
+    if (late_copy_due()) lose_ends(batch);
     arrive();
     std::vector<bool> out;
     out.reserve(batch.size());
@@ -627,17 +676,102 @@ class store {
     depart();
     return r;
   }
+  /// Applies every request still in the network (world::in_flight) whose
+  /// time has come, in the order they are due, each recorded when it is
+  /// applied; true if any was. The cluster calls it as time moves.
+  static bool deliver_late_copies(const std::shared_ptr<world>& w) {
+    bool any = false;
+    for (;;) {
+      auto due = std::min_element(w->in_flight.begin(), w->in_flight.end(),
+                                  [](const auto& a, const auto& b) { return a.at < b.at; });
+      if (due == w->in_flight.end() || due->at > w->clock.now()) return any;
+      world::late_copy c = std::move(*due);
+      w->in_flight.erase(due);
+      // Worded to name its instance last: its own fault, as the timeout was.
+      w->hist.faults.push_back({w->clock.now(), "late copy of a " + c.what + " reached the store, sent by " + c.instance});
+      ++w->late_copies_applied;
+      store old(w, c.instance, old_connection{});
+      c.apply(old);
+      any = true;
+    }
+  }
   /// InspectStore: an operator's reads; no instance makes them.
   std::vector<stored_job> list_jobs() { return w_->mem.list_jobs(); }
   std::vector<run_record> list_runs(std::string_view job, std::size_t limit) { return w_->mem.list_runs(job, limit); }
 
  private:
+  struct old_connection {};
+  /// The handle of `instance`'s process as it was when it sent a late
+  /// copy: nothing of what the handles remember is reset.
+  store(std::shared_ptr<world> w, std::string instance, old_connection) : w_(std::move(w)), instance_(std::move(instance)) {}
+
+  /// Whether this instance's next protocol call (a claim, or not) is one
+  /// whose request will reach the store only after the caller gave up
+  /// (cluster::late_copy_store).
+  [[nodiscard]] bool late_copy_due(bool claim = false) const {
+    auto it = w_->late_copy_faults.find(instance_);
+    return it != w_->late_copy_faults.end() && !it->second.empty() && (claim || !it->second.front().claims_only);
+  }
+  /// The call times out: the caller waits out the timeout (the world goes
+  /// on) and fails, while its request stays in the network, to be applied
+  /// by `apply` a while after the failure. Always throws.
+  [[noreturn]] void lose_in_network(std::string what, std::function<void(store&)> apply) {
+    auto& q = w_->late_copy_faults[instance_];
+    const world::late_copy_fault f = q.front();
+    if (--q.front().calls <= 0) q.pop_front();
+    travel();
+    // "hung": it holds up the world as a hung call does (the checks read it so).
+    w_->hist.faults.push_back({w_->clock.now(), "hung call (a " + what + ", still in the network) " + instance_});
+    if (w_->block) w_->block(instance_, w_->clock.now() + f.timeout);
+    w_->in_flight.push_back({w_->clock.now() + f.later, instance_, std::move(what), std::move(apply)});
+    throw store_error(make_error_code(f.code), "simulated timeout: the request is still in the network");
+  }
+  /// A late copy's renewals, judged as the store finds the runs then; the
+  /// refusal reaches nobody (world::refused is what an instance heard).
+  void lose_heartbeats(std::span<const heartbeat_request> batch) {
+    std::vector<std::uint64_t> fences;
+    for (const auto& req : batch) fences.push_back(w_->fence_seen(instance_, req.run.job));
+    lose_in_network(batch.size() > 1 ? "batch of heartbeats" : "heartbeat",
+                    [copy = std::vector<heartbeat_request>(batch.begin(), batch.end()), fences](store& h) {
+                      for (std::size_t i = 0; i < copy.size(); ++i) {
+                        const bool ok = h.w_->mem.heartbeat(copy[i].run, copy[i].token, copy[i].lease);
+                        h.renewal(copy[i].run, copy[i].token, ok);
+                        if (!ok) h.w_->prove(h.instance_, copy[i].run.job, fences[i]);
+                      }
+                    });
+  }
+  /// A late copy of finishes and releases.
+  void lose_ends(std::span<const finish_request> batch) {
+    lose_in_network(batch.size() > 1 ? "batch of finishes" : batch.front().status ? "finish" : "release",
+                    [copy = std::vector<finish_request>(batch.begin(), batch.end())](store& h) {
+                      for (const finish_request& f : copy) {
+                        const bool ok = f.status ? h.w_->mem.finish(f.run, f.token, *f.status)
+                                                 : h.w_->mem.release(f.run, f.token);
+                        h.fenced_write(f.status ? store_op::kind::finish : store_op::kind::release, f.run, f.token, ok);
+                        if (ok && f.status == run_status::failed) h.w_->failed.insert(f.run);
+                        if (ok) h.w_->announce(f.run.job, f.status ? std::optional(f.run.slot) : std::nullopt);
+                      }
+                    });
+  }
+
   /// Claims in one round trip: with loss_beside_claims, the claims run on
   /// whatever the store holds, the marker is read after them, and the
   /// reply, if it arrives, brings the marker's answer to hold them to
   /// (beside_loss). A loss may land between the commands (loss_inside_claims).
   std::vector<claim_result> claim_many(std::span<const claim_request> batch, bool batched) {
     for (const auto& req : batch) w_->claim_first_sent.try_emplace(req.token, w_->clock.now());
+    if (late_copy_due(true)) {
+      // The fences the claims carry are the handle's as it sends them.
+      std::vector<std::uint64_t> fences;
+      for (const auto& req : batch) fences.push_back(w_->fence_seen(instance_, req.run.job));
+      lose_in_network(batched ? "batch of claims" : "claim",
+                      [copy = std::vector<claim_request>(batch.begin(), batch.end()), fences](store& h) {
+                        for (std::size_t i = 0; i < copy.size(); ++i) {
+                          h.w_->prove(h.instance_, copy[i].run.job, fences[i]);
+                          if (h.apply_claim(copy[i]).outcome == claim_outcome::won) ++h.w_->late_claim_wins;
+                        }
+                      });
+    }
     arrive();
     const std::optional<time_point> sent_lost = known_lost_;
     if (batched) ++w_->claim_batches;

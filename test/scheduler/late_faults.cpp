@@ -1,0 +1,168 @@
+// Scenario tests for two faults of lease::sim that only a real network and a
+// real worker pool make: a store call that times out while its request is
+// still in the network and is applied later (cluster::late_copy_store), and
+// an executor that takes a handler's task late (cluster::delay_starts).
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "lease/schedule/every.hpp"
+#include "lease/sim.hpp"
+
+using namespace std::chrono_literals;
+using lease::duration;
+using lease::event_kind;
+
+namespace {
+
+lease::options sim_options() {
+  lease::options o;
+  o.lease = 3s;  // heartbeat 500 ms, safety margin 300 ms
+  o.catch_up = 0ms;
+  o.claim_jitter = 0ms;
+  o.max_attempts = 3;
+  return o;
+}
+
+/// Instances named n0, n1, … with the given skews, one job every minute
+/// whose handler runs 20 s and honours its stop at once.
+struct sim_of {
+  lease::sim::cluster<> sim;
+  sim_of(std::uint64_t seed, std::vector<duration> skews) : sim(seed, sim_options()) {
+    sim.add_job("report", lease::every(60s), [](const lease::run_context&) {
+      return lease::sim::script{.runs_for = 20s, .honours_stop = 0ms};
+    });
+    for (std::size_t i = 0; i < skews.size(); ++i) sim.add_instance("n" + std::to_string(i), skews[i]);
+    sim.start_all();
+  }
+};
+
+/// The index of the instance that won the first attempt.
+std::size_t first_winner(lease::sim::cluster<>& sim) {
+  for (const auto& e : sim.recorded().events)
+    if (e.kind == event_kind::won)
+      for (std::size_t i = 0; i < sim.size(); ++i)
+        if (sim.instance_at(i).instance() == e.instance) return i;
+  FAIL("nobody won");
+  return 0;
+}
+
+/// The store calls of kind `k` with `token`, in the order the store applied them.
+std::vector<lease::sim::store_op> ops_of(const lease::sim::cluster<>& sim, const std::string& token,
+                                         lease::sim::store_op::kind k) {
+  std::vector<lease::sim::store_op> out;
+  for (const auto& op : sim.recorded().ops)
+    if (op.token == token && op.op == k) out.push_back(op);
+  return out;
+}
+
+}  // namespace
+
+// ---- a store call applied after its caller gave up on it --------------------
+
+TEST_CASE("a claim that timed out is resent with its token; its late copy is recorded when applied") {
+  sim_of t(1, {0ms, 0ms});
+  t.sim.run_for(59s);
+  // Both claims of the slot time out after 1 s; the store reads them 3 s
+  // after that, long after each instance sent its claim again.
+  t.sim.late_copy_store(0, 1s, 3s, 1);
+  t.sim.late_copy_store(1, 1s, 3s, 1);
+  t.sim.run_for(30s);
+  INFO(t.sim.describe());
+  const auto& h = t.sim.recorded();
+  REQUIRE(h.handlers.size() == 1);
+  CHECK(h.handlers[0].attempt == 1);
+  CHECK(t.sim.late_copies_applied() == 2);
+  CHECK(t.sim.late_copies_applied(true) == 0);
+  // The winner's first copy, applied at 60 s + 1 s + 3 s, finds its own
+  // resend's win: `running`, changing nothing.
+  const auto mine = ops_of(t.sim, h.handlers[0].token, lease::sim::store_op::kind::claim);
+  REQUIRE(mine.size() == 2);
+  CHECK(mine[0].outcome == lease::claim_outcome::won);
+  CHECK(mine[1].at == h.handlers[0].run.slot + 4s);
+  CHECK(mine[1].outcome == lease::claim_outcome::running);
+  CHECK(t.sim.violations().empty());
+}
+
+TEST_CASE("a late copy of a claim answered early wins at the slot, and its stray win is handed over") {
+  // The instance's clock leads the store's by 2 s: its claim goes early, times
+  // out, and its resend is answered `early`, so the slot is claimed again
+  // with a new token. The first copy reaches the store just inside the
+  // early tolerance and wins: nobody is to run that attempt.
+  sim_of t(1, {2s});
+  t.sim.run_for(55s);
+  t.sim.late_copy_store(0, 200ms, 1500ms, 1);
+  t.sim.run_for(30s);
+  INFO(t.sim.describe());
+  const auto& h = t.sim.recorded();
+  REQUIRE(t.sim.late_copies_applied(true) == 1);
+  REQUIRE(h.handlers.size() == 1);
+  CHECK(h.handlers[0].attempt == 2);  // the new token's claim released the stray win and took it over
+  CHECK(t.sim.backing_store().get(h.handlers[0].run)->handovers == 1);
+  CHECK(t.sim.violations().empty());
+}
+
+TEST_CASE("a heartbeat applied after its runner gave up extends a lease nobody holds; the takeover waits") {
+  sim_of t(1, {0ms, 0ms});
+  t.sim.run_for(60s + 100ms);
+  const std::size_t r = first_winner(t.sim);
+  // The first renewal (at 60.5 s) times out at 62.8 s, after the runner's
+  // self-abort (62.7 s), and is applied at 62.9 s, before the lease's end
+  // (63 s): the store renews the lease to 65.9 s. Every call after it
+  // hangs, so the runner renews nothing and releases nothing.
+  t.sim.late_copy_store(r, 2300ms, 100ms, 1);
+  t.sim.hang_store(r, 5s, 10);
+  t.sim.run_for(15s);
+  INFO(t.sim.describe());
+  const auto& h = t.sim.recorded();
+  REQUIRE(h.handlers.size() == 2);
+  const auto slot = h.handlers[0].run.slot;
+  CHECK(h.handlers[0].active_until <= slot + 2700ms);
+  const auto renewals = ops_of(t.sim, h.handlers[0].token, lease::sim::store_op::kind::heartbeat);
+  REQUIRE(renewals.size() == 1);  // the late copy alone: the runner sent nothing more
+  CHECK(renewals[0].at == slot + 2900ms);
+  CHECK(renewals[0].accepted);
+  CHECK(h.handlers[1].start >= slot + 5900ms);
+  CHECK(t.sim.violations().empty());
+}
+
+TEST_CASE("a release applied after its stop gave up on it hands the run over") {
+  sim_of t(1, {0ms, 0ms});
+  t.sim.run_for(60s + 100ms);
+  const std::size_t r = first_winner(t.sim);
+  t.sim.late_copy_store(r, 1s, 500ms, 3);
+  t.sim.stop(r, 1s);  // the handler ends at once; its release times out, and is read 1.6 s later
+  t.sim.run_for(15s);
+  INFO(t.sim.describe());
+  const auto& h = t.sim.recorded();
+  REQUIRE(h.handlers.size() == 2);
+  CHECK(h.handlers[1].attempt == 2);
+  CHECK(t.sim.backing_store().get(h.handlers[1].run)->handovers == 1);  // not charged as a dead runner
+  CHECK(t.sim.violations().empty());
+}
+
+// ---- an executor that takes a task late -------------------------------------
+
+TEST_CASE("a busy executor starts a held lease's handler late, and never one whose lease was lost") {
+  sim_of t(1, {0ms, 0ms});
+  t.sim.run_for(59s);
+  t.sim.delay_starts(0, 6s, 1);
+  t.sim.delay_starts(1, 6s, 1);
+  t.sim.run_for(1s + 100ms);  // the slot is won; its task waits for a worker until 66 s
+  const std::size_t r = first_winner(t.sim);
+  t.sim.hang_store(r, 5s, 10);  // and its runner's heartbeats hang: the lease is lost at 62.7 s
+  t.sim.run_for(30s);
+  INFO(t.sim.describe());
+  const auto& h = t.sim.recorded();
+  CHECK(t.sim.late_starts() == 2);
+  CHECK(t.sim.late_starts(true) == 1);  // the runner's task, taken at 66 s: no handler
+  // The backup took the run over at about 63 s; its task, 6 s late too,
+  // starts with its lease held (renewed meanwhile).
+  REQUIRE(h.handlers.size() == 1);
+  CHECK(h.handlers[0].attempt == 2);
+  CHECK(h.handlers[0].instance != t.sim.instance_at(r).instance());
+  CHECK(h.handlers[0].start >= h.handlers[0].run.slot + 9s);
+  CHECK(t.sim.violations().empty());
+}
+
