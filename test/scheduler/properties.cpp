@@ -1,7 +1,9 @@
 // Property tests over lease::sim histories: random clusters (3–5 instances,
 // skewed clocks), random job settings and handler scripts, random faults
 // (crash, restart, freeze, stop, slow store calls that block the caller,
-// failing store calls and lost replies, wall-clock steps, a store that loses
+// failing store calls and lost replies, store calls that time out while
+// their request is still in the network and is applied later, handler tasks
+// a busy executor starts late, wall-clock steps, a store that loses
 // its state and notices at once or, as Redis does, only by a marker read
 // beside its claims), jobs paused and resumed in the store (no attempt is
 // won while paused), and jobs removed and added again while instances run (I5
@@ -68,6 +70,7 @@ struct coverage_counts {
   std::size_t unheard_triggers = 0, spared_claims = 0, store_steps = 0, store_back_steps = 0, aimed_loss_triggers = 0, losses_inside_claims = 0, restored_backups = 0, unnoticed_restores = 0;
   std::size_t partial_losses = 0, stale_partial_losses = 0, fence_proofs = 0, explained_proofs = 0, stale_proofs = 0;
   std::size_t handed_back = 0, resent_handed_back = 0;
+  std::size_t late_copies = 0, late_claim_wins = 0, late_starts = 0, late_starts_refused = 0;
   std::array<std::size_t, static_cast<std::size_t>(lease::event_kind::stopped) + 1> kinds{};
   void print() const {
     std::cout << "  coverage: " << histories << " histories, " << with_takeover << " with a takeover, "
@@ -80,7 +83,7 @@ struct coverage_counts {
               << manual_started << " manual runs started, " << manual_takeovers << " manual attempts taken over, "
               << triggers_refused << " with a skip or paused event (not run, or waited in buffer_one); " << trigger_polls << " trigger polls, " << unheard_triggers << " pushed while every listener was cut, " << aimed_loss_triggers << " in a slot's millisecond just after a loss of state); " << losses_inside_claims << " losses inside a claim round trip; " << restored_backups << " backups restored (" << unnoticed_restores << " noticed only by a fence); " << partial_losses << " losses of one job's state, unnoticed (" << stale_partial_losses << " after a noticed loss, with an instance frozen since before it), " << fence_proofs << " losses proved by a fence an instance remembered (" << explained_proofs << " explained by the recorded loss; " << stale_proofs << " losses of one job's state first proved by a fence from before a recorded loss); " << spared_claims << " claims not sent, their run's finish announced; " << store_steps << " steps of the store's clock ahead and " << store_back_steps << " back (in histories without a loss of state); " << handed_back << " answers won on a forgotten state handed back by the marker beside them (" << resent_handed_back << " of them resent claims answered running with their own token); " << stops << " operator stops that handed over a run ("
               << stopped_taken_over << " stopped runs taken over after a resume); " << registration_calls
-              << " registrations; events:";
+              << " registrations; " << late_copies << " store requests applied after their caller gave up on them (" << late_claim_wins << " claims that won); " << late_starts << " handler tasks taken late by a busy executor (" << late_starts_refused << " after their lease was lost, not started); events:";
     for (std::size_t k = 0; k < kinds.size(); ++k)
       std::cout << ' ' << lease::to_string(static_cast<lease::event_kind>(k)) << '=' << kinds[k];
     std::cout << std::endl;
@@ -208,9 +211,9 @@ void random_history(coverage_counts& coverage, bool long_jobs, store_steps ahead
   const bool steps_back = ahead == store_steps::within_margin && pick(0, 4) == 0;
   for (int s = 0; s < steps; ++s) {
     const auto who = static_cast<std::size_t>(pick(0, n));
-    int fault = losses && pick(0, 3) == 0 ? pick(30, 34) : pick(0, 34);
+    int fault = losses && pick(0, 3) == 0 ? pick(30, 34) : pick(0, 36);
     const bool late_heartbeat =
-        fault == 5 || fault == 7 || fault == 8 || fault == 9 || fault == 10 || fault == 13 || fault == 30;
+        fault == 5 || fault == 7 || fault == 8 || fault == 9 || fault == 10 || fault == 13 || fault == 30 || fault == 34 || fault == 35;
     if (ahead == store_steps::within_heartbeat && late_heartbeat) fault = 28;
     if (steps_back && (fault == 12 || fault == 29 || fault == 30 || fault == 31 || fault == 32 || fault == 33))
       fault = 28;  // all lose the store's state
@@ -376,6 +379,48 @@ void random_history(coverage_counts& coverage, bool long_jobs, store_steps ahead
         if (stale) sim.run_until(thaw + ms(100));
         break;
       }
+      // Store calls that time out while their request is still in the
+      // network, applied a moment or a few leases after the caller gave up
+      // (before its resend after a backoff, 100 ms at first, or after it,
+      // or after a new claim with a new token): a socket written, the
+      // client reconnecting, the server reading the old connection late.
+      // Claims, heartbeats, finishes, releases of one instance; or, half
+      // the time, every instance's claims of the next slot.
+      case 34: {
+        const bool claims = pick(0, 2) == 0;
+        if (claims) {
+          const auto every = intervals[static_cast<std::size_t>(pick(0, jobs))].count();
+          const lease::time_point slot{duration{(sim.now().time_since_epoch().count() / every + 1) * every}};
+          sim.run_until(slot - ms(pick(1, 300)));
+        }
+        for (std::size_t i = 0; i < sim.size(); ++i) {
+          if (!claims && i != who) continue;
+          const int tier = pick(0, 3);
+          const int later = tier == 0 ? pick(1, 100) : tier == 1 ? pick(100, 1000) : pick(1000, 3 * lease_ms);
+          sim.late_copy_store(i, ms(pick(100, lease_ms)), ms(later), pick(1, 4),
+                              pick(0, 3) == 0 ? lease::errc::outcome_unknown : lease::errc::unavailable, claims);
+        }
+        break;
+      }
+      // Every worker of an instance's executor busy: its next handler tasks
+      // start late. Half the time around a slot whose claim the instance may
+      // win, with its store calls hanging from just after that: its lease is
+      // lost before its task starts, and the task must not call the handler.
+      case 35: {
+        const bool aimed = pick(0, 2) == 0;
+        lease::time_point slot{};
+        if (aimed) {
+          const auto every = intervals[static_cast<std::size_t>(pick(0, jobs))].count();
+          slot = lease::time_point{duration{(sim.now().time_since_epoch().count() / every + 1) * every}};
+          sim.run_until(slot - ms(pick(1, 300)));
+        }
+        sim.delay_starts(who, ms(pick(100, 3 * lease_ms)), pick(1, 4));
+        if (aimed) {
+          sim.run_until(slot + o.claim_jitter + ms(pick(1, 300)));
+          sim.hang_store(who, ms(pick(lease_ms, 2 * lease_ms)), pick(1, 3));
+        }
+        break;
+      }
     }
     sim.check_registrations_now();
     // Now and then a trigger right after another step (a run in progress, a
@@ -438,6 +483,10 @@ void random_history(coverage_counts& coverage, bool long_jobs, store_steps ahead
   coverage.stale_proofs += sim.stale_fence_proofs();
   coverage.resent_handed_back += sim.handed_back(true);
   coverage.unheard_triggers += sim.unheard_triggers();
+  coverage.late_copies += sim.late_copies_applied();
+  coverage.late_claim_wins += sim.late_copies_applied(true);
+  coverage.late_starts += sim.late_starts();
+  coverage.late_starts_refused += sim.late_starts(true);
   for (const auto& e : h.events)
     coverage.spared_claims += e.kind == lease::event_kind::skip &&
                               e.message.find("claim not sent: the store announced") != std::string::npos;
@@ -472,6 +521,8 @@ TEST_CASE("random histories of 3 to 5 instances with faults and clock skew satis
   CHECK(coverage.partial_losses > 0);
   CHECK(coverage.stale_partial_losses > 0);
   CHECK(coverage.stale_proofs > 0);  // a fence from before a recorded loss proved a later loss of one job's state
+  CHECK(coverage.late_claim_wins > 0);  // a claim's late copy won after its caller had given up on it
+  CHECK(coverage.late_starts_refused > 0);  // a task taken after its lease was lost
 }
 
 TEST_CASE("random histories of a store that notices a loss only beside its claims, with lost replies, satisfy every invariant") {
