@@ -206,6 +206,9 @@ class cluster {
                  " ms after it fails, of");
     world_->late_copy_faults[instances_.at(i)->name].push_back({timeout, later, calls, code, claims_only});
   }
+  /// Requests still in the network (late_copy_store): each carries the
+  /// fence its handle knew when it was sent, which may prove no loss.
+  [[nodiscard]] std::size_t late_copies_in_flight() const noexcept { return world_->in_flight.size(); }
   /// Requests applied after their caller had given up on them, and of
   /// those, claims that won an attempt (late_copy_store).
   [[nodiscard]] std::uint64_t late_copies_applied(bool wins = false) const noexcept {
