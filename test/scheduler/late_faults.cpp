@@ -61,7 +61,7 @@ std::vector<lease::sim::store_op> ops_of(const lease::sim::cluster<>& sim, const
 
 // ---- a store call applied after its caller gave up on it --------------------
 
-TEST_CASE("a claim that timed out is resent with its token; its late copy is recorded when applied") {
+TEST_CASE("a claim that timed out is resent with its token, and its late copy is recorded when applied") {
   sim_of t(1, {0ms, 0ms});
   t.sim.run_for(59s);
   // Both claims of the slot time out after 1 s; the store reads them 3 s
@@ -103,7 +103,7 @@ TEST_CASE("a late copy of a claim answered early wins at the slot, and its stray
   CHECK(t.sim.violations().empty());
 }
 
-TEST_CASE("a heartbeat applied after its runner gave up extends a lease nobody holds; the takeover waits") {
+TEST_CASE("a heartbeat applied after its runner gave up extends a lease nobody holds, and the takeover waits") {
   sim_of t(1, {0ms, 0ms});
   t.sim.run_for(60s + 100ms);
   const std::size_t r = first_winner(t.sim);
