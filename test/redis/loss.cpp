@@ -26,13 +26,18 @@ namespace {
 
 time_point at(std::int64_t ms) { return time_point{lease::duration{ms}}; }
 
-lease::redis_store store_on(const std::string& url, const std::string& prefix,
-                            std::optional<lease::fake_clock> clock = std::nullopt) {
+lease::redis_options options_on(const std::string& url, const std::string& prefix,
+                                std::optional<lease::fake_clock> clock = std::nullopt) {
   lease::redis_options o;
   o.url = url;
   o.prefix = prefix;
   if (clock) o.clock = [c = *clock] { return c.now(); };
-  return lease::redis_store{std::move(o)};
+  return o;
+}
+
+lease::redis_store store_on(const std::string& url, const std::string& prefix,
+                            std::optional<lease::fake_clock> clock = std::nullopt) {
+  return lease::redis_store{options_on(url, prefix, clock)};
 }
 
 claim_request request(std::string job, time_point slot, std::string token,
@@ -530,10 +535,7 @@ TEST_CASE("the first connect tells what the server's persistence and eviction me
 TEST_CASE("with replicas set a resent claim answered running with its own token waits for them too") {
   lease::testing::redis_server master;  // no replica: every WAIT falls short
   lease::fake_clock clock{at(1'700'000'000'000)};
-  lease::redis_options o;
-  o.url = master.url();
-  o.prefix = lease::testing::fresh_prefix("wait-resent");
-  o.clock = [clock] { return clock.now(); };
+  auto o = options_on(master.url(), lease::testing::fresh_prefix("wait-resent"), clock);
   const run_key run{"report", clock.now()};
   // The first copy, applied but never answered (and never waited for): the
   // same request through a handle without replicas set.
@@ -557,10 +559,7 @@ TEST_CASE("with replicas set a resent claim answered running with its own token 
 TEST_CASE("with replicas set a won claim waits for them and is released when they fall short") {
   lease::testing::redis_server master;
   lease::fake_clock clock{at(1'700'000'000'000)};
-  lease::redis_options o;
-  o.url = master.url();
-  o.prefix = lease::testing::fresh_prefix("wait");
-  o.clock = [clock] { return clock.now(); };
+  auto o = options_on(master.url(), lease::testing::fresh_prefix("wait"), clock);
   o.replicas = 1;
   o.replica_timeout = 50ms;
   lease::redis_store store{o};
@@ -596,10 +595,7 @@ TEST_CASE("with replicas set a won claim waits for them and is released when the
 TEST_CASE("with replicas set a heartbeat the replicas lack throws not_replicated and counts once they have it") {
   lease::testing::redis_server master;  // no replica yet: every WAIT falls short
   lease::fake_clock clock{at(1'700'000'000'000)};
-  lease::redis_options o;
-  o.url = master.url();
-  o.prefix = lease::testing::fresh_prefix("wait-heartbeat");
-  o.clock = [clock] { return clock.now(); };
+  auto o = options_on(master.url(), lease::testing::fresh_prefix("wait-heartbeat"), clock);
   const run_key run{"report", clock.now()};
   REQUIRE(lease::redis_store{o}.claim(request("report", run.slot, "t1")).outcome == claim_outcome::won);
   o.replicas = 1;
@@ -635,10 +631,7 @@ TEST_CASE("with replicas set a heartbeat the replicas lack throws not_replicated
 TEST_CASE("with replicas set a finish the replicas lack is recorded and told in a notice") {
   lease::testing::redis_server master;
   lease::fake_clock clock{at(1'700'000'000'000)};
-  lease::redis_options o;
-  o.url = master.url();
-  o.prefix = lease::testing::fresh_prefix("wait-finish");
-  o.clock = [clock] { return clock.now(); };
+  auto o = options_on(master.url(), lease::testing::fresh_prefix("wait-finish"), clock);
   REQUIRE(lease::redis_store{o}.claim(request("report", clock.now(), "t1")).outcome == claim_outcome::won);
   REQUIRE(lease::redis_store{o}.claim(request("batch", clock.now(), "t2")).outcome == claim_outcome::won);
   REQUIRE(lease::redis_store{o}.claim(request("other", clock.now(), "t3")).outcome == claim_outcome::won);
@@ -674,10 +667,7 @@ TEST_CASE("with replicas set a finish settled by reading it back is told as unkn
   const auto replica = replica_of(master);
   lease::testing::loopback_proxy proxy{master.port()};
   lease::fake_clock clock{at(1'700'000'000'000)};
-  lease::redis_options o;
-  o.url = proxy.url();
-  o.prefix = lease::testing::fresh_prefix("wait-readback");
-  o.clock = [clock] { return clock.now(); };
+  auto o = options_on(proxy.url(), lease::testing::fresh_prefix("wait-readback"), clock);
   o.replicas = 1;
   o.replica_timeout = 2000ms;
   lease::redis_store store{o};
