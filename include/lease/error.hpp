@@ -7,8 +7,11 @@
 // error_code's category so nothing is lost for the log.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <system_error>
+#include <utility>
+#include <vector>
 
 namespace lease {
 
@@ -64,6 +67,24 @@ class errc_category_impl final : public std::error_category {
 class store_error : public std::system_error {
  public:
   using std::system_error::system_error;
+};
+
+/// Thrown by a batch call whose elements failed only in part: on a Redis
+/// Cluster one master down while the others answered, or renewals short of
+/// their replicas beside refusals, which need none. `answers()[i]` is
+/// element i's answer, or nullopt where it failed as `code()` says. A
+/// caller that catches store_error alone loses only the answers, as if the
+/// whole batch had failed; the scheduler applies them, so one master down
+/// does not stop the renewals of runs on the others.
+template <class Answer>
+class partial_batch_error : public store_error {
+ public:
+  partial_batch_error(std::error_code code, const std::string& what, std::vector<std::optional<Answer>> answers)
+      : store_error(code, what), answers_(std::move(answers)) {}
+  [[nodiscard]] const std::vector<std::optional<Answer>>& answers() const noexcept { return answers_; }
+
+ private:
+  std::vector<std::optional<Answer>> answers_;
 };
 
 }  // namespace lease

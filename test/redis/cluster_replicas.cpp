@@ -422,6 +422,53 @@ void wait_promoted(redis_cluster& c, int replica, unsigned slot) {
 
 }  // namespace
 
+// One master frozen (or down until its replica takes over) fails the
+// renewals of the jobs it serves, not the batch: the other masters' answers
+// come back in a partial_batch_error, and the scheduler counts them. Before,
+// the whole batch failed, and every runner of the instance, on every
+// master, stopped at its self-abort deadline during a failover.
+TEST_CASE("on a redis cluster a frozen master fails only its own renewals in a batch") {
+  redis_cluster& c = shared_cluster();
+  const std::string prefix = lease::testing::fresh_prefix("frozen");
+  lease::redis_options o = cluster_options(prefix);
+  o.command_timeout = 300ms;
+  lease::redis_store store{std::move(o)};
+  const auto jobs = jobs_on_every_master(prefix, 2);  // jobs[2], jobs[3] on master 1
+  const auto slot0 = time_point{lease::duration{1'700'000'000'000}};
+  std::vector<lease::heartbeat_request> beats;
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    auto req = request(jobs[i], slot0, "t" + std::to_string(i));
+    req.deadline = time_point::max() - 1h;
+    REQUIRE(store.claim(req).outcome == claim_outcome::won);
+    beats.push_back({req.run, req.token, 30s});
+  }
+  beats[4].token = "not-ours";  // refused on master 2, in the same batch
+
+  // Master 1 answers no client for 1 s (the cluster bus goes on: no failover).
+  const int frozen = c.owner_of(slot_of(prefix, jobs[2]));
+  redis_cluster::expect_ok(c.node(frozen).command({"CLIENT", "PAUSE", "1000", "ALL"}), "CLIENT PAUSE");
+  std::vector<std::optional<bool>> answers;
+  std::string what;
+  try {
+    (void)store.heartbeat_many(beats);
+  } catch (const lease::partial_batch_error<bool>& e) {
+    answers = e.answers();
+    what = e.what();
+  }
+  CAPTURE(what);
+  REQUIRE(answers.size() == beats.size());
+  CHECK(answers[0] == true);
+  CHECK(answers[1] == true);
+  CHECK_FALSE(answers[2].has_value());  // master 1: no answer within command_timeout
+  CHECK_FALSE(answers[3].has_value());
+  CHECK(answers[4] == false);  // a refusal needs no other master
+  CHECK(answers[5] == true);
+  CHECK(what.find("timed out") != std::string::npos);
+  // Master 1 awake: the next batch is answered whole.
+  const auto renewed = lease::testing::until([&] { return store.heartbeat_many(beats); });
+  CHECK(renewed == std::vector<bool>{true, true, true, true, false, true});
+}
+
 TEST_CASE("on a redis cluster a master killed mid-finish: the replica takes over, the store follows, no second winner") {
   redis_cluster& c = shared_cluster();
   const std::string prefix = lease::testing::fresh_prefix("failover");

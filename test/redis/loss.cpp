@@ -626,6 +626,33 @@ TEST_CASE("with replicas set a heartbeat the replicas lack throws not_replicated
   CHECK(waiting.get(run)->lease_end == clock.now() + 30s);
 }
 
+// A refusal needs no replica to be believed: in a batch whose renewals the
+// replicas lack it is still answered (partial_batch_error), so its runner
+// stops now instead of at its self-abort deadline.
+TEST_CASE("with replicas set a refusal is answered in a batch whose renewals the replicas lack") {
+  lease::testing::redis_server master;  // no replica: every WAIT falls short
+  lease::fake_clock clock{at(1'700'000'000'000)};
+  auto o = options_on(master.url(), lease::testing::fresh_prefix("wait-partial"), clock);
+  REQUIRE(lease::redis_store{o}.claim(request("report", clock.now(), "t1")).outcome == claim_outcome::won);
+  REQUIRE(lease::redis_store{o}.claim(request("batch", clock.now(), "t2")).outcome == claim_outcome::won);
+  o.replicas = 1;
+  o.replica_timeout = 50ms;
+  lease::redis_store store{o};
+  const std::vector<lease::heartbeat_request> beats = {{{"report", clock.now()}, "t1", 30s},
+                                                       {{"batch", clock.now()}, "not-ours", 30s}};
+  std::vector<std::optional<bool>> answers;
+  std::string what;
+  try {
+    (void)store.heartbeat_many(beats);
+  } catch (const lease::partial_batch_error<bool>& e) {
+    CHECK(e.code() == lease::redis_errc::not_replicated);
+    answers = e.answers();
+    what = e.what();
+  }
+  CHECK(answers == std::vector<std::optional<bool>>{std::nullopt, false});
+  CHECK(what.find("the heartbeat of job 'report' was acknowledged by 0 of 1 replicas") != std::string::npos);
+}
+
 // A finish cannot be taken back once the master has it; what is left is to
 // say what a failover before the replicas catch up would do.
 TEST_CASE("with replicas set a finish the replicas lack is recorded and told in a notice") {

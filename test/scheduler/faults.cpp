@@ -1225,3 +1225,29 @@ TEST_CASE("a renewal due after the self-abort deadline is not sent: the attempt 
   c.run_until(at(100s));
   CHECK(a.count(event_kind::handed_over) == 0);
 }
+
+// One master of a Redis Cluster down fails the renewals of the jobs it
+// serves, not the whole batch. Before, any failure in a batch counted no
+// renewal at all: every runner of the instance reached its self-abort
+// deadline, on every master, and a refusal in the batch went unheard.
+TEST_CASE("renewals answered in a batch that failed in part count, and a refusal among them stops its runner") {
+  cluster c{at(1s)};
+  auto& a = c.add(spec_options("A", 1));
+  a.s->add("other", lease::every(60s), [](lease::run_context&) {});
+  a.s->add("third", lease::every(60s), [](lease::run_context&) {});
+  a.s->start();
+  c.run_until(at(60s));
+  REQUIRE(a.count(event_kind::won) == 3);
+  const auto third = std::find_if(a.started.begin(), a.started.end(), [](const auto& x) { return x.job == "third"; });
+  REQUIRE(third != a.started.end());
+  REQUIRE(c.store.inner().release({"third", at(60s)}, third->token));  // its next renewal is refused
+  c.store.fail_job_in_batches("other", 10);  // 50 s of heartbeats: past other's self-abort deadline
+  c.run_until(at(66s));
+  REQUIRE(a.count(event_kind::lost) == 1);  // the refusal, heard in the failed batch
+  CHECK(a.of(event_kind::lost)[0].run.job == "third");
+  c.run_until(at(110s));
+  REQUIRE(a.count(event_kind::lost) == 2);
+  CHECK(a.of(event_kind::lost)[1].run.job == "other");  // its master down: its runner stops at its deadline
+  CHECK(c.record(at(60s))->lease_end > at(110s));       // report's master answered: still renewed
+  CHECK(a.count(event_kind::store_error) >= 1);
+}

@@ -49,6 +49,10 @@ class faulty_store {
   void fail_next(op which, lease::errc code, bool applied = false) { st_->faults.push_back({which, code, applied}); }
   void throw_foreign_next(op which) { st_->faults.push_back({which, lease::errc::unavailable, false, true}); }
   void delay_next_claim(duration d) { st_->claim_delay = d; }
+  /// The next `times` heartbeat_many calls renew every attempt but those of
+  /// `job` and throw partial_batch_error with those unanswered: one master
+  /// of a Redis Cluster down while the others answer.
+  void fail_job_in_batches(std::string job, int times) { st_->failing_job = {std::move(job), times}; }
   /// The next claim is kept, not applied — a copy still on its way through
   /// the network — and answered outcome_unknown; the test delivers it later
   /// (inner().claim(*held())).
@@ -88,7 +92,16 @@ class faulty_store {
   }
   std::vector<bool> heartbeat_many(std::span<const lease::heartbeat_request> b) {
     ++st_->batches;
-    return call(op::heartbeat, [&] { return st_->inner.heartbeat_many(b); });
+    auto& [job, times] = st_->failing_job;
+    if (times == 0) return call(op::heartbeat, [&] { return st_->inner.heartbeat_many(b); });
+    --times;
+    ++st_->calls[op::heartbeat];
+    std::vector<std::optional<bool>> answers(b.size());
+    for (std::size_t i = 0; i < b.size(); ++i)
+      if (b[i].run.job != job) answers[i] = st_->inner.heartbeat(b[i].run, b[i].token, b[i].lease);
+    throw lease::partial_batch_error<bool>(lease::make_error_code(lease::errc::unavailable),
+                                           "injected fault: the master of job '" + job + "' is down",
+                                           std::move(answers));
   }
   bool finish(const lease::run_key& k, std::string_view t, lease::run_status s) {
     return call(op::finish, [&] { return st_->inner.finish(k, t, s); });
@@ -117,6 +130,7 @@ class faulty_store {
     std::optional<duration> claim_delay;
     bool hold = false;
     std::optional<lease::claim_request> held;
+    std::pair<std::string, int> failing_job{{}, 0};
     std::map<op, int> calls;
     int batches = 0;
   };

@@ -175,6 +175,17 @@ void scheduler<S, C, E, P>::on_heartbeat(duration interval) {
                               " renewals");
       for (std::size_t i = 0; i < ids.size(); ++i) acked[i] = r[i];
       store_answered();
+    } catch (const partial_batch_error<bool>& e) {
+      // Some renewals answered (on a Redis Cluster, the masters that are up):
+      // those count, and a refusal among them stops its runner now.
+      // (Answers that do not match the batch are a store bug: none counts.)
+      std::size_t first_failed = ids.size();
+      if (e.answers().size() == ids.size())
+        for (std::size_t i = 0; i < ids.size(); ++i) {
+          acked[i] = e.answers()[i];
+          if (!acked[i] && first_failed == ids.size()) first_failed = i;
+        }
+      store_failed("heartbeat", batch[first_failed == ids.size() ? 0 : first_failed].run, e);
     } catch (const store_error& e) {
       store_failed("heartbeat", batch.front().run, e);
     }

@@ -255,15 +255,39 @@ class redis_store {
   /// replicas the call throws not_replicated (unavailable): the scheduler
   /// counts no renewal, and its runners self-abort at their deadline unless
   /// a later heartbeat is replicated.
+  ///
+  /// Failed in part — on a cluster a master down while the others answer,
+  /// or renewals short of replicas beside refusals (which need none) — it
+  /// throws partial_batch_error<bool> with the answers it has, so a runner
+  /// on a healthy master keeps its lease and a refused one stops at once.
   std::vector<bool> heartbeat_many(std::span<const heartbeat_request> batch) {
-    if (opts_.replicas == 0) return send_heartbeats(batch);
-    conn_->forget_writes();
-    std::vector<bool> out = send_heartbeats(batch);
-    if (std::find(out.begin(), out.end(), true) != out.end() && !replicated())
-      not_replicated("heartbeat", batch.front().run.job, batch.size(),
-                     "a failover could bring back the earlier lease end, so the renewal does not count: the runner "
-                     "stops at its lease deadline unless a later heartbeat reaches the replicas");
-    return out;
+    if (opts_.replicas > 0) conn_->forget_writes();
+    std::optional<store_error> failed;
+    std::vector<std::optional<bool>> answers = send_heartbeats(batch, failed);
+    auto renewed = [&] { return std::find(answers.begin(), answers.end(), true) != answers.end(); };
+    if (opts_.replicas > 0 && renewed() && !replicated()) {
+      std::size_t unreplicated = 0;
+      const heartbeat_request* first = nullptr;
+      for (std::size_t i = 0; i < batch.size(); ++i)
+        if (answers[i] == true) {
+          answers[i].reset();  // not counted: a failover could take it back
+          if (first == nullptr) first = &batch[i];
+          ++unreplicated;
+        }
+      if (!failed)
+        failed.emplace(replication_error(
+            "heartbeat", first->run.job, unreplicated,
+            "a failover could bring back the earlier lease end, so the renewal does not count: the runner "
+            "stops at its lease deadline unless a later heartbeat reaches the replicas"));
+    }
+    if (!failed) {
+      std::vector<bool> out;
+      out.reserve(answers.size());
+      for (const auto& a : answers) out.push_back(*a);
+      return out;
+    }
+    if (std::none_of(answers.begin(), answers.end(), [](const auto& a) { return a.has_value(); })) throw *failed;
+    throw partial_batch_error<bool>(failed->code(), failed->what(), std::move(answers));
   }
 
   /// Ends the current attempt with `status` (success or failed) if `token` is current.
@@ -288,7 +312,11 @@ class redis_store {
   }
 
  private:
-  std::vector<bool> send_heartbeats(std::span<const heartbeat_request> batch) {
+  /// Each element's answer, or nullopt where its master failed (a cluster's
+  /// other masters still answer; `failed` says why). On one server a
+  /// failure is thrown.
+  std::vector<std::optional<bool>> send_heartbeats(std::span<const heartbeat_request> batch,
+                                                   std::optional<store_error>& failed) {
     if (batch.empty()) return {};
     const std::string now = now_arg();
     std::vector<const detail::redis::job_keys*> keys;
@@ -302,15 +330,20 @@ class redis_store {
       nums.push_back(std::to_string(h.lease.count()));
       nums.push_back(std::to_string(watch_->fence_of(h.run.job)));
     }
-    auto replies = conn_->eval_many(detail::redis::script::heartbeat, batch.size(),
-                                    [&](std::size_t i, detail::redis::argv_t& a) {
-                                      push_keys(a, *keys[i], detail::redis::script::heartbeat);
-                                      a.insert(a.end(), {now, nums[3 * i], batch[i].token, nums[3 * i + 1],
-                                                         nums[3 * i + 2]});
-                                    });
-    std::vector<bool> out;
+    auto replies = conn_->eval_each(
+        detail::redis::script::heartbeat, batch.size(),
+        [&](std::size_t i, detail::redis::argv_t& a) {
+          push_keys(a, *keys[i], detail::redis::script::heartbeat);
+          a.insert(a.end(), {now, nums[3 * i], batch[i].token, nums[3 * i + 1], nums[3 * i + 2]});
+        },
+        failed);
+    std::vector<std::optional<bool>> out;
     out.reserve(batch.size());
     for (std::size_t i = 0; i < replies.size(); ++i) {
+      if (!replies[i]) {
+        out.emplace_back();
+        continue;
+      }
       const std::int64_t v = as_int(replies[i].get(), "heartbeat");
       if (v == 2)
         record_loss(nums[3 * i + 2], "a heartbeat of job '" + detail::redis::printable(batch[i].run.job, 80) +
@@ -1162,7 +1195,9 @@ class redis_store {
   bool write_before_wait(const claim_request& req) {
     try {
       const heartbeat_request one{req.run, req.token, req.lease};
-      return send_heartbeats(std::span(&one, 1)).front();  // not heartbeat(): its own WAIT would come first
+      std::optional<store_error> failed;
+      // Not heartbeat(): its own WAIT would come first. A failed one is nullopt.
+      return send_heartbeats(std::span(&one, 1), failed).front().value_or(false);
     } catch (const store_error&) {
       return false;
     }
@@ -1205,14 +1240,19 @@ class redis_store {
            " ms";
   }
 
+  [[nodiscard]] store_error replication_error(const char* what, std::string_view job, std::size_t count,
+                                              std::string_view consequence) const {
+    return detail::redis::error(redis_errc::not_replicated,
+                                "redis at " + conn_->where() + ": the " + what + " of job '" +
+                                    detail::redis::printable(job, 80) + "'" +
+                                    (count > 1 ? " (and " + std::to_string(count - 1) + " more in its batch)" : "") +
+                                    " was " + acknowledged_by() + "; " + std::string(consequence),
+                                "");
+  }
+
   [[noreturn]] void not_replicated(const char* what, std::string_view job, std::size_t count,
-                                   std::string_view consequence) {
-    detail::redis::raise(redis_errc::not_replicated,
-                         "redis at " + conn_->where() + ": the " + what + " of job '" +
-                             detail::redis::printable(job, 80) + "'" +
-                             (count > 1 ? " (and " + std::to_string(count - 1) + " more in its batch)" : "") +
-                             " was " + acknowledged_by() + "; " + std::string(consequence),
-                         "");
+                                   std::string_view consequence) const {
+    throw replication_error(what, job, count, consequence);
   }
 
   /// A finish is applied on the master and cannot be taken back: short of

@@ -147,14 +147,19 @@ inline constexpr std::string_view message_prefix = "lease::redis_store: ";
   return msg;
 }
 
-/// Throws the store_error for `code`, with `what` (which operation, which
-/// server; our own text) and `detail` (hiredis's errstr or the server's
-/// message, which may quote keys with any bytes: made printable) in its text.
-[[noreturn]] inline void raise(redis_errc code, std::string_view what, std::string_view detail) {
+/// The store_error for `code`, with `what` (which operation, which server;
+/// our own text) and `detail` (hiredis's errstr or the server's message,
+/// which may quote keys with any bytes: made printable) in its text.
+[[nodiscard]] inline store_error error(redis_errc code, std::string_view what, std::string_view detail) {
   std::string msg{message_prefix};
   msg.append(without_prefix(what));
   if (!detail.empty()) msg.append(": ").append(printable(without_prefix(detail), 300));
-  throw store_error(make_error_code(code), msg);
+  return store_error(make_error_code(code), msg);
+}
+
+/// Throws error(code, what, detail).
+[[noreturn]] inline void raise(redis_errc code, std::string_view what, std::string_view detail) {
+  throw error(code, what, detail);
 }
 
 }  // namespace lease::detail::redis

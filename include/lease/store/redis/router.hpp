@@ -80,6 +80,34 @@ class router {
     return replies;
   }
 
+  /// eval_many, element by element: on a cluster a master that fails (down,
+  /// its connection lost, an error reply) fails only its own elements:
+  /// their replies stay null, and `failed` holds the first such error. So
+  /// one master down does not fail the renewals on the others. On one
+  /// server every element shares its fate, and a failure is thrown.
+  template <class MakeArgs>
+  std::vector<reply_ptr> eval_each(script which, std::size_t count, MakeArgs&& make_args,
+                                   std::optional<store_error>& failed) {
+    if (!cluster_) return nodes_.front()->eval_many(which, count, std::forward<MakeArgs>(make_args));
+    open();
+    std::vector<argv_t> cmds(count);
+    for (std::size_t i = 0; i < count; ++i) {
+      cmds[i] = {"EVALSHA", sha(which)};
+      make_args(i, cmds[i]);
+    }
+    std::vector<reply_ptr> replies = routed(cmds, &failed);
+    for (auto& r : replies) {
+      if (!r) continue;
+      try {
+        connection::throw_if_error(r.get(), "script");
+      } catch (const store_error& e) {
+        if (!failed) failed.emplace(e);
+        r.reset();
+      }
+    }
+    return replies;
+  }
+
   template <class MakeArgs>
   reply_ptr eval(script which, MakeArgs&& make_args) {
     auto replies = eval_many(which, 1, [&](std::size_t, argv_t& a) { make_args(a); });
@@ -258,7 +286,11 @@ class router {
     return std::pair{to->first, node_at(to->second.host, to->second.port)};
   }
 
-  std::vector<reply_ptr> routed(std::span<const argv_t> cmds) {
+  /// The replies of `cmds`, each sent to the master of its slot, following
+  /// redirections. With `failed`, a node that cannot be reached or whose
+  /// connection fails leaves its elements' replies null (the first error in
+  /// *failed) while the others are answered; without, it fails them all.
+  std::vector<reply_ptr> routed(std::span<const argv_t> cmds, std::optional<store_error>* failed = nullptr) {
     if (stale_) refresh();
     const std::size_t n = cmds.size();
     std::vector<reply_ptr> out(n);
@@ -272,20 +304,25 @@ class router {
     while (!todo.empty()) {
       std::map<std::size_t, std::vector<std::size_t>> by_node;
       for (std::size_t i : todo) by_node[target[i]].push_back(i);
-      try {
-        // Connect first: a node's connect hook may route commands of its own.
-        for (auto& [node, idx] : by_node) nodes_[node]->open();
-      } catch (const store_error&) {
-        stale_ = true;  // a master down: its replica may take over
-        throw;
+      // Connect first: a node's connect hook may route commands of its own.
+      for (auto node = by_node.begin(); node != by_node.end();) {
+        try {
+          nodes_[node->first]->open();
+          ++node;
+        } catch (const store_error& e) {
+          stale_ = true;  // a master down: its replica may take over
+          if (failed == nullptr) throw;
+          fail_node(node->second, e, *failed, out);
+          node = by_node.erase(node);
+        }
       }
-      exchange_round(cmds, by_node, asking, out);
+      exchange_round(cmds, by_node, asking, out, failed);
       std::vector<std::size_t> again;
       bool wait = false;
       for (std::size_t i : todo) {
         moved_now[i] = 0;
         const redisReply* r = out[i].get();
-        if (r->type != REDIS_REPLY_ERROR) continue;
+        if (r == nullptr || r->type != REDIS_REPLY_ERROR) continue;  // answered, or its node failed
         const std::string_view text(r->str, r->len);
         const bool moved = text.rfind("MOVED ", 0) == 0, ask = text.rfind("ASK ", 0) == 0;
         if (moved || ask) {
@@ -339,15 +376,25 @@ class router {
     // the WAIT sent to the marker's master only, and a claim counted as
     // replicated that was not).
     for (std::size_t i = 0; i < n; ++i)
-      if (!cmds[i].empty() && cmds[i][0] == "EVALSHA") last_nodes_.push_back(target[i]);
+      if (out[i] && !cmds[i].empty() && cmds[i][0] == "EVALSHA") last_nodes_.push_back(target[i]);
     std::sort(last_nodes_.begin(), last_nodes_.end());
     last_nodes_.erase(std::unique(last_nodes_.begin(), last_nodes_.end()), last_nodes_.end());
     return out;
   }
 
-  /// One pipeline per node, all written before any is read; replies land in `out`.
+  /// The elements `idx` of a node that failed: no reply, and `e` kept if it is the first.
+  static void fail_node(const std::vector<std::size_t>& idx, const store_error& e, std::optional<store_error>& failed,
+                        std::vector<reply_ptr>& out) {
+    if (!failed) failed.emplace(e);
+    for (std::size_t i : idx) out[i].reset();
+  }
+
+  /// One pipeline per node, all written before any is read; replies land in
+  /// `out`. With `failed`, a node whose connection fails fails only its own
+  /// elements (routed()).
   void exchange_round(std::span<const argv_t> cmds, const std::map<std::size_t, std::vector<std::size_t>>& by_node,
-                      const std::vector<char>& asking, std::vector<reply_ptr>& out) {
+                      const std::vector<char>& asking, std::vector<reply_ptr>& out,
+                      std::optional<store_error>* failed = nullptr) {
     std::vector<std::vector<argv_t>> lists;
     lists.reserve(by_node.size());
     for (const auto& [node, idx] : by_node) {
@@ -357,19 +404,45 @@ class router {
         l.push_back(cmds[i]);
       }
     }
+    auto take = [&](const std::vector<std::size_t>& idx, std::vector<reply_ptr> replies) {
+      std::size_t r = 0;
+      for (std::size_t i : idx) {
+        if (asking[i] != 0) ++r;  // ASKING's +OK
+        out[i] = std::move(replies[r++]);
+      }
+    };
+    if (failed != nullptr) {
+      // Each node on its own: a failed connection disconnects itself, and the
+      // other nodes' replies are still read.
+      std::vector<char> down(lists.size(), 0);
+      auto it = by_node.begin();
+      for (std::size_t k = 0; k < lists.size(); ++k, ++it) {
+        try {
+          nodes_[it->first]->send(lists[k]);
+        } catch (const transport_error& e) {
+          down[k] = 1;
+          stale_ = true;
+          fail_node(it->second, e, *failed, out);
+        }
+      }
+      it = by_node.begin();
+      for (std::size_t k = 0; k < lists.size(); ++k, ++it) {
+        if (down[k] != 0) continue;
+        try {
+          take(it->second, nodes_[it->first]->receive(lists[k].size()));
+        } catch (const transport_error& e) {
+          stale_ = true;
+          fail_node(it->second, e, *failed, out);
+        }
+      }
+      return;
+    }
     std::size_t sent = 0, received = 0;
     auto it = by_node.begin();
     try {
       for (std::size_t k = 0; k < lists.size(); ++k, ++it, ++sent) nodes_[it->first]->send(lists[k]);
       it = by_node.begin();
-      for (std::size_t k = 0; k < lists.size(); ++k, ++it, ++received) {
-        auto replies = nodes_[it->first]->receive(lists[k].size());
-        std::size_t r = 0;
-        for (std::size_t i : it->second) {
-          if (asking[i] != 0) ++r;  // ASKING's +OK
-          out[i] = std::move(replies[r++]);
-        }
-      }
+      for (std::size_t k = 0; k < lists.size(); ++k, ++it, ++received) take(it->second, nodes_[it->first]->receive(lists[k].size()));
     } catch (const transport_error& e) {
       // Nodes written to but not read from hold replies nobody will read.
       auto drop = by_node.begin();
