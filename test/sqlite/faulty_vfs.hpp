@@ -17,6 +17,9 @@ namespace lease::testing::faulty_vfs {
 
 /// While true, every write to a WAL file fails with SQLITE_IOERR_WRITE.
 inline std::atomic<bool> fail_wal_writes{false};
+/// While true, every write to a WAL file fails with SQLITE_FULL, as the unix
+/// VFS answers a write that meets ENOSPC (a full disk at commit time).
+inline std::atomic<bool> wal_disk_full{false};
 /// While true, a main database file opened read-write is opened read-only
 /// instead, and SQLite is told so (*out): the real VFS's fallback when the
 /// file is not writable, which SQLite then serves silently.
@@ -30,6 +33,7 @@ struct faults_off_at_scope_end {
   faults_off_at_scope_end& operator=(const faults_off_at_scope_end&) = delete;
   ~faults_off_at_scope_end() {
     fail_wal_writes = false;
+    wal_disk_full = false;
     open_main_read_only = false;
   }
 };
@@ -49,6 +53,7 @@ inline int x_close(sqlite3_file* f) { return real(f)->pMethods->xClose(real(f));
 inline int x_read(sqlite3_file* f, void* b, int n, sqlite3_int64 o) { return real(f)->pMethods->xRead(real(f), b, n, o); }
 inline int x_write(sqlite3_file* f, const void* b, int n, sqlite3_int64 o) {
   if (reinterpret_cast<file*>(f)->is_wal && fail_wal_writes.load()) return SQLITE_IOERR_WRITE;
+  if (reinterpret_cast<file*>(f)->is_wal && wal_disk_full.load()) return SQLITE_FULL;
   return real(f)->pMethods->xWrite(real(f), b, n, o);
 }
 inline int x_truncate(sqlite3_file* f, sqlite3_int64 s) { return real(f)->pMethods->xTruncate(real(f), s); }

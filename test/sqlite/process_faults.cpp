@@ -1,0 +1,148 @@
+// test/sqlite/process_faults.cpp — faults a running process meets, on real
+// files: a full disk when a write transaction commits (the WAL write answers
+// SQLITE_FULL, as the unix VFS does on ENOSPC), the -wal file deleted under
+// running instances, a newer release's schema under a running store.
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "lease/clock/fake.hpp"
+#include "lease/store/sqlite.hpp"
+#include "sqlite/faulty_vfs.hpp"
+#include "sqlite/helpers.hpp"
+#include "sqlite/raw_sql.hpp"
+#include "sqlite/temp_dir.hpp"
+
+using namespace std::chrono_literals;
+using lease::testing::raw_exec;
+using lease::testing::sqlite::claim_of;
+using lease::testing::sqlite::error_of;
+using lease::testing::sqlite::store_on;
+using lease::claim_outcome;
+using lease::run_status;
+
+namespace {
+
+const lease::time_point t0{std::chrono::sys_days{std::chrono::year{2026} / 5 / 1}};
+
+}  // namespace
+
+TEST_CASE("a full disk at commit is unavailable and applies nothing") {
+  namespace vfs = lease::testing::faulty_vfs;
+  const vfs::faults_off_at_scope_end reset;
+  lease::testing::temp_dir dir;
+  const std::string path = dir.file("jobs.db");
+  lease::fake_clock clock{t0};
+  auto s = store_on("file:" + path + "?vfs=" + vfs::install(), clock);
+  REQUIRE(s.claim(claim_of("report", t0, "tok-1")).outcome == claim_outcome::won);
+
+  vfs::wal_disk_full = true;
+  auto full = [](const lease::store_error& e) {
+    return e.code() == lease::errc::unavailable && (e.code().value() & 0xff) == SQLITE_FULL;
+  };
+  clock.advance(1s);
+  CHECK(full(error_of([&] { s.claim(claim_of("other", t0, "tok-2")); })));
+  CHECK(full(error_of([&] { s.heartbeat({"report", t0}, "tok-1", 60s); })));
+  const std::vector<lease::finish_request> fin{{{"report", t0}, "tok-1", run_status::success}};
+  CHECK(full(error_of([&] { s.finish_many(fin); })));
+  CHECK(full(error_of([&] { s.trigger("report"); })));
+  CHECK(full(error_of([&] { s.pause("report"); })));
+  vfs::wal_disk_full = false;
+
+  // Nothing of it was applied, and the store carries on once space is freed.
+  CHECK_FALSE(s.get({"other", t0}).has_value());
+  CHECK(s.get({"report", t0})->status == run_status::running);
+  CHECK(s.get({"report", t0})->lease_end == t0 + 30s);
+  CHECK_FALSE(s.paused("report"));
+  CHECK(s.triggers(std::vector<std::string>{"report"}).empty());
+  CHECK(s.claim(claim_of("other", t0, "tok-2")).outcome == claim_outcome::won);
+  CHECK(s.finish({"report", t0}, "tok-1", run_status::success));
+  // A second store on the file sees the same (no stray frame was committed).
+  auto other = store_on(path, clock);
+  CHECK(other.get({"report", t0})->status == run_status::success);
+  CHECK(other.get({"other", t0})->token == "tok-2");
+}
+
+// `rm jobs.db-wal` (a cleanup script, an operator) while an instance runs:
+// its connection keeps writing into the unlinked -wal, which is the only
+// copy of every commit since the last checkpoint. When that process dies
+// without a clean close, those commits are gone with the -wal, and the file
+// is rewound in place (same inode) with nothing left that remembers it: a
+// run won and run since is won again as attempt 1.
+TEST_CASE("a deleted -wal is noticed before its runs are lost", "[!mayfail]") {
+  lease::testing::temp_dir dir;
+  const std::string path = dir.file("jobs.db");
+  lease::fake_clock clock{t0};
+  { auto s = store_on(path, clock); }  // the schema, checkpointed into the file at close
+  int up[2];
+  int down[2];
+  REQUIRE(::pipe(up) == 0);
+  REQUIRE(::pipe(down) == 0);
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::close(up[0]);
+    ::close(down[1]);
+    try {
+      auto s = store_on(path, clock);
+      char c = s.claim(claim_of("report", t0, "tok-a")).outcome == claim_outcome::won ? 'w' : 'x';
+      if (::write(up[1], &c, 1) != 1 || ::read(down[0], &c, 1) != 1) ::_exit(3);
+      // The -wal is gone now. The instance goes on: a heartbeat of its run.
+      c = 'e';
+      try {
+        (void)s.heartbeat({"report", t0}, "tok-a", 30s);
+        c = s.take_notices().empty() ? 's' : 'n';  // silent, or noticed
+      } catch (const lease::store_error&) {
+      }
+      if (::write(up[1], &c, 1) != 1) ::_exit(3);
+      for (;;) ::pause();  // killed -9 here: no clean close, no checkpoint
+    } catch (...) {
+      ::_exit(2);
+    }
+  }
+  ::close(up[1]);
+  ::close(down[0]);
+  char c = 0;
+  REQUIRE(::read(up[0], &c, 1) == 1);
+  CHECK(c == 'w');
+  REQUIRE(std::filesystem::remove(path + "-wal"));
+  REQUIRE(::write(down[1], "g", 1) == 1);
+  REQUIRE(::read(up[0], &c, 1) == 1);
+  ::kill(pid, SIGKILL);
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  ::close(up[0]);
+  ::close(down[1]);
+  CHECK(c == 'n');  // the instance noticed the loss (a notice queued)
+
+  // A new instance: the run the killed one won (and ran) must not be won again.
+  clock.advance(1s);
+  auto s = store_on(path, clock);
+  const auto again = s.claim(claim_of("report", t0, "tok-b"));
+  CHECK(again.outcome != claim_outcome::won);
+}
+
+// A newer release upgrades the file (its schema version above this
+// release's) while an instance of this release runs: a store opened now
+// refuses the file, but the running one keeps claiming by its own rules.
+TEST_CASE("a newer schema under a running store stops its claims", "[!mayfail]") {
+  lease::testing::temp_dir dir;
+  const std::string path = dir.file("jobs.db");
+  lease::fake_clock clock{t0};
+  auto s = store_on(path, clock);
+  REQUIRE(s.claim(claim_of("report", t0, "tok-1")).outcome == claim_outcome::won);
+  raw_exec(path, "BEGIN; ALTER TABLE lease_runs ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0; "
+                 "UPDATE lease_schema SET version = 6; COMMIT");
+  CHECK(error_of([&] { auto fresh = store_on(path, clock); }).code() == lease::sqlite_errc::unknown_schema_version);
+  const auto e = error_of([&] { s.claim(claim_of("report", t0 + 1min, "tok-2")); });
+  CHECK(e.code() == lease::sqlite_errc::unknown_schema_version);
+  CHECK_FALSE(s.get({"report", t0 + 1min}).has_value());
+}
