@@ -296,6 +296,21 @@ class sqlite_store {
   rewind_check count_claim(time_point at) {
     rewind_check out;
     {
+      // A newer release that upgraded the file while this instance runs
+      // may claim by rules this release does not know: as a store opened
+      // now refuses the file (sqlite_check_schema), this one claims no more.
+      sqlite3_stmt* s = stmt(q::schema_version);
+      detail::stmt_use use(s);
+      const bool row = detail::step(s, "cannot read the lease schema version");
+      const std::int64_t v = row ? detail::column_int(s, 0) : 0;
+      if (v != detail::sqlite_schema_version)
+        detail::throw_sqlite(sqlite_errc::unknown_schema_version, path_,
+                             "now has lease schema version " + std::to_string(v) +
+                                 " (another release changed it while this instance ran); this library reads and "
+                                 "writes only version " + std::to_string(detail::sqlite_schema_version) +
+                                 ": run one release on the file");
+    }
+    {
       sqlite3_stmt* s = stmt(q::count_claim);
       detail::stmt_use use(s);
       if (!detail::step(s, "cannot count the claim"))
@@ -767,7 +782,7 @@ class sqlite_store {
     insert_run, take_over, prune, heartbeat, finish, release, unfinished, read_lost_at, write_lost_at, count_claim,
     read_paused, pause, resume, list_jobs, list_runs, read_trigger, set_trigger, answer_trigger,
     pending_triggers, stop_runs, register_job, newest_registration, purge_runs, purge_job, purge_registrations,
-    count_
+    schema_version, count_
   };
 
 #define LEASE_SQLITE_COLUMNS "job, slot, attempt, token, fence, runner, status, lease_end, released, handovers, manual"
@@ -864,6 +879,9 @@ class sqlite_store {
       "DELETE FROM lease_runs WHERE job = ?1",
       "DELETE FROM lease_jobs WHERE job = ?1",
       "DELETE FROM lease_registrations WHERE job = ?1",
+      // Read in every claim transaction: a newer release may have upgraded
+      // the file since this store opened it (count_claim).
+      "SELECT version FROM lease_schema",
   };
 #undef LEASE_SQLITE_NOW
 #undef LEASE_SQLITE_COLUMNS
