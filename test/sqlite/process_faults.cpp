@@ -146,3 +146,51 @@ TEST_CASE("a newer schema under a running store stops its claims") {
   CHECK(e.code() == lease::sqlite_errc::unknown_schema_version);
   CHECK_FALSE(s.get({"report", t0 + 1min}).has_value());
 }
+
+// `rm jobs.db-shm` while an instance runs: in WAL mode the write lock and
+// the index of the -wal live in the -shm. The running instance keeps the
+// unlinked one; an instance started after the rm creates a new one, so the
+// two hold the write lock at once, neither sees the other's commits, and
+// both win the same run.
+TEST_CASE("a deleted -shm does not let two instances win one run", "[!mayfail]") {
+  lease::testing::temp_dir dir;
+  const std::string path = dir.file("jobs.db");
+  lease::fake_clock clock{t0};
+  int up[2];
+  int down[2];
+  REQUIRE(::pipe(up) == 0);
+  REQUIRE(::pipe(down) == 0);
+  // Forked before this process opens the file: the child shares no SQLite
+  // state with it (a store must not cross a fork).
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::close(up[0]);
+    ::close(down[1]);
+    char c = 'e';
+    if (::read(down[0], &c, 1) != 1) ::_exit(3);
+    try {
+      auto b = store_on(path, clock);  // an instance started after the rm
+      c = b.claim(claim_of("report", t0, "tok-b")).outcome == claim_outcome::won ? 'w' : 'x';
+    } catch (...) {
+      c = 'e';
+    }
+    if (::write(up[1], &c, 1) != 1) ::_exit(3);
+    ::_exit(0);
+  }
+  ::close(up[1]);
+  ::close(down[0]);
+  auto a = store_on(path, clock);
+  REQUIRE(a.claim(claim_of("warmup", t0, "tok-w")).outcome == claim_outcome::won);
+  REQUIRE(std::filesystem::remove(path + "-shm"));
+  REQUIRE(::write(down[1], "g", 1) == 1);
+  char c = 0;
+  REQUIRE(::read(up[0], &c, 1) == 1);
+  ::close(up[0]);
+  ::close(down[1]);
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  CHECK(c == 'w');
+  const auto mine = a.claim(claim_of("report", t0, "tok-a"));
+  CHECK(mine.outcome != claim_outcome::won);  // the run is the other instance's
+}
