@@ -94,6 +94,15 @@
 //    lease file (a backup restored) holds no such evidence; the old instances
 //    close that window at their next operation, not before (documented on
 //    sqlite_options::quarantine_new_file).
+//  * The -wal or the -shm deleted or replaced alone (a cleanup script) is a
+//    loss too: the deleted -wal is the only copy of the commits since the
+//    last checkpoint (gone when the processes holding it die), and a new
+//    -shm splits the WAL's write lock, so an instance started since and this
+//    one would both win a run. check_file() stat()s both too (two more
+//    syscalls) and recovers as for a replaced file. One store object per
+//    process recovers at once; several on the file in one process share
+//    SQLite's lock state, so a reopen fails as unavailable until each of
+//    them has noticed and closed its stale connection.
 //  * SQLite finds a database's -wal and -shm by name. Replacing or deleting
 //    jobs.db while it is open but leaving jobs.db-wal/-shm beside it makes a
 //    new connection read the new file through the old WAL (SQLite's "how to
@@ -1278,6 +1287,19 @@ class sqlite_store {
       claims_seen_ = 0;  // another file, or the first: nothing seen in it yet
       dev_ = static_cast<std::uint64_t>(st.st_dev);
       ino_ = static_cast<std::uint64_t>(st.st_ino);
+      // The -wal and -shm SQLite opened beside the file it resolved (a
+      // connection in WAL mode has both once it has read), watched by
+      // check_side_files() if they exist now.
+      sides_[0] = {resolved + "-wal", "had its -wal deleted or replaced (the commits not yet copied into the file "
+                                      "went with it)"};
+      sides_[1] = {resolved + "-shm", "had its -shm deleted or replaced (the WAL's lock and index: an instance "
+                                      "that opened the file since did not see this one's locks and commits)"};
+      for (side_file& f : sides_) {
+        struct ::stat fs {};
+        f.watched = !resolved.empty() && ::stat(f.path.c_str(), &fs) == 0;
+        f.dev = static_cast<std::uint64_t>(fs.st_dev);
+        f.ino = static_cast<std::uint64_t>(fs.st_ino);
+      }
       writable_ = sqlite3_db_readonly(db_.get(), "main") != 1;
       if (o.created && options_.quarantine_new_file)
         notices_.push_back("lease::sqlite_store: created a new store file '" + detail::sqlite_printable(path_) +
@@ -1331,7 +1353,8 @@ class sqlite_store {
     if (file_.empty()) return;  // a temporary or in-memory database: no path
     struct ::stat st {};
     if (::stat(file_.c_str(), &st) == 0) {
-      if (static_cast<std::uint64_t>(st.st_ino) == ino_ && static_cast<std::uint64_t>(st.st_dev) == dev_) return;
+      if (static_cast<std::uint64_t>(st.st_ino) == ino_ && static_cast<std::uint64_t>(st.st_dev) == dev_)
+        return check_side_files();
       loss_ = loss{ino_, "was replaced"};
       file_replaced();
     } else if (errno == ENOENT) {
@@ -1342,6 +1365,32 @@ class sqlite_store {
       detail::throw_sqlite(db_.get(), SQLITE_IOERR_ACCESS, path_,
                            std::string("cannot check that the path still names the open store file (") +
                                std::strerror(e) + ")");
+    }
+  }
+
+  /// The -wal and -shm beside the open file, when they existed at open:
+  /// still the same files? While this connection is open nothing deletes or
+  /// replaces them legitimately (the last connection's close needs an
+  /// exclusive lock this one's shared lock denies). A -wal deleted is the
+  /// only copy of every commit since the last checkpoint, kept by the
+  /// connections that have it open and lost when they die; a -shm deleted
+  /// holds the WAL's write lock and index, so an instance started after it
+  /// takes the write lock beside this one and neither sees the other's
+  /// commits. Either is a loss: recover as for a replaced file.
+  void check_side_files() {
+    for (const side_file& f : sides_) {
+      if (!f.watched) continue;
+      struct ::stat st {};
+      if (::stat(f.path.c_str(), &st) == 0) {
+        if (static_cast<std::uint64_t>(st.st_ino) == f.ino && static_cast<std::uint64_t>(st.st_dev) == f.dev) continue;
+      } else if (errno != ENOENT) {
+        const int e = errno;
+        detail::throw_sqlite(db_.get(), SQLITE_IOERR_ACCESS, path_,
+                             "cannot check that '" + detail::sqlite_printable(f.path) +
+                                 "' is still the open store file's (" + std::strerror(e) + ")");
+      }
+      loss_ = loss{ino_, f.what};
+      return file_replaced();
     }
   }
 
@@ -1444,6 +1493,15 @@ class sqlite_store {
     bool reopened = false;  ///< the path is open again; lost_at not yet recorded
   };
   std::optional<loss> loss_;
+  /// The open file's -wal and -shm (check_side_files).
+  struct side_file {
+    std::string path;
+    const char* what = "";   ///< for the notice (loss::what)
+    bool watched = false;    ///< it existed when the file was opened
+    std::uint64_t dev = 0;
+    std::uint64_t ino = 0;
+  };
+  std::array<side_file, 2> sides_{};
   /// The highest claim counter (lease_meta 'claims') a committed claim
   /// transaction of this store wrote in the file it has open; 0 for a file
   /// (re)opened. A claim that finds the counter not above it finds the file
