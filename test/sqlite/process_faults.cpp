@@ -194,3 +194,133 @@ TEST_CASE("a deleted -shm does not let two instances win one run") {
   const auto mine = a.claim(claim_of("report", t0, "tok-a"));
   CHECK(mine.outcome != claim_outcome::won);  // the run is the other instance's
 }
+
+// Two store objects on the file in one process share SQLite's lock state
+// for it (the unix VFS keys it by the file's inode): one that notices the
+// deleted -shm and reopens joins the other's stale one again, and once the
+// other has reopened too, neither notices any more.
+TEST_CASE("a deleted -shm under two stores of one process") {
+  lease::testing::temp_dir dir;
+  const std::string path = dir.file("jobs.db");
+  lease::fake_clock clock{t0};
+  int up[2];
+  int down[2];
+  REQUIRE(::pipe(up) == 0);
+  REQUIRE(::pipe(down) == 0);
+  const pid_t pid = ::fork();  // before this process opens the file
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::close(up[0]);
+    ::close(down[1]);
+    char c = 'e';
+    if (::read(down[0], &c, 1) != 1) ::_exit(3);
+    try {
+      lease::fake_clock late{t0 + 1h};
+      auto b = store_on(path, late);  // an instance started after the rm
+      c = b.claim(claim_of("report", t0 + 1h, "tok-b")).outcome == claim_outcome::won ? 'w' : 'x';
+    } catch (...) {
+      c = 'e';
+    }
+    if (::write(up[1], &c, 1) != 1) ::_exit(3);
+    ::_exit(0);
+  }
+  ::close(up[1]);
+  ::close(down[0]);
+  auto a1 = store_on(path, clock);
+  auto a2 = store_on(path, clock);
+  REQUIRE(a1.claim(claim_of("warmup", t0, "tok-w")).outcome == claim_outcome::won);
+  REQUIRE(std::filesystem::remove(path + "-shm"));
+  // Each notices at its next operation (an error while the other still
+  // holds the stale state is fine), until both work again.
+  for (int i = 0; i < 3; ++i) {
+    try { (void)a1.get({"warmup", t0}); } catch (const lease::store_error&) {}
+    try { (void)a2.get({"warmup", t0}); } catch (const lease::store_error&) {}
+  }
+  CHECK(a1.get({"warmup", t0}).has_value());
+  CHECK(a2.get({"warmup", t0}).has_value());
+  clock.advance(1h);
+  REQUIRE(::write(down[1], "g", 1) == 1);
+  char c = 0;
+  REQUIRE(::read(up[0], &c, 1) == 1);
+  ::close(up[0]);
+  ::close(down[1]);
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  CHECK(c == 'w');
+  const auto mine = a1.claim(claim_of("report", t0 + 1h, "tok-a"));
+  CHECK(mine.outcome != claim_outcome::won);  // the run is the other instance's
+}
+
+// What check_side_files() cannot see: an instance started after the rm has
+// made a new -shm before the two store objects of this process notice; the
+// first to reopen joins the other's stale state, and the new -shm at the
+// path looks like its own.
+TEST_CASE("a -shm recreated before two stores of one process notice", "[!mayfail]") {
+  lease::testing::temp_dir dir;
+  const std::string path = dir.file("jobs.db");
+  lease::fake_clock clock{t0};
+  int up[2];
+  int down[2];
+  REQUIRE(::pipe(up) == 0);
+  REQUIRE(::pipe(down) == 0);
+  const pid_t pid = ::fork();  // before this process opens the file
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::close(up[0]);
+    ::close(down[1]);
+    char c = 'e';
+    if (::read(down[0], &c, 1) != 1) ::_exit(3);
+    try {
+      lease::fake_clock late{t0 + 1h};
+      auto b = store_on(path, late);  // an instance started after the rm
+      c = b.claim(claim_of("report", t0 + 1h, "tok-b")).outcome == claim_outcome::won ? 'w' : 'x';
+    } catch (...) {
+      c = 'e';
+    }
+    if (::write(up[1], &c, 1) != 1) ::_exit(3);
+    ::_exit(0);
+  }
+  ::close(up[1]);
+  ::close(down[0]);
+  auto a1 = store_on(path, clock);
+  auto a2 = store_on(path, clock);
+  REQUIRE(a1.claim(claim_of("warmup", t0, "tok-w")).outcome == claim_outcome::won);
+  REQUIRE(std::filesystem::remove(path + "-shm"));
+  REQUIRE(::write(down[1], "g", 1) == 1);
+  char c = 0;
+  REQUIRE(::read(up[0], &c, 1) == 1);
+  ::close(up[0]);
+  ::close(down[1]);
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  CHECK(c == 'w');
+  for (int i = 0; i < 3; ++i) {
+    try { (void)a1.get({"warmup", t0}); } catch (const lease::store_error&) {}
+    try { (void)a2.get({"warmup", t0}); } catch (const lease::store_error&) {}
+  }
+  clock.advance(1h);
+  const auto mine = a1.claim(claim_of("report", t0 + 1h, "tok-a"));
+  CHECK(mine.outcome != claim_outcome::won);  // the run is the other instance's
+}
+
+TEST_CASE("a deleted -wal under two stores of one process") {
+  lease::testing::temp_dir dir;
+  const std::string path = dir.file("jobs.db");
+  lease::fake_clock clock{t0};
+  auto a1 = store_on(path, clock);
+  auto a2 = store_on(path, clock);
+  REQUIRE(a1.claim(claim_of("report", t0, "tok-1")).outcome == claim_outcome::won);
+  REQUIRE(std::filesystem::remove(path + "-wal"));
+  clock.advance(1s);
+  int errors = 0;
+  for (int i = 0; i < 3; ++i) {
+    try { (void)a1.get({"report", t0}); } catch (const lease::store_error& e) { ++errors; INFO(e.what()); }
+    try { (void)a2.get({"report", t0}); } catch (const lease::store_error& e) { ++errors; INFO(e.what()); }
+  }
+  CHECK(errors <= 2);  // transient: while the other store still holds the stale state
+  CHECK(a1.lost_at().has_value());
+  CHECK(a2.claim(claim_of("report", t0, "tok-2")).outcome != claim_outcome::won);
+  CHECK(a1.claim(claim_of("report", t0, "tok-3")).outcome != claim_outcome::won);
+  CHECK_FALSE(a1.take_notices().empty());
+  CHECK_FALSE(a2.take_notices().empty());
+}

@@ -101,8 +101,11 @@
 //    one would both win a run. check_file() stat()s both too (two more
 //    syscalls) and recovers as for a replaced file. One store object per
 //    process recovers at once; several on the file in one process share
-//    SQLite's lock state, so a reopen fails as unavailable until each of
-//    them has noticed and closed its stale connection.
+//    SQLite's state for it, so a reopen fails as unavailable until each of
+//    them has noticed and closed its stale connection. What remains: a
+//    -shm replaced (not only deleted) by an instance started since, before
+//    every store object of a process has noticed, is joined again as the
+//    stale one by the reopen, which cannot tell.
 //  * SQLite finds a database's -wal and -shm by name. Replacing or deleting
 //    jobs.db while it is open but leaving jobs.db-wal/-shm beside it makes a
 //    new connection read the new file through the old WAL (SQLite's "how to
@@ -1254,6 +1257,14 @@ class sqlite_store {
           options_.quarantine_new_file ? std::optional<std::int64_t>(t) : std::nullopt, writable_);
       std::array<detail::sqlite_stmt, static_cast<std::size_t>(q::count_)> stmts{};
       for (std::size_t i = 0; i < sql_.size(); ++i) stmts[i] = detail::sqlite_prepare(o.db.get(), sql_[i]);
+      {
+        // One read: a file just switched to WAL has no -wal and -shm until
+        // its first read transaction, and check_side_files() watches those
+        // that exist once open() returns.
+        sqlite3_stmt* v = stmts[static_cast<std::size_t>(q::schema_version)].get();
+        detail::stmt_use use(v);
+        (void)detail::step(v, "cannot read the lease schema version");
+      }
       // The path SQLite resolved (through symlinks); "" for a temporary or
       // in-memory database, which has no file to watch.
       const char* f = sqlite3_db_filename(o.db.get(), "main");
@@ -1288,8 +1299,8 @@ class sqlite_store {
       dev_ = static_cast<std::uint64_t>(st.st_dev);
       ino_ = static_cast<std::uint64_t>(st.st_ino);
       // The -wal and -shm SQLite opened beside the file it resolved (a
-      // connection in WAL mode has both once it has read), watched by
-      // check_side_files() if they exist now.
+      // connection in WAL mode has both once it has read: see the read
+      // above), watched by check_side_files() if they exist now.
       sides_[0] = {resolved + "-wal", "had its -wal deleted or replaced (the commits not yet copied into the file "
                                       "went with it)"};
       sides_[1] = {resolved + "-shm", "had its -shm deleted or replaced (the WAL's lock and index: an instance "
@@ -1405,14 +1416,24 @@ class sqlite_store {
     loss& l = *loss_;
     if (!l.reopened) {
       if (db_) {
-        // A stale handle must not checkpoint into or delete a -wal that may
-        // now belong to the new file: close it without the last-close
-        // checkpoint.
-        sqlite3_db_config(db_.get(), SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
-        for (auto& x : stmts_) x.reset();
-        db_.reset();
+        for (std::size_t i = 0; i < sides_.size(); ++i) l.sides_watched[i] = sides_[i].watched;
+        close_stale();
       }
       open();
+      // A -wal or -shm there before and missing now: this connection did
+      // not open one by its name but joined the state SQLite keeps for the
+      // file in this process, which another store object here still holds
+      // with the deleted one (an instance started since would not see its
+      // locks). Retried at the next operation, once that one has noticed too.
+      for (std::size_t i = 0; i < sides_.size(); ++i)
+        if (ino_ == l.old_ino && l.sides_watched[i] && !sides_[i].watched) {
+          const std::string missing = sides_[i].path;
+          close_stale();
+          detail::throw_sqlite(nullptr, SQLITE_PROTOCOL, path_,
+                               "cannot recover from a lost store file yet: another connection in this process "
+                               "still uses the deleted '" + detail::sqlite_printable(missing) +
+                                   "' (another store object on the file recovers at its next operation; then retry)");
+        }
       l.reopened = true;
     }
     std::optional<time_point> noticed;
@@ -1432,6 +1453,15 @@ class sqlite_store {
                                    "is lost", noticed,
                                    "Replace or delete a store file (with its -wal and -shm) only while no instance "
                                    "runs"));
+  }
+
+  /// Closes the connection without the last-close checkpoint: a stale
+  /// handle must not checkpoint into or delete a -wal that may now belong to
+  /// the new file.
+  void close_stale() noexcept {
+    sqlite3_db_config(db_.get(), SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
+    for (auto& x : stmts_) x.reset();
+    db_.reset();
   }
 
   /// Records a loss noticed at `at`, inside the caller's write transaction:
@@ -1491,6 +1521,7 @@ class sqlite_store {
     std::uint64_t old_ino = 0;
     const char* what = "";
     bool reopened = false;  ///< the path is open again; lost_at not yet recorded
+    std::array<bool, 2> sides_watched{};  ///< sides_[i].watched before the stale connection closed
   };
   std::optional<loss> loss_;
   /// The open file's -wal and -shm (check_side_files).
