@@ -324,3 +324,107 @@ TEST_CASE("a deleted -wal under two stores of one process") {
   CHECK_FALSE(a1.take_notices().empty());
   CHECK_FALSE(a2.take_notices().empty());
 }
+
+// `mv jobs.db jobs.old` alone: its -wal and -shm stay beside the path.
+TEST_CASE("a store file renamed away alone is noticed as deleted") {
+  lease::testing::temp_dir dir;
+  const std::string path = dir.file("jobs.db");
+  lease::fake_clock clock{t0};
+  auto a = store_on(path, clock);
+  auto b = store_on(path, clock);
+  REQUIRE(a.claim(claim_of("report", t0, "tok-a")).outcome == claim_outcome::won);
+  std::filesystem::rename(path, dir.file("jobs.old"));
+  clock.advance(1s);
+  int errors = 0;
+  for (int i = 0; i < 3; ++i) {
+    try { (void)a.get({"report", t0}); } catch (const lease::store_error& e) { ++errors; UNSCOPED_INFO(e.what()); }
+    try { (void)b.get({"report", t0}); } catch (const lease::store_error& e) { ++errors; UNSCOPED_INFO(e.what()); }
+  }
+  CHECK(errors <= 2);
+  CHECK(a.claim(claim_of("report", t0, "tok-2")).outcome == claim_outcome::quarantined);
+  CHECK(b.claim(claim_of("report", t0, "tok-3")).outcome == claim_outcome::quarantined);
+  CHECK(a.lost_at() == t0 + 1s);
+  CHECK(a.take_notices().size() == 1);
+  CHECK(b.take_notices().size() == 1);
+}
+
+// The same with the two instances in two processes: the -shm beside the
+// path is still the other process's, whose index names frames of the -wal
+// the renamed file took along.
+TEST_CASE("a store file renamed away under two processes") {
+  lease::testing::temp_dir dir;
+  const std::string path = dir.file("jobs.db");
+  lease::fake_clock clock{t0};
+  { auto s = store_on(path, clock); }
+  int up[2];
+  int down[2];
+  REQUIRE(::pipe(up) == 0);
+  REQUIRE(::pipe(down) == 0);
+  const pid_t pid = ::fork();  // before this process opens the file
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::close(up[0]);
+    ::close(down[1]);
+    try {
+      lease::fake_clock mine{t0};
+      auto c = store_on(path, mine);
+      char cmd = 0;
+      int n = 0;
+      // w: claim a slot of its own; o: any operation (a get); q: quit.
+      while (::read(down[0], &cmd, 1) == 1 && cmd != 'q') {
+        mine.advance(1s);
+        char r = 'e';
+        try {
+          if (cmd == 'w') {
+            const auto res = c.claim(claim_of("child-" + std::to_string(n++), mine.now(), "tok-c"));
+            r = res.outcome == claim_outcome::won ? 'w' : res.outcome == claim_outcome::quarantined ? 'q' : 'x';
+          } else {
+            (void)c.get({"report", t0});
+            r = 'o';
+          }
+        } catch (const lease::store_error&) {
+          r = 'e';
+        }
+        if (::write(up[1], &r, 1) != 1) ::_exit(3);
+      }
+      ::_exit(0);
+    } catch (...) {
+      ::_exit(2);
+    }
+  }
+  ::close(up[1]);
+  ::close(down[0]);
+  auto ask = [&](char cmd) {
+    char r = 0;
+    REQUIRE(::write(down[1], &cmd, 1) == 1);
+    REQUIRE(::read(up[0], &r, 1) == 1);
+    return r;
+  };
+  CHECK(ask('w') == 'w');
+  auto a = store_on(path, clock);
+  REQUIRE(a.claim(claim_of("report", t0, "tok-a")).outcome == claim_outcome::won);
+  CHECK(ask('w') == 'w');
+  std::filesystem::rename(path, dir.file("jobs.old"));
+  clock.advance(1s);
+  std::string seen;
+  for (int i = 0; i < 3; ++i) {
+    try {
+      (void)a.get({"report", t0});
+      seen += 'o';
+    } catch (const lease::store_error& e) {
+      seen += 'e';
+      UNSCOPED_INFO(e.what());
+    }
+    seen += ask('o');
+  }
+  INFO("parent, child: " << seen);
+  CHECK(seen.substr(seen.size() - 2) == "oo");  // both work again
+  CHECK(a.claim(claim_of("report", t0, "tok-2")).outcome == claim_outcome::quarantined);
+  CHECK(ask('w') == 'q');
+  CHECK(a.lost_at().has_value());
+  REQUIRE(::write(down[1], "q", 1) == 1);
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  ::close(up[0]);
+  ::close(down[1]);
+}
