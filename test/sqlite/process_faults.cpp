@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -427,4 +428,27 @@ TEST_CASE("a store file renamed away under two processes") {
   REQUIRE(::waitpid(pid, &status, 0) == pid);
   ::close(up[0]);
   ::close(down[1]);
+}
+
+// The last writer closing while a read-only inspector has the file open
+// deletes nothing under it (its shared lock keeps the -wal and -shm): no
+// loss is taken for one.
+TEST_CASE("the last writer closing is no loss to a read-only inspector") {
+  lease::testing::temp_dir dir;
+  const std::string path = dir.file("jobs.db");
+  lease::fake_clock clock{t0};
+  std::optional<lease::sqlite_store> w{store_on(path, clock)};
+  REQUIRE(w->claim(claim_of("report", t0, "tok")).outcome == claim_outcome::won);
+  auto ro = store_on("file:" + path + "?mode=ro", clock);
+  REQUIRE(ro.get({"report", t0}).has_value());
+  w.reset();
+  CHECK(std::filesystem::exists(path + "-wal"));
+  CHECK(std::filesystem::exists(path + "-shm"));
+  CHECK(ro.get({"report", t0})->token == "tok");
+  CHECK(ro.take_notices().empty());
+  auto w2 = store_on(path, clock);  // and a writer after it
+  CHECK(w2.heartbeat({"report", t0}, "tok", 30s));
+  CHECK(w2.take_notices().empty());
+  CHECK(ro.get({"report", t0})->lease_end == t0 + 30s);
+  CHECK(ro.take_notices().empty());
 }
