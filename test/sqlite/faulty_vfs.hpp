@@ -20,6 +20,9 @@ inline std::atomic<bool> fail_wal_writes{false};
 /// While true, every write to a WAL file fails with SQLITE_FULL, as the unix
 /// VFS answers a write that meets ENOSPC (a full disk at commit time).
 inline std::atomic<bool> wal_disk_full{false};
+/// While true, every read of the database or its WAL fails with
+/// SQLITE_IOERR_READ (before anything is written).
+inline std::atomic<bool> fail_reads{false};
 /// While true, a main database file opened read-write is opened read-only
 /// instead, and SQLite is told so (*out): the real VFS's fallback when the
 /// file is not writable, which SQLite then serves silently.
@@ -34,6 +37,7 @@ struct faults_off_at_scope_end {
   ~faults_off_at_scope_end() {
     fail_wal_writes = false;
     wal_disk_full = false;
+    fail_reads = false;
     open_main_read_only = false;
   }
 };
@@ -50,7 +54,10 @@ inline sqlite3_vfs* real_vfs() { return sqlite3_vfs_find(nullptr); }
 inline sqlite3_file* real(sqlite3_file* f) { return reinterpret_cast<file*>(f)->real; }
 
 inline int x_close(sqlite3_file* f) { return real(f)->pMethods->xClose(real(f)); }
-inline int x_read(sqlite3_file* f, void* b, int n, sqlite3_int64 o) { return real(f)->pMethods->xRead(real(f), b, n, o); }
+inline int x_read(sqlite3_file* f, void* b, int n, sqlite3_int64 o) {
+  if (fail_reads.load()) return SQLITE_IOERR_READ;
+  return real(f)->pMethods->xRead(real(f), b, n, o);
+}
 inline int x_write(sqlite3_file* f, const void* b, int n, sqlite3_int64 o) {
   if (reinterpret_cast<file*>(f)->is_wal && fail_wal_writes.load()) return SQLITE_IOERR_WRITE;
   if (reinterpret_cast<file*>(f)->is_wal && wal_disk_full.load()) return SQLITE_FULL;

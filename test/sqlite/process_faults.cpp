@@ -452,3 +452,25 @@ TEST_CASE("the last writer closing is no loss to a read-only inspector") {
   CHECK(ro.get({"report", t0})->lease_end == t0 + 30s);
   CHECK(ro.take_notices().empty());
 }
+
+// An I/O error while a single-statement write reads its pages comes before
+// anything is written: nothing was applied, and saying "outcome unknown"
+// sends the caller to read back (and the on-call engineer to a disk that
+// may have lost a commit) for nothing.
+TEST_CASE("a read error before a heartbeat writes is unavailable", "[!mayfail]") {
+  namespace vfs = lease::testing::faulty_vfs;
+  const vfs::faults_off_at_scope_end reset;
+  lease::testing::temp_dir dir;
+  const std::string path = dir.file("jobs.db");
+  lease::fake_clock clock{t0};
+  auto s = store_on("file:" + path + "?vfs=" + vfs::install(), clock);
+  auto other = store_on(path, clock);
+  REQUIRE(s.claim(claim_of("report", t0, "tok-1")).outcome == claim_outcome::won);
+  REQUIRE(other.claim(claim_of("other", t0, "tok-2")).outcome == claim_outcome::won);  // s's cache is stale now
+  vfs::fail_reads = true;
+  const auto e = error_of([&] { s.heartbeat({"report", t0}, "tok-1", 60s); });
+  vfs::fail_reads = false;
+  CHECK((e.code().value() & 0xff) == SQLITE_IOERR);
+  CHECK(e.code() == lease::errc::unavailable);
+  CHECK(s.get({"report", t0})->lease_end == t0 + 30s);  // indeed nothing applied
+}
