@@ -74,12 +74,16 @@ inline bool step(sqlite3_stmt* s, std::string_view what) {
 }
 
 /// step() for a statement that commits a write (COMMIT, or a write in
-/// autocommit mode): an I/O error is an outcome-unknown error.
+/// autocommit mode): an I/O error is an outcome-unknown error, except a
+/// failed read: SQLite reads a write's pages before it writes any frame, and
+/// a read failing while a commit is written (its frames' checksums being
+/// rewritten) leaves the commit frame invalid, so nothing was applied.
 inline void step_commit(sqlite3_stmt* s, std::string_view what) {
   const int rc = sqlite3_step(s);
   if (rc == SQLITE_DONE || rc == SQLITE_ROW) return;
   sqlite3* db = sqlite3_db_handle(s);
-  if ((rc & 0xff) == SQLITE_IOERR) throw_commit_unknown(db, rc, sqlite_path(db), what);
+  if ((rc & 0xff) == SQLITE_IOERR && rc != SQLITE_IOERR_READ && rc != SQLITE_IOERR_SHORT_READ)
+    throw_commit_unknown(db, rc, sqlite_path(db), what);
   throw_sqlite(db, rc, sqlite_path(db), what);
 }
 
