@@ -1,0 +1,250 @@
+// Findings of a review (session 36), each a deterministic scenario on fake
+// time that failed before its fix:
+// * an operator's stop (leasectl stop) that lands while the finish of a run
+//   whose handler had ended is being retried: reported `lost` ("another
+//   instance took the run over"), and the run was not watched, so with one
+//   instance it was never taken over after the resume;
+// * buffer_one: a buffered slot claimed while a newer slot's claim was
+//   pending (being retried), so the older slot ran and the newer one was
+//   skipped as its overlap — a queue, not "latest only";
+// * a manual claim deferred behind a slot's claim woke the loop every 10 ms
+//   for as long as that claim waited (its claim jitter: up to a day);
+// * a failed read-back of a finish whose outcome is unknown was not counted
+//   as a store fault: no event, no summary, and the episode's count wrong.
+#include <catch2/catch.hpp>
+
+#include <deque>
+#include <span>
+
+#include "counted_cluster.hpp"
+#include "harness.hpp"
+
+using namespace test;
+using lease::event_kind;
+using lease::run_status;
+
+namespace {
+
+bool says(const lease::event& e, const std::string& words) { return e.message.find(words) != std::string::npos; }
+
+/// A counted_store (every capability: StopStore, TriggerStore, pushes) whose
+/// next finish or get calls can be made to fail (before applying).
+class stop_faulty_store : public counted_store {
+ public:
+  explicit stop_faulty_store(lease::fake_clock c) : counted_store(c) {}
+  /// Op names as counted_store counts them: "finish", "get", "claim".
+  std::shared_ptr<std::deque<std::pair<std::string, lease::errc>>> faults =
+      std::make_shared<std::deque<std::pair<std::string, lease::errc>>>();
+  void fail_next(std::string op, lease::errc code) { faults->emplace_back(std::move(op), code); }
+
+  bool finish(const lease::run_key& k, std::string_view t, lease::run_status s) {
+    maybe_fail("finish");
+    return counted_store::finish(k, t, s);
+  }
+  std::vector<bool> finish_many(std::span<const lease::finish_request> b) {
+    maybe_fail("finish");
+    return counted_store::finish_many(b);
+  }
+  std::optional<lease::run_record> get(const lease::run_key& k) {
+    maybe_fail("get");
+    return counted_store::get(k);
+  }
+  lease::claim_result claim(const lease::claim_request& r) {
+    maybe_fail("claim");
+    return counted_store::claim(r);
+  }
+  std::vector<lease::claim_result> claim_many(std::span<const lease::claim_request> b) {
+    maybe_fail("claim");
+    return counted_store::claim_many(b);
+  }
+
+ private:
+  void maybe_fail(const std::string& op) {
+    auto it = std::find_if(faults->begin(), faults->end(), [&](const auto& f) { return f.first == op; });
+    if (it == faults->end()) return;
+    const lease::errc code = it->second;
+    faults->erase(it);
+    throw lease::store_error(lease::make_error_code(code), "injected fault");
+  }
+};
+static_assert(lease::StopStore<stop_faulty_store> && lease::TriggerStore<stop_faulty_store>);
+
+/// Instances over one store of type Store, as counted_cluster's.
+template <class Store, class Policy = lease::skip_t>
+struct gcluster : drive<gcluster<Store, Policy>> {
+  struct gnode {
+    using sched = lease::scheduler<Store, lease::fake_clock, recording_executor, Policy>;
+    recording_executor exec;
+    std::vector<lease::run_context>& started = *exec.seen;
+    std::unique_ptr<sched> s;
+    std::vector<lease::event> events;
+    bool down = false;
+    [[nodiscard]] std::vector<lease::event> of(event_kind k) const {
+      std::vector<lease::event> out;
+      for (const auto& e : events)
+        if (e.kind == k) out.push_back(e);
+      return out;
+    }
+    [[nodiscard]] int count(event_kind k) const { return static_cast<int>(of(k).size()); }
+  };
+  lease::fake_clock clock;
+  Store store;
+  std::vector<std::unique_ptr<gnode>> nodes;
+
+  explicit gcluster(time_point start = at(1s)) : clock(start), store(clock) {}
+
+  gnode& add(lease::options o, duration interval = 60s) {
+    auto n = std::make_unique<gnode>();
+    n->s = std::make_unique<typename gnode::sched>(store, clock, n->exec, Policy{}, std::move(o));
+    gnode* raw = n.get();
+    n->s->on_event([raw](const lease::event& e) { raw->events.push_back(e); });
+    n->s->add("report", lease::every(interval), [](lease::run_context&) {});
+    nodes.push_back(std::move(n));
+    return *nodes.back();
+  }
+  using drive<gcluster<Store, Policy>>::run_until;
+  std::optional<lease::run_record> record(time_point slot) {
+    return store.lease::memory_store<lease::fake_clock>::get({"report", slot});  // neither counted nor failed
+  }
+};
+
+}  // namespace
+
+// ---- 1. An operator's stop while a finish is retried -------------------------
+
+TEST_CASE("stop while a finish is retried: a stopped event, not lost", "[!mayfail]") {
+  gcluster<stop_faulty_store> c;
+  auto& a = c.add(spec_options("only", 1), 300s);
+  c.start_all();
+  c.run_until(at(301s));
+  REQUIRE(a.started.size() == 1);
+  c.store.fail_next("finish", lease::errc::unavailable);  // not applied: retried after a backoff
+  a.exec.run_all();                                       // the handler returns (success)
+  a.s->poll();
+  REQUIRE(a.s->running() == 1);  // its finish is being retried
+  REQUIRE(c.store.stop("report") == 1);  // an operator, before the retry
+  c.run_until(at(302s));
+  CHECK(c.record(at(300s))->status == run_status::running);  // the result could not be recorded
+  CHECK(c.record(at(300s))->released);
+  for (const auto& e : a.of(event_kind::lost)) INFO(e.message);
+  CHECK(a.count(event_kind::lost) == 0);  // was: "finish refused … another instance took the run over"
+  REQUIRE(a.count(event_kind::stopped) == 1);
+  CHECK(says(a.of(event_kind::stopped)[0], "stopped by an operator (leasectl stop)"));
+  // The only instance watches its stopped run (doc/protocol.md §20): after the
+  // resume it takes it over, as for a stop that found the handler running.
+  REQUIRE(c.store.resume("report"));
+  c.run_until(at(300s) + 30s + 2 * 5s);  // once the lease the stop kept has ended: within 2 heartbeats
+  CHECK(a.count(event_kind::takeover) == 1);
+}
+
+TEST_CASE("stop while a finish is in doubt: a stopped event, not lost", "[!mayfail]") {
+  gcluster<stop_faulty_store> c;
+  auto& a = c.add(spec_options("only", 1), 300s);
+  c.start_all();
+  c.run_until(at(301s));
+  REQUIRE(a.started.size() == 1);
+  c.store.fail_next("finish", lease::errc::outcome_unknown);  // in fact not applied
+  c.store.fail_next("get", lease::errc::unavailable);         // the read-back fails too
+  a.exec.run_all();
+  a.s->poll();
+  REQUIRE(a.s->running() == 1);
+  REQUIRE(c.store.stop("report") == 1);
+  c.run_until(at(302s));
+  for (const auto& e : a.of(event_kind::lost)) INFO(e.message);
+  CHECK(a.count(event_kind::lost) == 0);
+  CHECK(a.count(event_kind::stopped) == 1);
+  CHECK(a.count(event_kind::success) == 0);
+}
+
+TEST_CASE("instance stop while a finish is retried: the success is recorded") {
+  gcluster<stop_faulty_store> c;
+  auto& a = c.add(spec_options("only", 1), 300s);
+  c.start_all();
+  c.run_until(at(301s));
+  c.store.fail_next("finish", lease::errc::unavailable);
+  a.exec.run_all();
+  a.s->poll();
+  REQUIRE(a.s->running() == 1);
+  a.s->stop(10s);
+  c.run_until(at(302s));
+  CHECK(a.count(event_kind::success) == 1);
+  CHECK(a.count(event_kind::lost) == 0);
+  CHECK(c.record(at(300s))->status == run_status::success);
+  CHECK(a.s->stopped());
+}
+
+// ---- 2. buffer_one: the newest slot -------------------------------------------
+
+TEST_CASE("buffer_one: a buffered slot is not claimed before a newer pending one", "[!mayfail]") {
+  cluster<lease::buffer_one_t> c{at(59s)};
+  auto& a = c.add(spec_options("A", 1), "report", 3s);
+  a.s->start();
+  c.run_until(at(63s));
+  REQUIRE(a.has(event_kind::won, at(60s)));
+  REQUIRE(a.has(event_kind::skip, at(63s)));  // buffered
+  c.run_until(at(66s) - 1ms);
+  c.store.fail_next(faulty_store::op::claim, lease::errc::unavailable);
+  c.run_until(at(66s));  // slot 66 s: its claim fails, and is retried after a backoff
+  REQUIRE_FALSE(c.record(at(66s)).has_value());
+  c.finish_handlers(a);  // the blocking run ends while the claim of 66 s is pending
+  c.run_until(at(67s));
+  // The newest slot runs; 63 s, older than a slot due and claimed, does not.
+  CHECK(a.has(event_kind::won, at(66s)));
+  CHECK_FALSE(c.record(at(63s)).has_value());
+  CHECK_FALSE(a.has(event_kind::won, at(63s)));
+}
+
+// ---- 3. A manual claim deferred behind a slot's claim -------------------------
+
+TEST_CASE("a trigger deferred behind a slot's claim jitter does not spin the loop", "[!mayfail]") {
+  gcluster<counted_store> c;
+  auto o = spec_options("api", 3);
+  o.claim_jitter = 60s;  // the slot's claim waits up to a minute after the slot
+  auto& a = c.add(o);
+  c.start_all();
+  c.run_until(at(60s) - 1ms);
+  c.clock.set(at(60s) + 1ms);  // slot 60 s is due; its claim waits out its jitter
+  const time_point slot = c.store.trigger("report");
+  const int calls_before = c.store.total();
+  int wakeups = 0;
+  auto answered = [&] {  // the manual claim was answered (skip mode: the slot's run is live, so a skip event)
+    return std::any_of(a.events.begin(), a.events.end(), [&](const lease::event& e) { return e.run.slot == slot; });
+  };
+  while (!answered()) {
+    const auto w = a.s->next_wakeup();
+    if (!w || *w > at(200s)) break;
+    if (*w > c.clock.now()) c.clock.set(*w);
+    a.s->poll();
+    ++wakeups;
+  }
+  const time_point claimed = c.clock.now();
+  INFO("wakeups " << wakeups << ", store calls " << c.store.total() - calls_before << ", the manual claim sent "
+                  << lease::detail::fmt(claimed - at(60s)) << " after the slot");
+  REQUIRE(answered());
+  REQUIRE(c.record(at(60s)).has_value());  // the slot claimed first
+  REQUIRE(claimed - at(60s) > 5s);           // the jitter drawn is long enough to show the spin
+  CHECK(c.store.total() - calls_before <= 2 + (claimed - at(60s)) / 5s);  // its claims and heartbeats: no store call per wake-up
+  CHECK(wakeups < 50);                          // was one per 10 ms
+}
+
+// ---- 4. Failed read-backs are store faults -------------------------------------
+
+TEST_CASE("a failed read-back of a finish in doubt is counted as a store fault", "[!mayfail]") {
+  cluster c{at(1s)};
+  auto& a = c.add(spec_options("A", 1));
+  a.s->start();
+  c.run_until(at(60s));
+  REQUIRE(a.started.size() == 1);
+  c.store.fail_next(faulty_store::op::finish, lease::errc::outcome_unknown);  // not applied
+  for (int i = 0; i < 4; ++i) c.store.fail_next(faulty_store::op::get, lease::errc::unavailable);
+  c.finish_handlers(a);
+  c.run_until(at(64s));  // read back (4 failures), then resent and recorded, before the next heartbeat
+  REQUIRE(c.record(at(60s))->status == run_status::success);
+  REQUIRE(a.count(event_kind::success) == 1);
+  CHECK(c.store.calls(faulty_store::op::get) >= 5);
+  const auto errors = a.of(event_kind::store_error);
+  REQUIRE(errors.size() >= 2);
+  for (const auto& e : errors) INFO(e.message);
+  CHECK(says(errors.back(), "store fault ended"));
+  CHECK(says(errors.back(), "5 failed call(s)"));  // the finish and its 4 read-backs (was: 1)
+}
