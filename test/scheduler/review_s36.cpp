@@ -229,7 +229,7 @@ TEST_CASE("a trigger deferred behind a slot's claim jitter does not spin the loo
 
 // ---- 4. Failed read-backs are store faults -------------------------------------
 
-TEST_CASE("a failed read-back of a finish in doubt is counted as a store fault", "[!mayfail]") {
+TEST_CASE("a failed read-back of a finish in doubt is counted as a store fault") {
   cluster c{at(1s)};
   auto& a = c.add(spec_options("A", 1));
   a.s->start();

@@ -385,6 +385,8 @@ void scheduler<S, C, E, P>::end_failed(std::uint64_t id, const store_error& e, b
   auto it = attempts_.find(id);
   if (it == attempts_.end()) return;
   attempt& a = it->second;
+  // Said (counted) before the read-back, whose own failure is a fault too.
+  if (!reported) store_failed(a.at == step::releasing ? "release" : "finish", a.run, e);
   if (e.code() == errc::outcome_unknown) {
     a.end_in_doubt = true;
     if (std::optional<bool> applied = read_back(a)) {
@@ -393,7 +395,6 @@ void scheduler<S, C, E, P>::end_failed(std::uint64_t id, const store_error& e, b
     }
   }
   const duration wait = backoff(a.tries++, a.hb);
-  if (!reported) store_failed(a.at == step::releasing ? "release" : "finish", a.run, e);
   push_after(wait, {{}, 0, detail::timer_kind::finish_retry, a.job, {}, id});
 }
 
@@ -463,15 +464,24 @@ typename std::map<std::uint64_t, typename scheduler<S, C, E, P>::attempt>::itera
 /// After an outcome_unknown finish or release: did it apply? nullopt: can't tell yet.
 template <Store S, Clock C, Executor E, OverlapPolicy P>
 std::optional<bool> scheduler<S, C, E, P>::read_back(attempt& a) {
+  const char* what = a.at == step::releasing ? "read-back of a release whose outcome is unknown"
+                                              : "read-back of a finish whose outcome is unknown";
   try {
     std::optional<run_record> rec = store_.get(a.run);
+    store_answered();
     a.end_in_doubt = false;  // answered: whatever it says, a resend is now safe or needless
     if (!rec || rec->token != a.token) return false;
     if (a.at == step::releasing && rec->released) return true;
     if (a.at == step::finishing && rec->status == a.result) return true;
     if (rec->status == run_status::running && !rec->released) return std::nullopt;  // not applied: retry
     return false;
-  } catch (const std::exception&) {  // a store_error, or a store's bug (law L6): can't tell yet
+  } catch (const store_error& e) {  // can't tell yet; a store fault like any other (counted, said once per episode)
+    store_failed(what, a.run, e);
+    return std::nullopt;
+  } catch (const std::exception& e) {  // a store's bug (law L6): can't tell yet either
+    store_failed(what, a.run,
+                 store_error(make_error_code(errc::outcome_unknown),
+                             std::string("get threw something other than a store_error: ") + e.what()));
     return std::nullopt;
   }
 }
