@@ -11,7 +11,8 @@
 //       allow:      runs of a job may overlap.
 //       buffer_one: as skip in the store; the scheduler additionally re-claims
 //                   the newest skipped slot once the blocking run ends, if its
-//                   deadline (slot + max_late) has not passed.
+//                   deadline (slot + max_late) has not passed and no newer
+//                   slot is due (latest only: that one is claimed instead).
 //       replace:    a new run marks the live one interrupted; its runner is
 //                   fenced at its next heartbeat.
 //

@@ -502,6 +502,24 @@ void scheduler<S, C, E, P>::release_buffer(std::uint32_t j) {
   if (!jb.buffered || phase_ != phase::running) return;
   const time_point slot = *jb.buffered;
   jb.buffered.reset();
+  // Latest only: a newer slot of the job is due here — its claim pending
+  // (its jitter, or retried after a store error), or its timer due and not
+  // fired yet. That one goes; the buffered one, claimed first, would run
+  // and make the newer slot its overlap (a review found a queue: the older
+  // slot ran, the newer one was skipped and buffered behind it).
+  std::optional<time_point> newer;
+  if (jb.next_slot > slot && jb.next_slot <= wall()) newer = jb.next_slot;
+  if (pending_.has_job(j))
+    for (const auto& [id, pc] : pending_)
+      if (pc.job == j && pc.req.reason != claim_reason::manual && pc.req.run.slot > slot &&
+          (!newer || pc.req.run.slot > *newer))
+        newer = pc.req.run.slot;
+  if (newer) {
+    emit(event_kind::late, {jb.name, slot}, 0, 0,
+         "buffered slot dropped: when the blocking run ended, a newer slot, " + detail::fmt(*newer) +
+             ", was due and being claimed; only the latest slot of a job is claimed");
+    return;
+  }
   if (store_clock_estimate() > slot + jb.cfg.max_late + late_tolerance) {
     emit(event_kind::late, {jb.name, slot}, 0, 0,
          "buffered slot dropped: the blocking run ended after its deadline (slot + max_late + 10 s, on the "
