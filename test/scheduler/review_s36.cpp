@@ -112,7 +112,7 @@ struct gcluster : drive<gcluster<Store, Policy>> {
 
 // ---- 1. An operator's stop while a finish is retried -------------------------
 
-TEST_CASE("stop while a finish is retried: a stopped event, not lost", "[!mayfail]") {
+TEST_CASE("stop while a finish is retried: a stopped event, not lost") {
   gcluster<stop_faulty_store> c;
   auto& a = c.add(spec_options("only", 1), 300s);
   c.start_all();
@@ -137,7 +137,7 @@ TEST_CASE("stop while a finish is retried: a stopped event, not lost", "[!mayfai
   CHECK(a.count(event_kind::takeover) == 1);
 }
 
-TEST_CASE("stop while a finish is in doubt: a stopped event, not lost", "[!mayfail]") {
+TEST_CASE("stop while a finish is in doubt: a stopped event, not lost") {
   gcluster<stop_faulty_store> c;
   auto& a = c.add(spec_options("only", 1), 300s);
   c.start_all();

@@ -408,6 +408,12 @@ void scheduler<S, C, E, P>::end_answered(std::uint64_t id, bool ok) {
   const bool release = a.at == step::releasing;
   const std::string detail_msg = a.why.empty() ? std::string{} : " (" + a.why + ")";
   if (!ok) {
+    // Refused because an operator's stop handed the run over first (its
+    // finish was being retried): said as the stop it was, and watched.
+    if (!release && stopped_by_operator(a)) {
+      operator_stopped(it);
+      return;
+    }
     lose(it, std::string(release ? "release" : "finish") +
                  " refused by the store: this attempt's token is no longer current (another instance "
                  "took the run over); its result" + detail_msg + " is not recorded");

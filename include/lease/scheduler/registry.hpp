@@ -78,14 +78,17 @@ void scheduler<S, C, E, P>::on_registration(std::uint64_t once) {
   }
 }
 
-/// After a refused heartbeat: was the run handed over by an operator's stop?
-/// Only a StopStore can do that; the run read back still carries this
-/// attempt's token, released, and this instance released nothing (its
-/// handler is still running). A failed read says no: the generic `lost`.
+/// After a refused heartbeat, finish or release: was the run handed over by
+/// an operator's stop? Only a StopStore can do that; the run read back still
+/// carries this attempt's token, released, and this instance released
+/// nothing (its handler is still running, or it ended and its finish is
+/// being retried: a review found such a stop reported `lost`, "another
+/// instance took the run over", and the stopped run not watched). A failed
+/// read says no: the generic `lost`.
 template <Store S, Clock C, Executor E, OverlapPolicy P>
 bool scheduler<S, C, E, P>::stopped_by_operator(const attempt& a) {
   if constexpr (StopStore<S>) {
-    if (a.at != step::running) return false;
+    if (a.at == step::releasing) return false;
     try {
       std::optional<run_record> rec = store_.get(a.run);
       store_answered();
@@ -111,12 +114,23 @@ void scheduler<S, C, E, P>::operator_stopped(It it) {
   attempt& a = it->second;
   a.lease->revoke();  // requests the handler's stop token, as for a lost lease
   guard_.remove(a.lease.get());
-  emit(event_kind::stopped, a.run, a.number, a.fence,
-       "job " + a.run.job + " slot " + detail::fmt(a.run.slot) + ": stopped by an operator (leasectl stop): the "
-       "handler was asked to stop (its stop token is requested; nothing more is sent for attempt " +
-           std::to_string(a.number) + "); the run stays stopped until `leasectl resume " + a.run.job +
-           "`, after which a backup takes it over as its next attempt",
-       {.handler_duration = a.handler_time(steady())});
+  const std::string until = "; the run stays stopped until `leasectl resume " + a.run.job +
+                            "`, after which a backup takes it over as its next attempt";
+  if (a.at == step::finishing)
+    emit(event_kind::stopped, a.run, a.number, a.fence,
+         "job " + a.run.job + " slot " + detail::fmt(a.run.slot) + ": stopped by an operator (leasectl stop) "
+         "after its handler had ended (" + std::string(to_string(a.result)) +
+             (a.why.empty() ? std::string{} : ": " + a.why) +
+             ") but before the store recorded that result (its finish was being retried): the result is not "
+             "recorded and nothing more is sent for attempt " + std::to_string(a.number) + until +
+             " (the handler runs again)",
+         {.handler_duration = a.handler_time(steady())});
+  else
+    emit(event_kind::stopped, a.run, a.number, a.fence,
+         "job " + a.run.job + " slot " + detail::fmt(a.run.slot) + ": stopped by an operator (leasectl stop): the "
+         "handler was asked to stop (its stop token is requested; nothing more is sent for attempt " +
+             std::to_string(a.number) + ")" + until,
+         {.handler_duration = a.handler_time(steady())});
   const std::uint32_t j = a.job;
   const run_key run = a.run;
   drop_attempt(it);
