@@ -331,6 +331,11 @@ class scheduler {
     /// claims the next slot early in the jitter window, the others late in it
     /// (claims.hpp, claim_delay).
     enum class last_win : std::uint8_t { unknown, this_instance, another } won_last = last_win::unknown;
+    /// Manual claims (pending ids) waiting for a slot's claim of the job to
+    /// go first (defer_manual), with no timer: wake_manual sends them again
+    /// when a claim of the job's slots is answered or dropped, or its slot
+    /// timer is re-armed.
+    std::vector<std::uint64_t> parked_manual{};
   };
   /// A scheduled or catch-up claim, kept (same token) until answered or too late.
   struct pending_claim {
@@ -498,6 +503,12 @@ class scheduler {
   void take_trigger(std::uint32_t j, const run_key& run);
   void follow_manual_runs(const std::string& name);
   bool defer_manual(const pending_claim& pc) const;
+  void wake_manual(std::uint32_t j);
+  /// A pending claim of job `j` was answered or dropped: a manual claim
+  /// parked behind it may go now.
+  void claim_left(std::uint32_t j, claim_reason reason) {
+    if (reason != claim_reason::manual) wake_manual(j);
+  }
   void manual_overlap(std::uint32_t j, const claim_request& req, const claim_result& res);
   void release_manual(std::uint32_t j);
 

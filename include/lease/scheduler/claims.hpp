@@ -50,6 +50,7 @@ namespace lease {
 template <Store S, Clock C, Executor E, OverlapPolicy P>
 void scheduler<S, C, E, P>::arm_slot(std::uint32_t j, time_point slot) {
   jobs_[j].next_slot = slot;
+  wake_manual(j);  // a manual claim parked behind the slot's timer
   slot_timers_.push({slot + jitter(opts_.claim_jitter / 4), 0, detail::timer_kind::slot, j, slot, jobs_[j].gen});
 }
 
@@ -118,6 +119,7 @@ void scheduler<S, C, E, P>::drop_older_claims(std::uint32_t j, time_point slot) 
            std::string(to_string(it->second.req.reason)) + " claim dropped: it was still pending (" +
                it->second.state() + ") when a newer slot, " + detail::fmt(slot) + ", became due; only the latest slot of a job is claimed");
       it = pending_.erase(it);
+      wake_manual(j);
     } else {
       ++it;
     }
@@ -152,7 +154,11 @@ void scheduler<S, C, E, P>::send_pending(std::uint64_t id) {
   const job& jb = jobs_[pc.job];
   if (pc.req.reason == claim_reason::manual) {
     if (defer_manual(pc)) {  // a slot before the trigger is being claimed here: it goes first
-      push_after(duration{10}, {{}, 0, detail::timer_kind::claim, pc.job, pc.req.run.slot, id});
+      // Parked, with no timer: woken when that claim is answered or dropped
+      // (a review found a 10 ms timer re-armed for as long as the slot's
+      // claim waited — its jitter, a retry, a quarantine: up to 100 loop
+      // turns a second per trigger, each scanning every pending claim).
+      jobs_[pc.job].parked_manual.push_back(id);
       return;
     }
   } else if (jb.next_slot > pc.req.run.slot && jb.next_slot <= wall()) {
@@ -161,7 +167,10 @@ void scheduler<S, C, E, P>::send_pending(std::uint64_t id) {
     return;
   }
   if (!pc.first_sent && announced_ended(pc.job, pc.req)) {
+    const std::uint32_t j = pc.job;
+    const claim_reason reason = pc.req.reason;
     pending_.erase(it);
+    claim_left(j, reason);
     return;
   }
   // Counted from now even when the batch leaves a little later: the lease
@@ -299,7 +308,10 @@ void scheduler<S, C, E, P>::claim_answered(std::uint64_t id, std::optional<claim
       emit(event_kind::late, pc.req.run, 0, 0,
            std::string(to_string(pc.req.reason)) + " claim dropped: the store did not answer before the deadline " +
                detail::fmt(pc.req.deadline) + " (+10 s); the run is not started by this instance");
+      const std::uint32_t j = pc.job;
+      const claim_reason reason = pc.req.reason;
       pending_.erase(it);
+      claim_left(j, reason);
       return;
     }
     push_after(wait, {{}, 0, detail::timer_kind::claim, pc.job, pc.req.run.slot, id});
@@ -307,6 +319,7 @@ void scheduler<S, C, E, P>::claim_answered(std::uint64_t id, std::optional<claim
   }
   const pending_claim done = std::move(pc);
   pending_.erase(it);
+  claim_left(done.job, done.req.reason);
   if (done.req.reason == claim_reason::manual && done.tries > 0 && res->outcome == claim_outcome::none) {
     // The trigger is no longer pending, and an earlier send of this very
     // claim may be what answered it, its reply lost: if that answer was a

@@ -210,6 +210,20 @@ bool scheduler<S, C, E, P>::defer_manual(const pending_claim& pc) const {
   return false;
 }
 
+/// The manual claims of job `j` parked by defer_manual are sent again, each
+/// by a timer due now (never from within the answer or drop that woke them):
+/// one that must still wait is parked again. A parked claim has no timer, and
+/// a woken one is no longer parked, so each has at most one timer at a time.
+template <Store S, Clock C, Executor E, OverlapPolicy P>
+void scheduler<S, C, E, P>::wake_manual(std::uint32_t j) {
+  std::vector<std::uint64_t>& parked = jobs_[j].parked_manual;
+  if (parked.empty()) return;
+  for (const std::uint64_t id : parked)
+    if (auto it = pending_.find(id); it != pending_.end())
+      push_after(duration::zero(), {{}, 0, detail::timer_kind::claim, j, it->second.req.run.slot, id});
+  parked.clear();
+}
+
 /// A manual claim answered `overlap` (skip or buffer_one: allow and replace
 /// never are): skip drops the trigger (the store did too), buffer_one waits
 /// for the blocking run, watched here, to end.
