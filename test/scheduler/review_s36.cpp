@@ -249,3 +249,25 @@ TEST_CASE("a failed read-back of a finish in doubt is counted as a store fault")
   CHECK(says(errors.back(), "store fault ended"));
   CHECK(says(errors.back(), "5 failed call(s)"));  // the finish and its 4 read-backs (was: 1)
 }
+
+// ---- Also: an abandon at the stop timeout of a finish in doubt -----------------
+
+TEST_CASE("stop timeout with a finish in doubt: abandoned says it may be recorded", "[!mayfail]") {
+  cluster c{at(1s)};
+  auto& a = c.add(spec_options("A", 1));
+  a.s->start();
+  c.run_until(at(60s));
+  REQUIRE(a.started.size() == 1);
+  c.store.fail_next(faulty_store::op::finish, lease::errc::outcome_unknown, true);  // applied, reply lost
+  for (int i = 0; i < 20; ++i) c.store.fail_next(faulty_store::op::get, lease::errc::unavailable);
+  c.finish_handlers(a);
+  a.s->stop(1s);
+  c.run_until(at(63s));
+  REQUIRE(a.s->stopped());
+  REQUIRE(c.record(at(60s))->status == run_status::success);  // recorded, whatever the instance could tell
+  REQUIRE(a.count(event_kind::abandoned) == 1);
+  const auto e = a.of(event_kind::abandoned)[0];
+  INFO(e.message);
+  CHECK_FALSE(says(e, "did not accept the result"));  // it may well have: its reply was lost
+  CHECK(says(e, "may have been recorded"));
+}
