@@ -252,7 +252,7 @@ TEST_CASE("a failed read-back of a finish in doubt is counted as a store fault")
 
 // ---- Also: an abandon at the stop timeout of a finish in doubt -----------------
 
-TEST_CASE("stop timeout with a finish in doubt: abandoned says it may be recorded", "[!mayfail]") {
+TEST_CASE("stop timeout with a finish in doubt: abandoned says it may be recorded") {
   cluster c{at(1s)};
   auto& a = c.add(spec_options("A", 1));
   a.s->start();

@@ -62,6 +62,13 @@ void scheduler<S, C, E, P>::on_stop_deadline() {
          a.at == step::running
              ? "stopping: the handler was still running at the stop timeout; heartbeats stop and a backup "
                "takes the run over once its lease runs out"
+         : a.end_in_doubt
+             // Its finish or release may have applied, its reply lost (a review
+             // found this said as "did not accept").
+             ? std::string("stopping: the store's answer to this attempt's ") +
+                   (a.at == step::releasing ? "release" : "finish") +
+                   " was lost and no read-back answered before the stop timeout: it may have been recorded "
+                   "(the job's history shows it); if not, a backup takes the run over once its lease runs out"
              : "stopping: the store did not accept the result before the stop timeout; a backup takes the "
                "run over once its lease runs out",
          {.handler_duration = a.handler_time(steady())});
