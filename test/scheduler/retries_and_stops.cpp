@@ -1,5 +1,7 @@
-// Findings of a review (session 36), each a deterministic scenario on fake
-// time that failed before its fix:
+// test/scheduler/retries_and_stops.cpp — what an instance says and does
+// when an operator's stop, a buffered slot or a trigger meets a call that
+// is being retried. Each a deterministic scenario on fake time that failed
+// before its fix (found by a review):
 // * an operator's stop (leasectl stop) that lands while the finish of a run
 //   whose handler had ended is being retried: reported `lost` ("another
 //   instance took the run over"), and the run was not watched, so with one
