@@ -167,6 +167,33 @@ TEST_CASE("a busy executor starts a held lease's handler late, and never one who
 }
 
 
+// I5 across a loss counts a run as started again after the loss only when
+// its attempt was won after it. A takeover won before the loss, whose task a
+// busy executor takes after it (its lease still held: its heartbeats'
+// replies were lost), is the takeover it was, not a start the loss allowed.
+// (The properties reported it as "started before the store lost its state
+// and again after it".)
+TEST_CASE("a takeover won before a loss whose task starts after it is not a start across the loss") {
+  sim_of t(1, {0ms, 0ms});
+  t.sim.run_for(60s + 100ms);  // the slot is won and its handler started
+  const std::size_t r = first_winner(t.sim);
+  const std::size_t b = 1 - r;
+  t.sim.hang_store(r, 5s, 10);   // the runner's heartbeats hang: its lease is lost at about 62.7 s
+  t.sim.delay_starts(b, 3s, 1);  // the backup's takeover task waits 3 s for a worker
+  t.sim.run_for(4s + 900ms);     // 65 s: the takeover is won, its task not started
+  const auto& h = t.sim.recorded();
+  REQUIRE(h.handlers.size() == 1);
+  REQUIRE(t.sim.late_starts() == 1);
+  t.sim.lose_store_state();
+  t.sim.fail_store(b, lease::errc::outcome_unknown, 10, /*applied=*/true);  // its renewals' replies are lost
+  t.sim.run_for(5s);
+  INFO(t.sim.describe());
+  REQUIRE(h.handlers.size() == 2);
+  CHECK(h.handlers[1].attempt == 2);
+  CHECK(h.handlers[1].start > h.handlers[1].run.slot + 5s);  // after the loss
+  CHECK(t.sim.violations().empty());
+}
+
 // ---- a finding ----------------------------------------------------------------
 
 // A restore of the store that nothing notices (a PostgreSQL database or a

@@ -623,9 +623,14 @@ class cluster {
     std::unique_ptr<scheduler_type> sched;
     executor exec;
     std::vector<running_handler> running;
-    /// Dispatched tasks the busy executor has not taken yet: (when it
-    /// takes each, the task), in dispatch order (delay_starts).
-    std::vector<std::pair<time_point, task>> queued;
+    /// Dispatched tasks the busy executor has not taken yet, in dispatch
+    /// order (delay_starts).
+    struct queued_task {
+      time_point at;                  ///< when the executor takes it
+      task t;
+      std::size_t faults_at_dispatch;  ///< history::faults' size when it was dispatched (its win)
+    };
+    std::vector<queued_task> queued;
     std::deque<std::pair<duration, int>> start_delays;  // (delay, tasks left) of delay_starts, in order
     bool probing = false;  // a task taken after its lease was lost is being run: it must not call the handler
     bool crashed = false;
@@ -682,7 +687,7 @@ class cluster {
       }
       if (in.blocked == 0)
         if (auto w = in.sched->next_wakeup()) consider(now() + wakeup_delay(in, *w - in.clock->offset() - now()));
-      for (const auto& q : in.queued) consider(q.first);
+      for (const auto& q : in.queued) consider(q.at);
       const steady_point own = in.clock->steady();
       for (const auto& r : in.running) {
         consider(end_of(r));
@@ -801,7 +806,7 @@ class cluster {
         world_->violation("I5: " + in.name + " dispatched " + to_text(c.run()) + " without holding its current attempt");
       if (!in.start_delays.empty()) {
         auto& [d, left] = in.start_delays.front();
-        in.queued.emplace_back(now() + d, std::move(t));
+        in.queued.push_back({now() + d, std::move(t), world_->hist.faults.size()});
         ++late_starts_;
         if (--left <= 0) in.start_delays.pop_front();
         continue;
@@ -819,15 +824,16 @@ class cluster {
   bool take_queued(instance& in) {
     bool any = false;
     for (std::size_t k = 0; k < in.queued.size();) {
-      if (in.queued[k].first > now()) {
+      if (in.queued[k].at > now()) {
         ++k;
         continue;
       }
-      task t = std::move(in.queued[k].second);
+      task t = std::move(in.queued[k].t);
+      const std::size_t dispatched = in.queued[k].faults_at_dispatch;
       in.queued.erase(in.queued.begin() + static_cast<std::ptrdiff_t>(k));
       any = true;
       if (t.context().lease_held()) {
-        begin_handler(in, std::move(t));
+        begin_handler(in, std::move(t), dispatched);
         continue;
       }
       ++late_starts_refused_;
@@ -841,12 +847,15 @@ class cluster {
     return any;
   }
 
-  /// The handler of task `t` starts now; the task is run when its script ends.
-  void begin_handler(instance& in, task t) {
+  /// The handler of task `t` starts now; the task is run when its script
+  /// ends. `dispatched`: history::faults' size when it was dispatched, if
+  /// a busy executor took it late (delay_starts).
+  void begin_handler(instance& in, task t, std::optional<std::size_t> dispatched = std::nullopt) {
     const run_context& c = t.context();
     handler_run h{in.name, c.run(), c.attempt, c.token, c.fence, now(), std::nullopt, {}};
     h.active_until = now();
     h.faults_before = world_->hist.faults.size();
+    h.faults_at_dispatch = dispatched.value_or(h.faults_before);
     world_->hist.handlers.push_back(h);
     running_handler r{std::move(t), script{}, now(), std::nullopt, world_->hist.handlers.size() - 1};
     for (const auto& j : jobs_)
@@ -989,7 +998,10 @@ class cluster {
   }
 
   /// I5 across a loss of the store's state: a run whose handler started
-  /// before the loss never starts again after it, in any attempt. The loss
+  /// before the loss is never dispatched again after it, in any attempt.
+  /// (Dispatched: won. An attempt won before the loss whose task a busy
+  /// executor takes after it, its lease still held, is a takeover from
+  /// before the loss, not a start the loss allowed.) The loss
   /// forgot the run, and a slot inside the loss's horizon (every slot that
   /// could have started before it) is never started anew nor taken over
   /// (rules::claim) — which a store that notices the loss only beside its
@@ -1006,9 +1018,9 @@ class cluster {
       for (const handler_run& r : h.handlers)
         if (r.faults_before <= i && (all || what == world::lost_job_fault(r.run.job))) before.insert(r.run);
       for (const handler_run& r : h.handlers)
-        if (r.faults_before > i && before.count(r.run) != 0)
+        if (r.faults_at_dispatch > i && before.count(r.run) != 0)
           out.push_back("I5: " + to_text(r.run) + " started before the store lost its state at " +
-                        std::to_string(at.time_since_epoch().count()) + " and again after it (attempt " +
+                        std::to_string(at.time_since_epoch().count()) + " and was won again after it (attempt " +
                         std::to_string(r.attempt) + " on " + r.instance + ")");
     }
   }

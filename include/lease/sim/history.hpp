@@ -48,6 +48,9 @@ struct handler_run {
   /// How many faults history::faults held when it started: orders it against
   /// a fault in the same millisecond (a start and a loss at one store time).
   std::size_t faults_before = 0;
+  /// The same when its task was dispatched (its attempt won): earlier than
+  /// faults_before when a busy executor took the task late (delay_starts).
+  std::size_t faults_at_dispatch = 0;
 };
 
 /// An operator's pause or resume of a job in the store (or, with an empty
