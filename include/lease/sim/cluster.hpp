@@ -269,6 +269,50 @@ class cluster {
     world_->restore_backup(false);
     return true;
   }
+  /// The store is Redis with `replicas = 1` over a primary and one
+  /// asynchronous replica (world::replicas): while the replica keeps up,
+  /// nothing differs; see replica_lags() and fail_over_to_replica().
+  void wait_for_replica(bool on) { world_->replicas = on; }
+  /// The replica lags from now on: writes apply on the primary only, and
+  /// each call whose WAIT then falls short does what redis_store does — a
+  /// won claim is released and the call throws not_replicated (no handler
+  /// starts), a heartbeat throws and its renewal does not count (the runner
+  /// stops at its self-abort deadline), a finish stays recorded on the
+  /// primary and the handle tells it in a store_notice.
+  void replica_lags() { world_->replica_lags(); }
+  [[nodiscard]] bool replica_lagging() const { return world_->lagging(); }
+  /// The replica catches up: nothing is lost.
+  void replica_catches_up() { world_->replica_catches_up(); }
+  /// The primary dies and the lagging replica is promoted: every write since
+  /// the lag began is lost, noticed by nothing but a fence a handle saw
+  /// since (the marker key came back with the replica; world::fail_over).
+  /// After a loss of state since the lag began the replica catches up
+  /// instead; returns whether the failover landed.
+  bool fail_over_to_replica() { return world_->fail_over(); }
+  /// Calls thrown as not_replicated: claims, heartbeats, or (`what` other)
+  /// triggers, pauses, resumes, stops and purges; and finishes recorded on
+  /// the primary only.
+  enum class unreplicated { claims, heartbeats, finishes, other };
+  [[nodiscard]] std::uint64_t not_replicated(unreplicated what) const noexcept {
+    switch (what) {
+      case unreplicated::claims: return world_->unreplicated_claims;
+      case unreplicated::heartbeats: return world_->unreplicated_heartbeats;
+      case unreplicated::finishes: return world_->unreplicated_finishes;
+      case unreplicated::other: return world_->unreplicated_other;
+    }
+    return 0;
+  }
+  /// Failovers that landed, and the finishes they lost in all.
+  [[nodiscard]] std::size_t failovers() const noexcept { return world_->failovers.size(); }
+  [[nodiscard]] std::size_t finishes_lost_in_failovers() const noexcept {
+    std::size_t n = 0;
+    for (const auto& f : world_->failovers) n += f.lost_finishes.size();
+    return n;
+  }
+  /// Runs started again after a failover that lost their finish: the cost
+  /// the design accepts (and tells), counted by the last violations() call.
+  [[nodiscard]] std::size_t accepted_reruns() const noexcept { return accepted_reruns_; }
+
   /// `job`'s state alone is lost, unnoticed (world::lose_job_state): only a
   /// fence an instance remembers proves it. A handle that remembers none
   /// (a process started since) cannot tell its slots ran (doc/protocol.md
@@ -508,6 +552,7 @@ class cluster {
     check_no_win_while_paused(out);
     check_no_overlap(out);
     check_no_start_across_loss(out);
+    check_rerun_after_failover(out);
     check_registrations(out);
     check_registration_cost(out);
     check_healthy_kept(out);
@@ -1025,6 +1070,34 @@ class cluster {
     }
   }
 
+  /// I5 across a failover to a lagging replica (world::fail_over): a run
+  /// whose finish the store had accepted before the failover never starts
+  /// again after it — unless the failover lost that very finish (applied on
+  /// the primary during the lag, told in a notice): the one second run the
+  /// `replicas = N` design accepts, counted in accepted_reruns(). Every
+  /// other write a failover loses was refused to its caller (not_replicated),
+  /// so nothing else may run twice; I5 and I9 hold as everywhere.
+  void check_rerun_after_failover(std::vector<std::string>& out) const {
+    const history& h = world_->hist;
+    accepted_reruns_ = 0;
+    for (const auto& f : world_->failovers) {
+      std::set<run_key> finished;
+      for (std::size_t k = 0; k < f.ops && k < h.ops.size(); ++k)
+        if (h.ops[k].op == store_op::kind::finish && h.ops[k].accepted) finished.insert(h.ops[k].run);
+      std::set<run_key> told;
+      for (const handler_run& r : h.handlers) {
+        if (r.faults_before <= f.faults || finished.count(r.run) == 0 || !told.insert(r.run).second) continue;
+        if (f.lost_finishes.count(r.run) != 0) {
+          ++accepted_reruns_;
+          continue;
+        }
+        out.push_back("I5: " + to_text(r.run) + " finished before the failover at " +
+                      std::to_string(f.at.time_since_epoch().count()) + " and started again after it (attempt " +
+                      std::to_string(r.attempt) + " on " + r.instance + ")");
+      }
+    }
+  }
+
   /// I9: no two handlers of one run execute at overlapping times — each is
   /// executing from its start until it sees its stop or the loss of its
   /// lease (handler_run::active_until), on the simulation's global clock.
@@ -1431,6 +1504,7 @@ class cluster {
   std::uint64_t seed_;
   options opts_;
   mutable std::size_t slots_accounted_ = 0;
+  mutable std::size_t accepted_reruns_ = 0;  // check_rerun_after_failover
   std::shared_ptr<world> world_;
   std::vector<job_spec> jobs_;
   std::vector<std::unique_ptr<instance>> instances_;

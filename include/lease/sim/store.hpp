@@ -250,11 +250,14 @@ struct world {
   static std::string lost_job_fault(std::string_view job) { return "store lost job " + std::string(job) + "'s state"; }
   /// Whether the fault `what` lost some of the store's state.
   static bool is_loss(std::string_view what) {
-    return what == lost_every_job_fault || what == unnoticed_restore_fault || what.starts_with("store lost job ");
+    return what == lost_every_job_fault || what == unnoticed_restore_fault || what == failover_fault ||
+           what.starts_with("store lost job ");
   }
   /// Whether the fault `what` lost `job`'s state (every job's, or its alone).
+  /// A failover lost writes of `job` too, but only unacknowledged ones and
+  /// finishes: not a loss that check_no_start_across_loss holds it to.
   static bool lost_state_of(const std::string& what, std::string_view job) {
-    return what == lost_every_job_fault || what == lost_job_fault(job);
+    return what == lost_every_job_fault || what == lost_job_fault(job) || what == failover_job_fault(job);
   }
 
   /// `by`'s call read the marker and found it gone: the loss is noticed
@@ -422,13 +425,17 @@ struct world {
   /// the store now and the backup. Registrations aside: they carry no run;
   /// a job that one side lacks counts as one with nothing stored.
   [[nodiscard]] std::vector<std::string> changed_since_backup() const {
+    return backup ? changed_since(*backup) : std::vector<std::string>{};
+  }
+  /// The same, between the store now and `then` (a backup, or what a
+  /// lagging replica had).
+  [[nodiscard]] std::vector<std::string> changed_since(const rules::run_table& then_table) const {
     std::vector<std::string> out;
-    if (!backup) return out;
     auto stored = [](rules::run_table t) {
       for (auto& [job, js] : t.jobs) js.registrations.clear();
       return std::move(t.jobs);
     };
-    const auto now = stored(mem.snapshot()), then = stored(*backup);
+    const auto now = stored(mem.snapshot()), then = stored(then_table);
     const rules::job_state nothing;
     auto of = [&](const auto& jobs, const std::string& job) -> const rules::job_state& {
       const auto it = jobs.find(job);
@@ -483,6 +490,114 @@ struct world {
       if (js.paused) hist.pauses.push_back({clock.now(), hist.ops.size(), job, true});
     last = mem.snapshot();  // rolled back on purpose: not an I7 breach
   }
+
+  /// Redis with `replicas = 1`, over a primary and one asynchronous replica
+  /// (cluster::wait_for_replica). While the replica keeps up, every WAIT is
+  /// answered at once and nothing changes. Once it lags (replica_lags),
+  /// writes apply on the primary only: `replica` holds what the replica had
+  /// when the lag began, and a handle's WAIT after a write of its own
+  /// connection falls short, with the consequences redis_store draws from a
+  /// short WAIT (sim::store: a won claim released and thrown as
+  /// not_replicated, a renewal thrown and not counted, a finish kept on the
+  /// primary with a notice). A failover (fail_over) brings back `replica`.
+  bool replicas = false;
+  std::optional<rules::run_table> replica;
+  /// Which lag this is: a handle remembers the lag in which its connection
+  /// last wrote (WAIT counts the replicas that have that connection's writes).
+  std::uint64_t lag_epoch = 0;
+  time_point lag_since{};
+  /// Finishes applied on the primary since the lag began, with their status:
+  /// the replica lacks them, and a failover brings their runs back as running.
+  std::map<run_key, run_status> unreplicated_ends;
+  /// Each failover: when, how many store ops and faults came before it, and
+  /// the runs whose finish it lost — the one case in which the design
+  /// accepts a second run of a slot (with a notice: check_rerun_after_failover).
+  struct failover_record {
+    time_point at{};
+    std::size_t ops = 0;
+    std::size_t faults = 0;  ///< index of the failover's fault in hist.faults
+    std::set<run_key> lost_finishes;
+  };
+  std::vector<failover_record> failovers;
+  std::uint64_t unreplicated_claims = 0;      ///< claim calls thrown as not_replicated (their wins released)
+  std::uint64_t unreplicated_heartbeats = 0;  ///< heartbeat calls thrown as not_replicated (renewals not counted)
+  std::uint64_t unreplicated_finishes = 0;    ///< finishes recorded on the primary only
+  std::uint64_t unreplicated_other = 0;       ///< triggers, pauses, resumes, stops, purges thrown as not_replicated
+  std::uint64_t failovers_without_loss = 0;   ///< failovers that found the replica exactly as the primary
+
+  [[nodiscard]] bool lagging() const { return replica.has_value(); }
+  static constexpr std::string_view failover_fault = "store failed over to its lagging replica";
+  static std::string failover_job_fault(std::string_view job) {
+    return "store failed over: job " + std::string(job) + "'s writes since the lag lost";
+  }
+  /// From now on the replica receives nothing (a slow link, a replica busy
+  /// loading, a partition between the two); the primary goes on.
+  void replica_lags() {
+    if (!replicas || replica) return;
+    replica = mem.snapshot();
+    ++lag_epoch;
+    lag_since = clock.now();
+    hist.faults.push_back({clock.now(), "replica lags: writes reach the primary only"});
+  }
+  /// The replica receives everything it missed: nothing is lost.
+  void replica_catches_up() {
+    if (!replica) return;
+    replica.reset();
+    unreplicated_ends.clear();
+    hist.faults.push_back({clock.now(), "replica caught up with the primary"});
+  }
+  /// The primary dies and the replica is promoted: the store is what the
+  /// replica had when the lag began. Redis cannot tell: the marker key was
+  /// replicated with the rest, so the marker is the one every handle knows
+  /// (rules::roll_back, as an unnoticed restore); only a fence a handle saw
+  /// in an answer since the lag began (a claim won and released) is above
+  /// a restored counter and proves the loss at its next claim (prove).
+  /// What a failover here cannot be: one after a loss noticed, unproven or
+  /// not yet noticed since the lag began (a new marker written on the
+  /// primary alone, which the handles knew, would come back as another
+  /// one: a different case) — then the replica catches up instead, and this
+  /// returns false.
+  bool fail_over() {
+    if (!replica) return false;
+    if (mem.lost_at() != replica->lost_at || marker_gone || !unproven.empty()) {
+      replica_catches_up();
+      return false;
+    }
+    failover_record f{clock.now(), hist.ops.size(), hist.faults.size(), {}};
+    for (const auto& [run, status] : unreplicated_ends) {
+      f.lost_finishes.insert(run);
+      if (status == run_status::failed) failed.erase(run);  // the replica has it running: it may be retried
+    }
+    const std::vector<std::string> changed = changed_since(*replica);
+    if (changed.empty()) ++failovers_without_loss;
+    hist.faults.push_back({clock.now(), std::string(failover_fault)});
+    for (const std::string& job : changed) hist.faults.push_back({clock.now(), failover_job_fault(job)});
+    // Attempts won on the primary alone were released before any handler
+    // started (not_replicated): the same attempt may be won again, once.
+    for (auto it = winners.begin(); it != winners.end();) {
+      const run_record* r = nullptr;
+      if (auto j = replica->jobs.find(it->first.job); j != replica->jobs.end())
+        if (auto k = j->second.runs.find(it->first.slot); k != j->second.runs.end()) r = &k->second;
+      it = r == nullptr || r->attempt < it->second ? winners.erase(it) : std::next(it);
+    }
+    for (const auto& [job, js] : replica->jobs)
+      for (const auto& [slot, r] : js.runs) won_token[r.key()] = r.token;
+    hist.pauses.push_back({clock.now(), hist.ops.size(), {}, false});  // the replica's pauses, below
+    for (const auto& [job, js] : replica->jobs)
+      if (js.paused) hist.pauses.push_back({clock.now(), hist.ops.size(), job, true});
+    mem.roll_back(std::move(*replica));
+    replica.reset();
+    unreplicated_ends.clear();
+    failovers.push_back(std::move(f));
+    last = mem.snapshot();  // rolled back on purpose: not an I7 breach
+    return true;
+  }
+  /// A finish applied on the primary: the replica lacks it while it lags.
+  void finished_on_primary(const run_key& run, run_status status) {
+    if (!replica) return;
+    unreplicated_ends[run] = status;
+    ++unreplicated_finishes;
+  }
 };
 
 /// An instance's handle on the world's store. Models lease::Store,
@@ -512,9 +627,11 @@ class store {
     const bool ok = w_->mem.heartbeat(run, token, lease);
     renewal(run, token, ok);
     const bool proved = !ok && w_->prove(instance_, run.job);
+    if (ok) wrote();
     depart();
-    if (!ok) w_->refused.insert(std::string(token));  // I2 applies once the refusal reached the instance
     if (proved) w_->record_proof(instance_, run.job, w_->fence_seen(instance_, run.job));
+    if (ok && wait_falls_short()) not_replicated("heartbeat", run.job, w_->unreplicated_heartbeats);
+    if (!ok) w_->refused.insert(std::string(token));  // I2 applies once the refusal reached the instance
     return ok;
   }
   std::vector<bool> heartbeat_many(std::span<const heartbeat_request> batch) {
@@ -522,14 +639,20 @@ class store {
     arrive();
     std::vector<bool> out = w_->mem.heartbeat_many(batch);
     std::vector<std::string> proved;
+    bool renewed = false;
     for (std::size_t i = 0; i < batch.size(); ++i) {
       renewal(batch[i].run, batch[i].token, out[i]);
+      renewed = renewed || out[i];
       if (!out[i] && w_->prove(instance_, batch[i].run.job)) proved.push_back(batch[i].run.job);
     }
+    if (renewed) wrote();
     depart();
+    for (const auto& job : proved) w_->record_proof(instance_, job, w_->fence_seen(instance_, job));
+    // redis_store WAITs only when a renewal was applied; short of the
+    // replica the whole call throws: no answer, refusals included, arrives.
+    if (renewed && wait_falls_short()) not_replicated("heartbeat", batch.front().run.job, w_->unreplicated_heartbeats);
     for (std::size_t i = 0; i < batch.size(); ++i)
       if (!out[i]) w_->refused.insert(batch[i].token);
-    for (const auto& job : proved) w_->record_proof(instance_, job, w_->fence_seen(instance_, job));
     return out;
   }
   bool finish(const run_key& run, std::string_view token, run_status status) {
@@ -542,6 +665,7 @@ class store {
     fenced_write(store_op::kind::finish, run, token, ok);
     if (ok && status == run_status::failed) w_->failed.insert(run);
     if (ok) w_->announce(run.job, run.slot);
+    if (ok) ended_on_primary(run, status, 1);
     depart();
     return ok;
   }
@@ -554,6 +678,7 @@ class store {
     const bool ok = w_->mem.release(run, token);
     fenced_write(store_op::kind::release, run, token, ok);
     if (ok) w_->announce(run.job);
+    if (ok) wrote();  // no WAIT (redis_store::release), but later WAITs of this connection cover it
     depart();
     return ok;
   }
@@ -565,14 +690,23 @@ class store {
     std::vector<bool> out;
     out.reserve(batch.size());
     ++w_->finish_batches;
+    const finish_request* first = nullptr;
+    std::size_t finished = 0;
     for (const finish_request& f : batch) {
       const bool ok = f.status ? w_->mem.finish(f.run, f.token, *f.status) : w_->mem.release(f.run, f.token);
       fenced_write(f.status ? store_op::kind::finish : store_op::kind::release, f.run, f.token, ok,
                    w_->finish_batches);
       if (ok && f.status == run_status::failed) w_->failed.insert(f.run);
       if (ok) w_->announce(f.run.job, f.status ? std::optional(f.run.slot) : std::nullopt);
+      if (ok) wrote();
+      if (ok && f.status) {
+        w_->finished_on_primary(f.run, *f.status);
+        if (first == nullptr) first = &f;
+        ++finished;
+      }
       out.push_back(ok);
     }
+    if (first != nullptr) ended_on_primary(first->run, *first->status, finished, false);
     depart();
     return out;
   }
@@ -596,8 +730,10 @@ class store {
     arrive();
     time_point slot = w_->trigger(std::string(job), instance_);
     const bool marker_gone = w_->marker_gone;  // read after the trigger, as after claims
+    wrote();
     depart();  // a lost reply loses the marker's answer too
     if (marker_gone) slot = w_->trigger_after_notice(std::string(job), instance_);
+    if (wait_falls_short()) not_replicated("trigger", job, w_->unreplicated_other);
     return slot;
   }
   std::vector<run_key> triggers(std::span<const std::string> jobs) {
@@ -637,13 +773,17 @@ class store {
   bool pause(std::string_view job) {
     arrive();
     const bool ok = w_->set_paused(std::string(job), true);
+    wrote();
     depart();
+    if (wait_falls_short()) not_replicated("pause", job, w_->unreplicated_other);
     return ok;
   }
   bool resume(std::string_view job) {
     arrive();
     const bool ok = w_->set_paused(std::string(job), false);
+    wrote();
     depart();
+    if (wait_falls_short()) not_replicated("resume", job, w_->unreplicated_other);
     return ok;
   }
   bool paused(std::string_view job) {
@@ -656,7 +796,9 @@ class store {
   std::size_t stop(std::string_view job) {
     arrive();
     const std::size_t n = w_->stop(std::string(job));
+    wrote();
     depart();
+    if (wait_falls_short()) not_replicated("stop", job, w_->unreplicated_other);
     return n;
   }
   /// RegistryStore: counted per instance (the idle cost the property
@@ -666,6 +808,7 @@ class store {
   void register_jobs(std::span<const job_registration> regs) {
     travel();
     w_->mem.register_jobs(regs);
+    wrote();  // no WAIT of its own (redis_store), but the connection's next WAIT covers it
     ++w_->register_calls[instance_];
     w_->registered_at.emplace_back(w_->clock.now(), instance_);
     travel();
@@ -673,7 +816,9 @@ class store {
   purge_result purge(std::string_view job, duration unseen_for) {
     arrive();
     purge_result r = w_->purge(std::string(job), unseen_for);
+    if (r.outcome == purge_outcome::purged) wrote();
     depart();
+    if (r.outcome == purge_outcome::purged && wait_falls_short()) not_replicated("purge", job, w_->unreplicated_other);
     return r;
   }
   /// Applies every request still in the network (world::in_flight) whose
@@ -698,12 +843,49 @@ class store {
   /// InspectStore: an operator's reads; no instance makes them.
   std::vector<stored_job> list_jobs() { return w_->mem.list_jobs(); }
   std::vector<run_record> list_runs(std::string_view job, std::size_t limit) { return w_->mem.list_runs(job, limit); }
+  /// NoticeStore: what this handle has to tell an operator (a finish the
+  /// lagging replica lacks), as redis_store's take_notices().
+  std::vector<std::string> take_notices() { return std::exchange(notices_, {}); }
 
  private:
   struct old_connection {};
   /// The handle of `instance`'s process as it was when it sent a late
   /// copy: nothing of what the handles remember is reset.
   store(std::shared_ptr<world> w, std::string instance, old_connection) : w_(std::move(w)), instance_(std::move(instance)) {}
+
+  /// This handle's connection wrote to the primary (world::replicas): while
+  /// the replica lags, its next WAIT falls short.
+  void wrote() {
+    if (w_->lagging()) wrote_in_lag_ = w_->lag_epoch;
+  }
+  /// Whether a WAIT now would be answered by fewer replicas than asked:
+  /// the replica lags and lacks a write of this connection.
+  [[nodiscard]] bool wait_falls_short() const { return w_->lagging() && wrote_in_lag_ == w_->lag_epoch; }
+  /// The store_error redis_store throws short of replicas (not_replicated
+  /// compares equal to unavailable); recorded as a fault of this instance.
+  [[noreturn]] void not_replicated(std::string_view what, std::string_view job, std::uint64_t& count) {
+    ++count;
+    w_->hist.faults.push_back({w_->clock.now(), "not replicated: a " + std::string(what) + " of job " +
+                                                    std::string(job) + " by " + instance_});
+    throw store_error(make_error_code(errc::unavailable),
+                      "simulated not_replicated: the " + std::string(what) + " of job '" + std::string(job) +
+                          "' was acknowledged by 0 of 1 replicas");
+  }
+  /// A finish (or `count` in a batch) the primary accepted: while the
+  /// replica lags, this connection's WAIT falls short and, as redis_store's
+  /// check_end_replicated, the handle tells it in a notice. Told before the
+  /// reply could be lost: redis_store reads a lost finish back and tells
+  /// it then as "unknown".
+  void ended_on_primary(const run_key& run, run_status status, std::size_t count, bool record = true) {
+    wrote();
+    if (record) w_->finished_on_primary(run, status);
+    if (!wait_falls_short()) return;
+    notices_.push_back("sim store: the finish of job '" + run.job + "'" +
+                       (count > 1 ? " (and " + std::to_string(count - 1) + " more in its batch)" : "") +
+                       " was acknowledged by 0 of 1 replicas; it is recorded on the master, but a failover before "
+                       "the replicas catch up would bring the run back as running, and a backup would run its slot "
+                       "again after its lease");
+  }
 
   /// Whether this instance's next protocol call (a claim, or not) is one
   /// whose request will reach the store only after the caller gave up
@@ -750,6 +932,8 @@ class store {
                         h.fenced_write(f.status ? store_op::kind::finish : store_op::kind::release, f.run, f.token, ok);
                         if (ok && f.status == run_status::failed) h.w_->failed.insert(f.run);
                         if (ok) h.w_->announce(f.run.job, f.status ? std::optional(f.run.slot) : std::nullopt);
+                        // Nobody WAITs for it (its reply is never read), and nobody is told.
+                        if (ok && f.status) h.w_->finished_on_primary(f.run, *f.status);
                       }
                     });
   }
@@ -807,7 +991,31 @@ class store {
       known_lost_ = w_->mem.lost_at();
       for (std::size_t i = 0; i < batch.size(); ++i) out[i] = beside_loss(batch[i], std::move(out[i]), sent_lost);
     }
+    if (w_->replicas) wait_for_replica(batch, out, batched);
     return out;
+  }
+
+  /// What redis_store::claim and claim_many do after the reply, with
+  /// `replicas = 1`: one claim WAITs only if it would start a handler (a
+  /// win, or a resend answered `running` with its own token, whose
+  /// write_before_wait heartbeat is a write too); a batch always WAITs.
+  /// WAIT counts the replicas that have every write of this connection, so
+  /// a batch whose claims wrote nothing still falls short if an earlier
+  /// call of this handle wrote during the lag. Short: each claim that would
+  /// start a handler is released (by the handle, right after) and the call
+  /// throws unavailable (redis_errc::not_replicated) — no handler starts.
+  void wait_for_replica(std::span<const claim_request> batch, const std::vector<claim_result>& out, bool batched) {
+    bool starts = false;
+    for (std::size_t i = 0; i < batch.size(); ++i) starts = starts || starts_handler(batch[i], out[i]);
+    if (starts) wrote();
+    if (!(starts || batched) || !wait_falls_short()) return;
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      if (!starts_handler(batch[i], out[i])) continue;
+      const bool ok = w_->mem.release(batch[i].run, batch[i].token);
+      fenced_write(store_op::kind::release, batch[i].run, batch[i].token, ok);
+      if (ok) w_->announce(batch[i].run.job);
+    }
+    not_replicated("claim", batch.front().run.job, w_->unreplicated_claims);
   }
 
   /// What redis_store::unless_quarantined does with the marker's answer: a
@@ -822,6 +1030,7 @@ class store {
     const auto quarantine_end = rules::quarantine_after_loss(req, res, *known_lost_);
     if (!quarantine_end) return res;
     if (starts_handler(req, res)) {
+      wrote();
       ++w_->handed_back;
       if (resent_win) ++w_->resent_handed_back;
       // Ended if its slot lies inside the loss's horizon (never to run),
@@ -982,6 +1191,8 @@ class store {
   /// The loss this handle knows of, as read from the marker beside its
   /// last claim (loss_beside_claims).
   std::optional<time_point> known_lost_;
+  std::uint64_t wrote_in_lag_ = 0;  ///< the lag (world::lag_epoch) in which this connection last wrote, 0: none
+  std::vector<std::string> notices_;  ///< for take_notices()
 };
 
 /// lease::sim::store for a store that cannot push triggers (as SQLite): the
@@ -1000,6 +1211,7 @@ static_assert(PauseStore<store>);
 static_assert(StopStore<store>);
 static_assert(RegistryStore<store> && RegistryStore<polled_store>);
 static_assert(PushTriggerStore<store>);
+static_assert(NoticeStore<store>);
 static_assert(TriggerStore<polled_store> && !PushTriggerStore<polled_store>);
 
 }  // namespace lease::sim
