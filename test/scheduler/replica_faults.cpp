@@ -105,6 +105,7 @@ TEST_CASE("replicas 1: a heartbeat the replica lacks does not count") {
   REQUIRE(runs.size() == 2);
   CHECK(runs[1].attempt == first.attempt + 1);
   CHECK(runs[1].start >= *stopped.end);
+  CHECK(runs[1].start < rec->lease_end);  // the primary's renewals died with it
   CHECK(s.sim.violations().empty());
 }
 
@@ -120,6 +121,8 @@ TEST_CASE("replicas 1: a failover after an unreplicated heartbeat runs nothing t
   // on past the backup's takeover.
   s.sim.run_until(s.at(64s) + 850ms);
   REQUIRE(s.sim.not_replicated(unreplicated::heartbeats) > 0);
+  const auto primary = s.sim.backing_store().get({"report", s.at(60s)});
+  REQUIRE(primary);
   REQUIRE(s.sim.fail_over_to_replica());
   s.sim.run_until(s.at(70s));
   INFO(s.sim.describe());
@@ -128,6 +131,7 @@ TEST_CASE("replicas 1: a failover after an unreplicated heartbeat runs nothing t
   REQUIRE(runs[0].end);
   CHECK(*runs[0].end <= s.at(64s) + 700ms);
   CHECK(runs[1].start >= s.at(65s));
+  CHECK(runs[1].start < primary->lease_end);  // taken over by the replica's lease end, not the primary's
   CHECK(s.sim.violations().empty());
 }
 

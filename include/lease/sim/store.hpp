@@ -501,6 +501,12 @@ struct world {
   /// not_replicated, a renewal thrown and not counted, a finish kept on the
   /// primary with a notice). A failover (fail_over) brings back `replica`.
   bool replicas = false;
+  /// How long a WAIT that falls short blocks its caller (redis_options::
+  /// replica_timeout, 200 ms by default). 0 here: blocked calls nest in the
+  /// sim, and a backup whose every claim batch waits it out polls for ever
+  /// inside another instance's wait, holding that one up far longer than a
+  /// real process would be (cluster::store_round_trip says the same).
+  duration replica_timeout{0};
   std::optional<rules::run_table> replica;
   /// Which lag this is: a handle remembers the lag in which its connection
   /// last wrote (WAIT counts the replicas that have that connection's writes).
@@ -861,10 +867,17 @@ class store {
   /// Whether a WAIT now would be answered by fewer replicas than asked:
   /// the replica lags and lacks a write of this connection.
   [[nodiscard]] bool wait_falls_short() const { return w_->lagging() && wrote_in_lag_ == w_->lag_epoch; }
+  /// A WAIT that falls short returns only at its timeout: the caller waits
+  /// while the world goes on (world::replica_timeout, 0 by default).
+  void wait_out_replica() {
+    if (w_->block && w_->replica_timeout > duration::zero()) w_->block(instance_, w_->clock.now() + w_->replica_timeout);
+  }
   /// The store_error redis_store throws short of replicas (not_replicated
   /// compares equal to unavailable); recorded as a fault of this instance.
-  [[noreturn]] void not_replicated(std::string_view what, std::string_view job, std::uint64_t& count) {
+  [[noreturn]] void not_replicated(std::string_view what, std::string_view job, std::uint64_t& count,
+                                   bool waited = false) {
     ++count;
+    if (!waited) wait_out_replica();
     w_->hist.faults.push_back({w_->clock.now(), "not replicated: a " + std::string(what) + " of job " +
                                                     std::string(job) + " by " + instance_});
     throw store_error(make_error_code(errc::unavailable),
@@ -880,6 +893,7 @@ class store {
     wrote();
     if (record) w_->finished_on_primary(run, status);
     if (!wait_falls_short()) return;
+    wait_out_replica();
     notices_.push_back("sim store: the finish of job '" + run.job + "'" +
                        (count > 1 ? " (and " + std::to_string(count - 1) + " more in its batch)" : "") +
                        " was acknowledged by 0 of 1 replicas; it is recorded on the master, but a failover before "
@@ -1009,13 +1023,17 @@ class store {
     for (std::size_t i = 0; i < batch.size(); ++i) starts = starts || starts_handler(batch[i], out[i]);
     if (starts) wrote();
     if (!(starts || batched) || !wait_falls_short()) return;
+    wait_out_replica();  // the win stays in the store meanwhile
     for (std::size_t i = 0; i < batch.size(); ++i) {
       if (!starts_handler(batch[i], out[i])) continue;
+      // Not announced here, although redis_store's release publishes it:
+      // with no WAIT timeout in the sim (world::replica_timeout) backups
+      // told at once would win, fall short and release again, for ever, in
+      // one instant of the fake clock. They find it at their next check.
       const bool ok = w_->mem.release(batch[i].run, batch[i].token);
       fenced_write(store_op::kind::release, batch[i].run, batch[i].token, ok);
-      if (ok) w_->announce(batch[i].run.job);
     }
-    not_replicated("claim", batch.front().run.job, w_->unreplicated_claims);
+    not_replicated("claim", batch.front().run.job, w_->unreplicated_claims, true);
   }
 
   /// What redis_store::unless_quarantined does with the marker's answer: a
