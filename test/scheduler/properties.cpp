@@ -25,6 +25,7 @@
 #include <rapidcheck.h>
 #include <rapidcheck/catch.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdlib>
 #include <functional>
@@ -32,6 +33,7 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "lease/schedule/every.hpp"
@@ -71,6 +73,9 @@ struct coverage_counts {
   std::size_t partial_losses = 0, stale_partial_losses = 0, fence_proofs = 0, explained_proofs = 0, stale_proofs = 0;
   std::size_t handed_back = 0, resent_handed_back = 0;
   std::size_t late_copies = 0, late_claim_wins = 0, late_starts = 0, late_starts_refused = 0;
+  std::size_t replicated_histories = 0, lags = 0, histories_with_lag = 0, failovers = 0, histories_with_failover = 0;
+  std::size_t unreplicated_claims = 0, unreplicated_heartbeats = 0, unreplicated_finishes = 0, unreplicated_other = 0;
+  std::size_t finishes_lost = 0, accepted_reruns = 0;
   std::array<std::size_t, static_cast<std::size_t>(lease::event_kind::stopped) + 1> kinds{};
   void print() const {
     std::cout << "  coverage: " << histories << " histories, " << with_takeover << " with a takeover, "
@@ -87,6 +92,15 @@ struct coverage_counts {
     for (std::size_t k = 0; k < kinds.size(); ++k)
       std::cout << ' ' << lease::to_string(static_cast<lease::event_kind>(k)) << '=' << kinds[k];
     std::cout << std::endl;
+    if (replicated_histories > 0)
+      std::cout << "  replicas = 1: " << replicated_histories << " histories on a primary with one replica, "
+                << histories_with_lag << " with a lag (" << lags << " lags), " << histories_with_failover
+                << " with a failover (" << failovers << " failovers); calls thrown as not_replicated: "
+                << unreplicated_claims << " claim calls (their wins released), " << unreplicated_heartbeats
+                << " heartbeat calls (renewals not counted), " << unreplicated_other
+                << " triggers, pauses and resumes; " << unreplicated_finishes
+                << " finishes recorded on the primary only, " << finishes_lost << " of them lost in a failover, "
+                << accepted_reruns << " such runs started again (the accepted cost)" << std::endl;
   }
 };
 
@@ -163,6 +177,14 @@ void random_history(coverage_counts& coverage, bool long_jobs, store_steps ahead
   // forgotten state, and a lost reply loses the answer that hands it back.
   const bool loss_beside_claims = losses || pick(0, 2) == 0;
   sim.notice_losses_beside_claims(loss_beside_claims);
+  // Half of those are Redis with `replicas = 1` over a primary and one
+  // asynchronous replica: the replica lags now and then (case 36), and the
+  // primary fails over to it or it catches up. Not where every heartbeat
+  // must be on time: an unreplicated renewal does not count.
+  const bool replicated = loss_beside_claims && ahead == store_steps::within_margin &&
+                          std::is_same_v<typename Sim::store_type, lease::sim::store> && pick(0, 2) == 0;
+  sim.wait_for_replica(replicated);
+  coverage.replicated_histories += replicated ? 1 : 0;
   const int jobs = pick(1, 3);
   std::vector<duration> intervals;
   for (int j = 0; j < jobs; ++j) {
@@ -209,9 +231,17 @@ void random_history(coverage_counts& coverage, bool long_jobs, store_steps ahead
   // back alone only stretches leases, quarantines and retention in real
   // time; with a loss after it, it can run a slot twice (below).
   const bool steps_back = ahead == store_steps::within_margin && pick(0, 4) == 0;
+  // The end of a lag: mostly a failover, which loses the writes since it
+  // began (a loss, so never after a step of the store's clock back), or the
+  // replica catches up.
+  const auto end_lag = [&] {
+    if (!steps_back && pick(0, 3) != 0 && sim.fail_over_to_replica()) return;
+    sim.replica_catches_up();
+  };
   for (int s = 0; s < steps; ++s) {
     const auto who = static_cast<std::size_t>(pick(0, n));
     int fault = losses && pick(0, 3) == 0 ? pick(30, 34) : pick(0, 36);
+    if (replicated && pick(0, 4) == 0) fault = 36;
     const bool late_heartbeat =
         fault == 5 || fault == 7 || fault == 8 || fault == 9 || fault == 10 || fault == 13 || fault == 30 || fault == 34 || fault == 35;
     if (ahead == store_steps::within_heartbeat && late_heartbeat) fault = 28;
@@ -424,6 +454,28 @@ void random_history(coverage_counts& coverage, bool long_jobs, store_steps ahead
         }
         break;
       }
+      // The replica lags (replicated histories): each call's WAIT after a
+      // write of its connection falls short. Half the time just before a
+      // slot, so that its claims meet it; the lag ends at once, after a
+      // while, or at a later step (crashes, freezes and the rest meanwhile).
+      case 36: {
+        if (sim.replica_lagging()) {
+          end_lag();
+          break;
+        }
+        if (pick(0, 2) == 0) {
+          const auto every = intervals[static_cast<std::size_t>(pick(0, jobs))].count();
+          const lease::time_point slot{duration{(sim.now().time_since_epoch().count() / every + 1) * every}};
+          sim.run_until(slot - ms(pick(1, 500)));
+        }
+        sim.replica_lags();
+        ++coverage.lags;
+        if (pick(0, 2) == 0) {
+          sim.run_for(ms(pick(1, 2 * lease_ms)));
+          end_lag();
+        }
+        break;
+      }
     }
     sim.check_registrations_now();
     // Now and then a trigger right after another step (a run in progress, a
@@ -433,6 +485,7 @@ void random_history(coverage_counts& coverage, bool long_jobs, store_steps ahead
   // A last trigger, with time for it: a trigger left pending while an
   // instance with the job runs unhindered is a violation. Now and then every
   // listener is cut when it is asked: only the reconnects' polls find it.
+  if (sim.replica_lagging()) end_lag();
   if (pick(0, 4) == 0) cut_trigger_listeners(sim, n);
   sim.trigger_job("job" + std::to_string(pick(0, jobs)));
   sim.run_for(3 * o.lease + 20s);
@@ -503,6 +556,18 @@ void random_history(coverage_counts& coverage, bool long_jobs, store_steps ahead
           break;
         }
   const auto bad = sim.violations();
+  using unreplicated = typename Sim::unreplicated;
+  coverage.histories_with_lag += std::any_of(h.faults.begin(), h.faults.end(), [](const auto& f) {
+    return f.second.rfind("replica lags", 0) == 0;
+  });
+  coverage.failovers += sim.failovers();
+  coverage.histories_with_failover += sim.failovers() > 0 ? 1 : 0;
+  coverage.unreplicated_claims += sim.not_replicated(unreplicated::claims);
+  coverage.unreplicated_heartbeats += sim.not_replicated(unreplicated::heartbeats);
+  coverage.unreplicated_finishes += sim.not_replicated(unreplicated::finishes);
+  coverage.unreplicated_other += sim.not_replicated(unreplicated::other);
+  coverage.finishes_lost += sim.finishes_lost_in_failovers();
+  coverage.accepted_reruns += sim.accepted_reruns();
   coverage.timed_takeovers += sim.takeover_checks();
   coverage.slots_accounted += sim.slots_accounted();
   if (!bad.empty()) RC_FAIL(sim.describe());
@@ -526,6 +591,10 @@ TEST_CASE("random histories of 3 to 5 instances with faults and clock skew satis
   CHECK(coverage.stale_proofs > 0);  // a fence from before a recorded loss proved a later loss of one job's state
   CHECK(coverage.late_claim_wins > 0);  // a claim's late copy won after its caller had given up on it
   CHECK(coverage.late_starts_refused > 0);  // a task taken after its lease was lost
+  CHECK(coverage.failovers > 0);  // a primary failed over to its lagging replica
+  CHECK(coverage.unreplicated_claims > 0);  // wins released short of the replica
+  CHECK(coverage.unreplicated_heartbeats > 0);  // renewals not counted
+  CHECK(coverage.finishes_lost > 0);  // finishes on the primary only, lost in a failover
 }
 
 TEST_CASE("random histories of a store that notices a loss only beside its claims, with lost replies, satisfy every invariant") {
