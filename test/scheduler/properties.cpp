@@ -241,7 +241,7 @@ void random_history(coverage_counts& coverage, bool long_jobs, store_steps ahead
   for (int s = 0; s < steps; ++s) {
     const auto who = static_cast<std::size_t>(pick(0, n));
     int fault = losses && pick(0, 3) == 0 ? pick(30, 34) : pick(0, 36);
-    if (replicated && pick(0, 4) == 0) fault = 36;
+    if (replicated && pick(0, 5) == 0) fault = 36;
     const bool late_heartbeat =
         fault == 5 || fault == 7 || fault == 8 || fault == 9 || fault == 10 || fault == 13 || fault == 30 || fault == 34 || fault == 35;
     if (ahead == store_steps::within_heartbeat && late_heartbeat) fault = 28;
@@ -470,7 +470,9 @@ void random_history(coverage_counts& coverage, bool long_jobs, store_steps ahead
         }
         sim.replica_lags();
         ++coverage.lags;
-        if (pick(0, 2) == 0) {
+        // (Mostly ended here: every claim during a lag is answered, released
+        // and sent again, and long lags made the suite 10 % slower.)
+        if (pick(0, 3) != 0) {
           sim.run_for(ms(pick(1, 2 * lease_ms)));
           end_lag();
         }
