@@ -626,6 +626,36 @@ TEST_CASE("with replicas set a heartbeat the replicas lack throws not_replicated
   CHECK(waiting.get(run)->lease_end == clock.now() + 30s);
 }
 
+// A batch of claims that starts no handler waits for no replica, as one
+// claim() does: WAIT counts every write of the connection, so once it had
+// written while a replica lagged (a heartbeat of its own run), every batch
+// of a backup answered `running` fell short and was thrown (the sim found).
+TEST_CASE("with replicas set a claim batch that starts nothing does not wait for them") {
+  lease::testing::redis_server master;  // no replica: every WAIT falls short
+  lease::fake_clock clock{at(1'700'000'000'000)};
+  auto o = options_on(master.url(), lease::testing::fresh_prefix("wait-nothing"), clock);
+  REQUIRE(lease::redis_store{o}.claim(request("report", clock.now(), "t1")).outcome == claim_outcome::won);
+  REQUIRE(lease::redis_store{o}.claim(request("batch", clock.now(), "t2")).outcome == claim_outcome::won);
+  o.replicas = 1;
+  o.replica_timeout = 50ms;
+  lease::redis_store store{o};
+  // This connection writes while the replica is missing: a renewal.
+  std::error_code err;
+  try {
+    (void)store.heartbeat({"report", clock.now()}, "t1", 30s);
+  } catch (const lease::store_error& e) {
+    err = e.code();
+  }
+  CHECK(err == lease::redis_errc::not_replicated);
+  const std::vector<claim_request> backups = {request("report", clock.now(), "b1"),
+                                              request("batch", clock.now(), "b2")};
+  std::vector<lease::claim_result> answers;
+  REQUIRE_NOTHROW(answers = store.claim_many(backups));
+  REQUIRE(answers.size() == 2);
+  CHECK(answers[0].outcome == claim_outcome::running);
+  CHECK(answers[1].outcome == claim_outcome::running);
+}
+
 // A refusal needs no replica to be believed: in a batch whose renewals the
 // replicas lack it is still answered (partial_batch_error), so its runner
 // stops now instead of at its self-abort deadline.

@@ -1005,24 +1005,24 @@ class store {
       known_lost_ = w_->mem.lost_at();
       for (std::size_t i = 0; i < batch.size(); ++i) out[i] = beside_loss(batch[i], std::move(out[i]), sent_lost);
     }
-    if (w_->replicas) wait_for_replica(batch, out, batched);
+    if (w_->replicas) wait_for_replica(batch, out);
     return out;
   }
 
   /// What redis_store::claim and claim_many do after the reply, with
-  /// `replicas = 1`: one claim WAITs only if it would start a handler (a
+  /// `replicas = 1`: they WAIT only if a claim would start a handler (a
   /// win, or a resend answered `running` with its own token, whose
-  /// write_before_wait heartbeat is a write too); a batch always WAITs.
-  /// WAIT counts the replicas that have every write of this connection, so
+  /// write_before_wait heartbeat is a write too). WAIT counts the replicas that have every write of this connection, so
   /// a batch whose claims wrote nothing still falls short if an earlier
   /// call of this handle wrote during the lag. Short: each claim that would
   /// start a handler is released (by the handle, right after) and the call
   /// throws unavailable (redis_errc::not_replicated) — no handler starts.
-  void wait_for_replica(std::span<const claim_request> batch, const std::vector<claim_result>& out, bool batched) {
+  void wait_for_replica(std::span<const claim_request> batch, const std::vector<claim_result>& out) {
     bool starts = false;
     for (std::size_t i = 0; i < batch.size(); ++i) starts = starts || starts_handler(batch[i], out[i]);
-    if (starts) wrote();
-    if (!(starts || batched) || !wait_falls_short()) return;
+    if (!starts) return;
+    wrote();
+    if (!wait_falls_short()) return;
     wait_out_replica();  // the win stays in the store meanwhile
     for (std::size_t i = 0; i < batch.size(); ++i) {
       if (!starts_handler(batch[i], out[i])) continue;

@@ -208,14 +208,20 @@ class redis_store {
   /// script call, answered in order. A lost reply fails the whole batch
   /// (the scheduler resends each claim with its token, which recognises a
   /// claim that was applied). With options().replicas, one WAIT covers the
-  /// batch; short of replicas, every won claim is released and the batch
-  /// throws as claim() would.
+  /// batch when a claim in it would start a handler, as claim() waits only
+  /// then; short of replicas, every won claim is released and the batch
+  /// throws as claim() would. (A batch that starts nothing waited before,
+  /// and fell short whenever this connection had written anything while a
+  /// replica lagged: every batch of a backup was thrown, the sim found.)
   std::vector<claim_result> claim_many(std::span<const claim_request> batch) {
     if (batch.empty()) return {};
     if (batch.size() == 1) return {claim(batch.front())};
     conn_->forget_writes();
     std::vector<claim_result> out = send_claims(batch);
     if (opts_.replicas == 0) return out;
+    bool starts = false;
+    for (std::size_t i = 0; i < batch.size(); ++i) starts = starts || starts_handler(batch[i], out[i]);
+    if (!starts) return out;
     if (!replicated()) {
       for (std::size_t i = 0; i < batch.size(); ++i)
         if (starts_handler(batch[i], out[i])) release_unreplicated(batch[i]);
