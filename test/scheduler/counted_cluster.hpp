@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "harness.hpp"
+#include "store_cluster.hpp"
 #include "lease/store/inspect.hpp"
 
 namespace test {
@@ -65,57 +66,8 @@ class counted_store : public lease::memory_store<lease::fake_clock> {
 static_assert(lease::StopStore<counted_store> && lease::RegistryStore<counted_store>);
 static_assert(lease::PushStore<counted_store> && lease::PushTriggerStore<counted_store>);
 
-/// Instances over one counted_store; each job's handler records its context
-/// and runs only when the test lets it (manual executor).
+/// Instances over one counted_store (store_cluster.hpp).
 template <class Policy = lease::skip_t>
-struct counted_cluster : drive<counted_cluster<Policy>> {
-  struct cnode {
-    using sched = lease::scheduler<counted_store, lease::fake_clock, recording_executor, Policy>;
-    recording_executor exec;
-    std::vector<lease::run_context>& started = *exec.seen;
-    std::unique_ptr<sched> s;
-    std::vector<lease::event> events;
-    bool down = false;
-    [[nodiscard]] std::vector<lease::event> of(lease::event_kind k) const {
-      std::vector<lease::event> out;
-      for (const auto& e : events)
-        if (e.kind == k) out.push_back(e);
-      return out;
-    }
-    [[nodiscard]] int count(lease::event_kind k) const { return static_cast<int>(of(k).size()); }
-  };
-  lease::fake_clock clock;
-  counted_store store;
-  std::vector<std::unique_ptr<cnode>> nodes;
-
-  explicit counted_cluster(time_point start = at(1s)) : clock(start), store(clock) {}
-
-  /// An instance with no job yet (add them with `n.s->add`).
-  cnode& add_instance(lease::options o) {
-    auto n = std::make_unique<cnode>();
-    n->s = std::make_unique<typename cnode::sched>(store, clock, n->exec, Policy{}, std::move(o));
-    cnode* raw = n.get();
-    n->s->on_event([raw](const lease::event& e) { raw->events.push_back(e); });
-    nodes.push_back(std::move(n));
-    return *nodes.back();
-  }
-  /// An instance with job "report" on every(interval).
-  cnode& add(lease::options o, duration interval = 60s) {
-    cnode& n = add_instance(std::move(o));
-    n.s->add("report", lease::every(interval), [](lease::run_context&) {});
-    return n;
-  }
-  using drive<counted_cluster<Policy>>::run_until;
-
-  std::optional<lease::run_record> record(time_point slot, const std::string& job = "report") {
-    return store.lease::memory_store<lease::fake_clock>::get({job, slot});  // not counted
-  }
-  /// The store's registrations of `job`, by instance id.
-  std::vector<lease::job_registration> registrations(const std::string& job = "report") {
-    for (const auto& j : store.list_jobs())
-      if (j.name == job) return j.instances;
-    return {};
-  }
-};
+using counted_cluster = store_cluster<counted_store, Policy>;
 
 }  // namespace test

@@ -20,6 +20,7 @@
 
 #include "counted_cluster.hpp"
 #include "harness.hpp"
+#include "store_cluster.hpp"
 
 using namespace test;
 using lease::event_kind;
@@ -71,44 +72,9 @@ class stop_faulty_store : public counted_store {
 };
 static_assert(lease::StopStore<stop_faulty_store> && lease::TriggerStore<stop_faulty_store>);
 
-/// Instances over one store of type Store, as counted_cluster's.
+/// Instances over one store of type Store (store_cluster.hpp).
 template <class Store, class Policy = lease::skip_t>
-struct gcluster : drive<gcluster<Store, Policy>> {
-  struct gnode {
-    using sched = lease::scheduler<Store, lease::fake_clock, recording_executor, Policy>;
-    recording_executor exec;
-    std::vector<lease::run_context>& started = *exec.seen;
-    std::unique_ptr<sched> s;
-    std::vector<lease::event> events;
-    bool down = false;
-    [[nodiscard]] std::vector<lease::event> of(event_kind k) const {
-      std::vector<lease::event> out;
-      for (const auto& e : events)
-        if (e.kind == k) out.push_back(e);
-      return out;
-    }
-    [[nodiscard]] int count(event_kind k) const { return static_cast<int>(of(k).size()); }
-  };
-  lease::fake_clock clock;
-  Store store;
-  std::vector<std::unique_ptr<gnode>> nodes;
-
-  explicit gcluster(time_point start = at(1s)) : clock(start), store(clock) {}
-
-  gnode& add(lease::options o, duration interval = 60s) {
-    auto n = std::make_unique<gnode>();
-    n->s = std::make_unique<typename gnode::sched>(store, clock, n->exec, Policy{}, std::move(o));
-    gnode* raw = n.get();
-    n->s->on_event([raw](const lease::event& e) { raw->events.push_back(e); });
-    n->s->add("report", lease::every(interval), [](lease::run_context&) {});
-    nodes.push_back(std::move(n));
-    return *nodes.back();
-  }
-  using drive<gcluster<Store, Policy>>::run_until;
-  std::optional<lease::run_record> record(time_point slot) {
-    return store.lease::memory_store<lease::fake_clock>::get({"report", slot});  // neither counted nor failed
-  }
-};
+using gcluster = store_cluster<Store, Policy>;
 
 }  // namespace
 

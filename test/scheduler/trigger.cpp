@@ -11,6 +11,7 @@
 #include <span>
 
 #include "harness.hpp"
+#include "store_cluster.hpp"
 
 using namespace test;
 using lease::event_kind;
@@ -37,59 +38,7 @@ static_assert(lease::PushTriggerStore<mem>);
 
 /// test::cluster (harness.hpp) over a TriggerStore.
 template <class Store = mem, class Policy = lease::skip_t>
-struct tcluster : drive<tcluster<Store, Policy>> {
-  struct tnode {
-    using sched = lease::scheduler<Store, lease::fake_clock, recording_executor, Policy>;
-    recording_executor exec;
-    std::vector<lease::run_context>& started = *exec.seen;
-    std::unique_ptr<sched> s;
-    std::vector<lease::event> events;
-    bool down = false;
-    [[nodiscard]] std::vector<lease::event> of(event_kind k) const {
-      std::vector<lease::event> out;
-      for (const auto& e : events)
-        if (e.kind == k) out.push_back(e);
-      return out;
-    }
-    [[nodiscard]] int count(event_kind k) const { return static_cast<int>(of(k).size()); }
-  };
-  lease::fake_clock clock;
-  Store store;
-  std::vector<std::unique_ptr<tnode>> nodes;
-
-  explicit tcluster(time_point start = at(1s)) : clock(start), store(clock) {}
-
-  tnode& add(lease::options o, duration interval = 60s) {
-    auto n = std::make_unique<tnode>();
-    n->s = std::make_unique<typename tnode::sched>(store, clock, n->exec, Policy{}, std::move(o));
-    tnode* raw = n.get();
-    n->s->on_event([raw](const lease::event& e) { raw->events.push_back(e); });
-    n->s->add("report", lease::every(interval), [](lease::run_context&) {});
-    nodes.push_back(std::move(n));
-    return *nodes.back();
-  }
-  using drive<tcluster<Store, Policy>>::poll_all;
-
-  /// Handlers started for `slot`, on every instance.
-  [[nodiscard]] std::vector<lease::run_context> started_at(time_point slot) const {
-    std::vector<lease::run_context> out;
-    for (const auto& n : nodes)
-      for (const auto& c : n->started)
-        if (c.slot == slot) out.push_back(c);
-    return out;
-  }
-  [[nodiscard]] std::vector<lease::event> events_of(event_kind k) const {
-    std::vector<lease::event> out;
-    for (const auto& n : nodes)
-      for (const auto& e : n->of(k)) out.push_back(e);
-    return out;
-  }
-  std::optional<lease::run_record> record(time_point slot) { return store.get({"report", slot}); }
-  std::vector<lease::run_key> pending() {
-    const std::vector<std::string> jobs{"report"};
-    return store.triggers(jobs);
-  }
-};
+using tcluster = store_cluster<Store, Policy>;
 
 bool says(const lease::event& e, const std::string& words) { return e.message.find(words) != std::string::npos; }
 

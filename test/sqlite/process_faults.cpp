@@ -34,6 +34,66 @@ namespace {
 
 const lease::time_point t0{std::chrono::sys_days{std::chrono::year{2026} / 5 / 1}};
 
+/// An instance started later, in a child process forked now — before this
+/// process opens the file, so that the two share no SQLite state (a store
+/// must not cross a fork). It waits for go(), then opens the store at
+/// `path` with its clock at `now` and claims `job` at `slot`.
+class later_instance {
+ public:
+  later_instance(const std::string& path, lease::time_point now, const std::string& job, lease::time_point slot) {
+    REQUIRE(::pipe(up_) == 0);
+    REQUIRE(::pipe(down_) == 0);
+    pid_ = ::fork();
+    REQUIRE(pid_ >= 0);
+    if (pid_ == 0) {
+      ::close(up_[0]);
+      ::close(down_[1]);
+      char c = 'e';
+      if (::read(down_[0], &c, 1) != 1) ::_exit(3);
+      try {
+        lease::fake_clock clock{now};
+        auto b = store_on(path, clock);
+        c = b.claim(claim_of(job, slot, "tok-b")).outcome == claim_outcome::won ? 'w' : 'x';
+      } catch (...) {
+        c = 'e';
+      }
+      if (::write(up_[1], &c, 1) != 1) ::_exit(3);
+      ::_exit(0);
+    }
+    ::close(up_[1]);
+    ::close(down_[0]);
+  }
+  later_instance(const later_instance&) = delete;
+  later_instance& operator=(const later_instance&) = delete;
+  /// A test that failed before go(): the child reads end of file and exits.
+  ~later_instance() {
+    if (pid_ > 0) reap();
+  }
+
+  /// Lets it start and claim; waits for it to exit. 'w': its claim won,
+  /// 'x': it did not, 'e': it failed.
+  char go() {
+    char c = 0;
+    const bool told = ::write(down_[1], "g", 1) == 1 && ::read(up_[0], &c, 1) == 1;
+    reap();
+    REQUIRE(told);
+    return c;
+  }
+
+ private:
+  void reap() {
+    ::close(up_[0]);
+    ::close(down_[1]);
+    int status = 0;
+    (void)::waitpid(pid_, &status, 0);
+    pid_ = -1;
+  }
+
+  int up_[2]{};
+  int down_[2]{};
+  pid_t pid_ = -1;
+};
+
 }  // namespace
 
 TEST_CASE("a full disk at commit is unavailable and applies nothing") {
@@ -157,41 +217,11 @@ TEST_CASE("a deleted -shm does not let two instances win one run") {
   lease::testing::temp_dir dir;
   const std::string path = dir.file("jobs.db");
   lease::fake_clock clock{t0};
-  int up[2];
-  int down[2];
-  REQUIRE(::pipe(up) == 0);
-  REQUIRE(::pipe(down) == 0);
-  // Forked before this process opens the file: the child shares no SQLite
-  // state with it (a store must not cross a fork).
-  const pid_t pid = ::fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    ::close(up[0]);
-    ::close(down[1]);
-    char c = 'e';
-    if (::read(down[0], &c, 1) != 1) ::_exit(3);
-    try {
-      auto b = store_on(path, clock);  // an instance started after the rm
-      c = b.claim(claim_of("report", t0, "tok-b")).outcome == claim_outcome::won ? 'w' : 'x';
-    } catch (...) {
-      c = 'e';
-    }
-    if (::write(up[1], &c, 1) != 1) ::_exit(3);
-    ::_exit(0);
-  }
-  ::close(up[1]);
-  ::close(down[0]);
+  later_instance b{path, t0, "report", t0};  // opens the file at go(), after the rm
   auto a = store_on(path, clock);
   REQUIRE(a.claim(claim_of("warmup", t0, "tok-w")).outcome == claim_outcome::won);
   REQUIRE(std::filesystem::remove(path + "-shm"));
-  REQUIRE(::write(down[1], "g", 1) == 1);
-  char c = 0;
-  REQUIRE(::read(up[0], &c, 1) == 1);
-  ::close(up[0]);
-  ::close(down[1]);
-  int status = 0;
-  REQUIRE(::waitpid(pid, &status, 0) == pid);
-  CHECK(c == 'w');
+  CHECK(b.go() == 'w');
   const auto mine = a.claim(claim_of("report", t0, "tok-a"));
   CHECK(mine.outcome != claim_outcome::won);  // the run is the other instance's
 }
@@ -204,29 +234,7 @@ TEST_CASE("a deleted -shm under two stores of one process") {
   lease::testing::temp_dir dir;
   const std::string path = dir.file("jobs.db");
   lease::fake_clock clock{t0};
-  int up[2];
-  int down[2];
-  REQUIRE(::pipe(up) == 0);
-  REQUIRE(::pipe(down) == 0);
-  const pid_t pid = ::fork();  // before this process opens the file
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    ::close(up[0]);
-    ::close(down[1]);
-    char c = 'e';
-    if (::read(down[0], &c, 1) != 1) ::_exit(3);
-    try {
-      lease::fake_clock late{t0 + 1h};
-      auto b = store_on(path, late);  // an instance started after the rm
-      c = b.claim(claim_of("report", t0 + 1h, "tok-b")).outcome == claim_outcome::won ? 'w' : 'x';
-    } catch (...) {
-      c = 'e';
-    }
-    if (::write(up[1], &c, 1) != 1) ::_exit(3);
-    ::_exit(0);
-  }
-  ::close(up[1]);
-  ::close(down[0]);
+  later_instance b{path, t0 + 1h, "report", t0 + 1h};  // opens the file at go(), after the rm
   auto a1 = store_on(path, clock);
   auto a2 = store_on(path, clock);
   REQUIRE(a1.claim(claim_of("warmup", t0, "tok-w")).outcome == claim_outcome::won);
@@ -240,14 +248,7 @@ TEST_CASE("a deleted -shm under two stores of one process") {
   CHECK(a1.get({"warmup", t0}).has_value());
   CHECK(a2.get({"warmup", t0}).has_value());
   clock.advance(1h);
-  REQUIRE(::write(down[1], "g", 1) == 1);
-  char c = 0;
-  REQUIRE(::read(up[0], &c, 1) == 1);
-  ::close(up[0]);
-  ::close(down[1]);
-  int status = 0;
-  REQUIRE(::waitpid(pid, &status, 0) == pid);
-  CHECK(c == 'w');
+  CHECK(b.go() == 'w');
   const auto mine = a1.claim(claim_of("report", t0 + 1h, "tok-a"));
   CHECK(mine.outcome != claim_outcome::won);  // the run is the other instance's
 }
@@ -260,41 +261,12 @@ TEST_CASE("a -shm recreated before two stores of one process notice", "[!mayfail
   lease::testing::temp_dir dir;
   const std::string path = dir.file("jobs.db");
   lease::fake_clock clock{t0};
-  int up[2];
-  int down[2];
-  REQUIRE(::pipe(up) == 0);
-  REQUIRE(::pipe(down) == 0);
-  const pid_t pid = ::fork();  // before this process opens the file
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    ::close(up[0]);
-    ::close(down[1]);
-    char c = 'e';
-    if (::read(down[0], &c, 1) != 1) ::_exit(3);
-    try {
-      lease::fake_clock late{t0 + 1h};
-      auto b = store_on(path, late);  // an instance started after the rm
-      c = b.claim(claim_of("report", t0 + 1h, "tok-b")).outcome == claim_outcome::won ? 'w' : 'x';
-    } catch (...) {
-      c = 'e';
-    }
-    if (::write(up[1], &c, 1) != 1) ::_exit(3);
-    ::_exit(0);
-  }
-  ::close(up[1]);
-  ::close(down[0]);
+  later_instance b{path, t0 + 1h, "report", t0 + 1h};  // opens the file at go(), after the rm
   auto a1 = store_on(path, clock);
   auto a2 = store_on(path, clock);
   REQUIRE(a1.claim(claim_of("warmup", t0, "tok-w")).outcome == claim_outcome::won);
   REQUIRE(std::filesystem::remove(path + "-shm"));
-  REQUIRE(::write(down[1], "g", 1) == 1);
-  char c = 0;
-  REQUIRE(::read(up[0], &c, 1) == 1);
-  ::close(up[0]);
-  ::close(down[1]);
-  int status = 0;
-  REQUIRE(::waitpid(pid, &status, 0) == pid);
-  CHECK(c == 'w');
+  CHECK(b.go() == 'w');
   for (int i = 0; i < 3; ++i) {
     try { (void)a1.get({"warmup", t0}); } catch (const lease::store_error&) {}
     try { (void)a2.get({"warmup", t0}); } catch (const lease::store_error&) {}
