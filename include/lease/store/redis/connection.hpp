@@ -110,8 +110,15 @@ class connection {
   /// once (router.hpp): send() writes `cmds` out (connect first with
   /// open()); receive() reads their `count` replies. Between the two the
   /// connection must not be used otherwise.
-  void send(std::span<const argv_t> cmds) { write_out(cmds); }
+  /// A connection dropped earlier in the caller's exchange (another round
+  /// of a batch, a connect hook's nested call) fails as not connected,
+  /// never as a null context (a review found a crash there).
+  void send(std::span<const argv_t> cmds) {
+    if (!ctx_) fail(ENOTCONN, false, "not connected (dropped earlier in this call) to");
+    write_out(cmds);
+  }
   std::vector<reply_ptr> receive(std::size_t count) {
+    if (!ctx_) fail(ENOTCONN, true, "not connected (dropped after its commands were sent) to");
     ++round_trips_;
     return read(count, false);
   }
