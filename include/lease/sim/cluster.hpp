@@ -1361,10 +1361,22 @@ class cluster {
   void check_triggers(std::vector<std::string>& out) const {
     triggers_checked_ = 0;
     const history& h = world_->hist;
+    // A win that a failover to the lagging replica forgot (replicas = 1),
+    // with no handler started on it — handed back short of the replica, or
+    // a late copy nobody waited for — lets the same trigger be won again as
+    // a new run. That is not a second run.
+    auto forgotten = [&](std::size_t k, const std::string& token) {
+      const bool in_lag = std::any_of(world_->failovers.begin(), world_->failovers.end(),
+                                      [&](const auto& f) { return f.lag_ops <= k && k < f.ops; });
+      return in_lag && std::none_of(h.handlers.begin(), h.handlers.end(),
+                                    [&](const handler_run& r) { return r.token == token; });
+    };
     std::map<run_key, int> first_wins;
-    for (const store_op& op : h.ops) {
+    for (std::size_t k = 0; k < h.ops.size(); ++k) {
+      const store_op& op = h.ops[k];
       if (op.op != store_op::kind::claim || op.outcome != claim_outcome::won || !op.after || !op.after->manual)
         continue;
+      if (forgotten(k, op.token)) continue;
       const bool asked = std::any_of(h.triggers.begin(), h.triggers.end(), [&](const trigger_request& t) {
         return t.job == op.run.job && t.slot == op.run.slot;
       });

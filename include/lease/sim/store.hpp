@@ -512,6 +512,7 @@ struct world {
   /// last wrote (WAIT counts the replicas that have that connection's writes).
   std::uint64_t lag_epoch = 0;
   time_point lag_since{};
+  std::size_t lag_since_op = 0;  ///< hist.ops' size when the lag began
   /// Finishes applied on the primary since the lag began, with their status:
   /// the replica lacks them, and a failover brings their runs back as running.
   std::map<run_key, run_status> unreplicated_ends;
@@ -523,6 +524,7 @@ struct world {
     std::size_t ops = 0;
     std::size_t faults = 0;  ///< index of the failover's fault in hist.faults
     std::set<run_key> lost_finishes;
+    std::size_t lag_ops = 0;  ///< how many store ops came before the lag it ended began: ops from there are forgotten
   };
   std::vector<failover_record> failovers;
   std::uint64_t unreplicated_claims = 0;      ///< claim calls thrown as not_replicated (their wins released)
@@ -543,6 +545,7 @@ struct world {
     replica = mem.snapshot();
     ++lag_epoch;
     lag_since = clock.now();
+    lag_since_op = hist.ops.size();
     hist.faults.push_back({clock.now(), "replica lags: writes reach the primary only"});
   }
   /// The replica receives everything it missed: nothing is lost.
@@ -569,7 +572,7 @@ struct world {
       replica_catches_up();
       return false;
     }
-    failover_record f{clock.now(), hist.ops.size(), hist.faults.size(), {}};
+    failover_record f{clock.now(), hist.ops.size(), hist.faults.size(), {}, lag_since_op};
     for (const auto& [run, status] : unreplicated_ends) {
       f.lost_finishes.insert(run);
       if (status == run_status::failed) failed.erase(run);  // the replica has it running: it may be retried
