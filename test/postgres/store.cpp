@@ -561,6 +561,30 @@ TEST_CASE("57P01 admin_shutdown of the store's connection: the next call reconne
   CHECK(other.claim(request("j", run.slot, "t2")).outcome == claim_outcome::running);
 }
 
+TEST_CASE("a backend that said FATAL while idle is not sent to, even before its socket closes") {
+  // The backend leaves pg_stat_activity after its FATAL message and before
+  // its socket closes. The proxy makes that gap as long as the test needs:
+  // the goodbye reaches the store, the close does not.
+  lease::testing::loopback_proxy proxy{srv().port()};
+  lease::fake_clock clock{at(1'700'000'000'000)};
+  const std::string ci = "host=127.0.0.1 port=" + std::to_string(proxy.port()) + " user=postgres dbname=postgres";
+  auto o = options(ci, lease::testing::fresh_schema("fatal"), clock);
+  o.command_timeout = 1000ms;  // without the fix the heartbeat waits this long on the dead socket
+  lease::postgres_store store{o};
+  const run_key run{"j", clock.now()};
+  REQUIRE(store.claim(request("j", run.slot, "t1")).outcome == claim_outcome::won);
+  const int pid = store.backend_pid();
+  proxy.hold_close(true);
+  CHECK(srv().sql("SELECT pg_terminate_backend(" + std::to_string(pid) + ")") == "t");
+  for (int i = 0; proxy.server_ends() == 0; ++i) {
+    REQUIRE(i < 1000);  // bounded: the backend exits within milliseconds, seconds on a loaded machine
+    std::this_thread::sleep_for(10ms);
+  }
+  CHECK(store.heartbeat(run, "t1", 30s));
+  CHECK(store.backend_pid() != pid);
+  proxy.hold_close(false);
+}
+
 TEST_CASE("a statement stuck on a lock past statement_timeout is unavailable, applied nothing, and the next call works") {
   lease::fake_clock clock{at(1'700'000'000'000)};
   auto o = options(srv().conninfo(), lease::testing::fresh_schema("stmt"), clock);

@@ -17,6 +17,10 @@
 //                          the kernel's buffers and arrive, late, once healed
 //   delay(d)               every chunk is forwarded d after it arrived, both
 //                          ways
+//   hold_close(true)       a connection the server ends is passed on up to
+//                          the end: its last bytes reach the client, the
+//                          close does not until hold_close(false) (a server
+//                          that said goodbye, a FIN still on its way)
 #pragma once
 
 #include <atomic>
@@ -31,6 +35,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -70,6 +75,11 @@ class loopback_proxy {
   void cut_all() { ++generation_; }
   void black_hole(bool on) { hole_ = on; }
   void delay(std::chrono::milliseconds by) { delay_ms_ = static_cast<int>(by.count()); }
+  void hold_close(bool on) { hold_close_ = on; }
+
+  /// Connections the server ended, counted once their last bytes were
+  /// passed on to the client.
+  [[nodiscard]] int server_ends() const noexcept { return server_ends_; }
 
   /// Connections the proxy ended on purpose (a lost reply, a held request,
   /// each connection cut_all() reset).
@@ -109,6 +119,12 @@ class loopback_proxy {
         ::close(server);
         continue;
       }
+      // Each chunk goes on at once: with Nagle's algorithm a small chunk
+      // after another waits for the client's delayed ACK (40 ms), and a
+      // server's last message would arrive after its close was counted.
+      const int one = 1;
+      ::setsockopt(client, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+      ::setsockopt(server, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
       pumps_.emplace_back([this, client, server, born = generation_.load()] { pump(client, server, born); });
     }
   }
@@ -146,6 +162,11 @@ class loopback_proxy {
         if (p[side].revents == 0) continue;
         const ssize_t n = ::read(p[side].fd, buf, sizeof buf);
         if (n <= 0) {
+          if (side == 1) {  // the server ended it: its last bytes still reach the client
+            (void)flush(down, client, true);
+            ++server_ends_;
+            while (hold_close_ && !stop_) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+          }
           open = false;
           break;
         }
@@ -185,6 +206,8 @@ class loopback_proxy {
   std::atomic<bool> hole_{false};
   std::atomic<int> delay_ms_{0};
   std::atomic<int> cuts_{0};
+  std::atomic<bool> hold_close_{false};
+  std::atomic<int> server_ends_{0};
   std::atomic<unsigned> generation_{0};  ///< cut_all() bumps it; a pump of an older one resets its connection
   std::thread acceptor_;
   std::vector<std::thread> pumps_;  // touched by the acceptor only until stop_

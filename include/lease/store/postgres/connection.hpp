@@ -213,7 +213,10 @@ class connection {
     backoff_ = {};
     retry_at_ = {};
     // libpq prints server NOTICEs to stderr by default: a library must not.
-    PQsetNoticeProcessor(c.get(), [](void*, const char*) {}, nullptr);
+    // An error that arrives while no request is in flight comes this way
+    // too: a FATAL one is the server's goodbye, the close comes after it.
+    *closing_ = false;
+    PQsetNoticeReceiver(c.get(), &connection::on_notice, closing_.get());
     c_ = std::move(c);
     ++connects_;
     return true;
@@ -222,15 +225,20 @@ class connection {
   /// A server that restarted or a terminated backend (57P01) closed the
   /// socket while we were idle: notice it now, before sending anything. It
   /// sends a FATAL message, then closes: one read takes the message (libpq
-  /// hands it to the notice processor and the status stays OK), only the
+  /// hands it to the notice receiver and the status stays OK), only the
   /// next sees the end. So read while the socket has more (a review found
   /// a request then sent on the dead socket, and a trigger or stop never
-  /// executed reported as "may have been applied").
+  /// executed reported as "may have been applied"), and take a FATAL
+  /// message as the end even when the close has not arrived yet: the
+  /// backend leaves pg_stat_activity before its socket closes (CI found a
+  /// heartbeat sent in that gap).
   bool alive_after_idle() {
     for (int reads = 0; reads < 4; ++reads) {
       if (PQstatus(c_.get()) != CONNECTION_OK || PQconsumeInput(c_.get()) != 1 ||
           PQstatus(c_.get()) != CONNECTION_OK)
         return false;
+      (void)PQisBusy(c_.get());  // parses what was read: a message waiting there reaches on_notice
+      if (*closing_) return false;
       pollfd p{PQsocket(c_.get()), POLLIN, 0};
       if (::poll(&p, 1, 0) <= 0) return true;  // nothing more to read: alive
     }
@@ -493,9 +501,18 @@ class connection {
     }
   }
 
+  /// Notices are dropped, but a FATAL (or PANIC) error received outside a
+  /// request marks the connection as closing.
+  static void on_notice(void* closing, const PGresult* r) {
+    const char* severity = PQresultErrorField(r, PG_DIAG_SEVERITY_NONLOCALIZED);
+    if (severity != nullptr && (std::strcmp(severity, "FATAL") == 0 || std::strcmp(severity, "PANIC") == 0))
+      *static_cast<bool*>(closing) = true;
+  }
+
   connection_settings s_;
   std::string where_;
   conn_ptr c_;
+  std::unique_ptr<bool> closing_ = std::make_unique<bool>(false);  // on the heap: libpq holds its address
   std::chrono::steady_clock::time_point retry_at_{};
   std::chrono::milliseconds backoff_{0};
   std::chrono::milliseconds setup_backoff_{0};  // after failed setups of connections that opened
