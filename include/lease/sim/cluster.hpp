@@ -10,7 +10,8 @@
 // instance's loop while the rest of the world goes on (its handlers and its
 // watchdog too), store calls that time out while their request is still in
 // the network and is applied later (late_copy_store), an executor whose busy
-// workers start handler tasks late (delay_starts), wall-clock steps of one
+// workers start handler tasks late (delay_starts), heartbeat batches
+// answered in part (answer_heartbeats_in_part), wall-clock steps of one
 // instance, a monotonic clock that
 // runs slow or fast (drift_clock), a store that loses its
 // state, a store whose clock is stepped ahead or back, lost announcements of
@@ -75,10 +76,18 @@ class cluster {
         world_(std::make_shared<world>(fake_clock{start}, opts_, P{}.mode() == overlap_mode::skip ||
                                                                      P{}.mode() == overlap_mode::buffer_one)) {
     world_->block = [this](const std::string& who, time_point until) { run_blocked(who, until); };
+    world_->steady_of = [this](const std::string& who) -> std::optional<steady_point> {
+      const instance* in = named(who);
+      if (in == nullptr) return std::nullopt;
+      return in->clock->steady();
+    };
   }
   cluster(const cluster&) = delete;  // the world calls back into this object
   cluster& operator=(const cluster&) = delete;
-  ~cluster() { world_->block = nullptr; }
+  ~cluster() {
+    world_->block = nullptr;
+    world_->steady_of = nullptr;
+  }
 
   /// Adds a job to every instance (before their start()).
   template <Schedule S>
@@ -206,6 +215,30 @@ class cluster {
                  " ms after it fails, of");
     world_->late_copy_faults[instances_.at(i)->name].push_back({timeout, later, calls, code, claims_only});
   }
+  /// Instance `i`'s next `batches` heartbeat batches of two or more
+  /// renewals are answered only in part, as by a Redis Cluster with one
+  /// master down or cut off: some renewals answered (true or false), the
+  /// others failed, each of those applied by the store with its reply lost
+  /// or never received — by the bits of `pattern` (world::partial_heartbeats).
+  /// The call throws partial_batch_error<bool>. Queued after any such
+  /// batches already set for it.
+  void answer_heartbeats_in_part(std::size_t i, int batches, std::uint64_t pattern) {
+    // Worded so that it names no instance at its end: the batches it
+    // answers in part are the faults, each of the runs it left unanswered.
+    world_->hist.faults.push_back({now(), "heartbeat batches of " + instances_.at(i)->name + " to be answered in part (" +
+                                              std::to_string(batches) + ")"});
+    world_->partial_heartbeat_faults[instances_.at(i)->name].push_back({batches, pattern});
+  }
+  /// Heartbeat batches answered in part (partial_batch_error thrown), and
+  /// of their unanswered renewals, those the store applied (`applied`) or
+  /// never received.
+  [[nodiscard]] std::uint64_t partial_heartbeat_batches() const noexcept { return world_->partial_batches; }
+  [[nodiscard]] std::uint64_t unanswered_renewals(bool applied) const noexcept {
+    return applied ? world_->unanswered_applied : world_->unanswered_dropped;
+  }
+  /// Refusals answered in a heartbeat batch that failed in part (answered
+  /// in part, or renewals short of the replica beside them).
+  [[nodiscard]] std::uint64_t partial_refusals() const noexcept { return world_->partial_refusals; }
   /// Requests still in the network (late_copy_store): each carries the
   /// fence its handle knew when it was sent, which may prove no loss.
   [[nodiscard]] std::size_t late_copies_in_flight() const noexcept { return world_->in_flight.size(); }
@@ -277,7 +310,8 @@ class cluster {
   /// each call whose WAIT then falls short does what redis_store does — a
   /// won claim is released and the call throws not_replicated (no handler
   /// starts), a heartbeat throws and its renewal does not count (the runner
-  /// stops at its self-abort deadline), a finish stays recorded on the
+  /// stops at its self-abort deadline; refusals beside it in its batch are
+  /// answered: partial_batch_error), a finish stays recorded on the
   /// primary and the handle tells it in a store_notice.
   void replica_lags() { world_->replica_lags(); }
   [[nodiscard]] bool replica_lagging() const { return world_->lagging(); }
@@ -803,7 +837,10 @@ class cluster {
         }
         take_dispatched(in);
         progressed = take_queued(in) || progressed;
-        if (in.blocked == 0) check_fenced(in);  // a blocked loop has not had the refusal yet
+        if (in.blocked == 0) {
+          check_fenced(in);  // a blocked loop has not had the refusal yet
+          check_lease_answered(in);
+        }
         for (std::size_t k = 0; k < in.running.size();) {
           running_handler& r = in.running[k];
           observe(r, in);
@@ -1244,7 +1281,8 @@ class cluster {
       time_point sent = first.at;
       if (auto s = world_->claim_first_sent.find(first.token); s != world_->claim_first_sent.end()) sent = s->second;
       const time_point from = std::min(first.at - 2 * opts_.lease, waited_since(first.instance, sent));
-      for (const auto& [at, what] : h.faults) {
+      for (std::size_t f = 0; f < h.faults.size(); ++f) {
+        const auto& [at, what] = h.faults[f];
         if (at < from || at > op.at) continue;
         const bool about = what.size() > first.instance.size() &&
                            what.compare(what.size() - first.instance.size() - 1, std::string::npos,
@@ -1252,7 +1290,11 @@ class cluster {
         // A stepped wall clock or a drifting monotonic one (within the
         // margin's bound) leaves a runner healthy: it must keep its run.
         const bool step = what.rfind("step clock", 0) == 0 || what.rfind("monotonic clock", 0) == 0;
-        if ((about && !step) || world::lost_state_of(what, op.run.job)) excused = true;
+        // A heartbeat batch answered in part hinders only the runs whose
+        // renewal it left unanswered: one answered true keeps its lease.
+        const auto part = world_->unanswered_in.find(f);
+        const bool answered = part != world_->unanswered_in.end() && part->second.count(first.token) == 0;
+        if ((about && !step && !answered) || world::lost_state_of(what, op.run.job)) excused = true;
       }
       if (!excused)
         out.push_back("healthy runner taken over: " + to_text(op.run) + " attempt " +
@@ -1503,6 +1545,31 @@ class cluster {
                           " was refused but its handler's stop token was not aborted");
   }
 
+  /// A runner counts only what the store answered: its self-abort deadline
+  /// never lies past the send of its claim or of a renewal the store
+  /// answered true (and that reached it, replicated where asked) + lease −
+  /// safety margin (world::acked_until). Past it, the runner counted a
+  /// renewal that was not answered (a partial batch's failed element, a
+  /// lost reply, one short of the replica): if that renewal never reached
+  /// the store, the store's lease ends before the runner stops.
+  void check_lease_answered(const instance& in) {
+    for (const auto& r : in.running) {
+      const run_context& c = r.t.context();
+      if (!c.lease_state || c.stop.stop_requested() || unanswered_reported_.count(c.token) != 0) continue;
+      const auto it = world_->acked_until.find(c.token);
+      if (it != world_->acked_until.end() && c.lease_state->deadline() <= it->second) continue;
+      unanswered_reported_.insert(c.token);
+      world_->violation("unanswered renewal counted: " + in.name + "'s self-abort deadline for " + to_text(c.run()) +
+                        " attempt " + std::to_string(c.attempt) + " is " +
+                        std::to_string(c.lease_state->deadline().time_since_epoch().count()) +
+                        " on its monotonic clock, past what the store's answers allow (" +
+                        (it == world_->acked_until.end()
+                             ? std::string("no answer")
+                             : std::to_string(it->second.time_since_epoch().count())) +
+                        ": the last acknowledged send + lease − margin)");
+    }
+  }
+
   void end_handler(const running_handler& r, std::string how) {
     handler_run& h = world_->hist.handlers.at(r.record);
     h.end = now();
@@ -1526,6 +1593,7 @@ class cluster {
   std::size_t registration_checks_ = 0;
   std::int64_t slowest_ppm_ = clock_type::ppm_one;  // the slowest monotonic clock any instance had
   std::uint64_t late_starts_ = 0, late_starts_refused_ = 0;  // delay_starts: tasks taken late, and after the loss
+  std::set<std::string> unanswered_reported_;  // tokens check_lease_answered told of (once each)
 };
 
 }  // namespace lease::sim

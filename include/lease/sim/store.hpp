@@ -76,6 +76,42 @@ struct world {
     bool claims_only = false;  ///< heartbeats, finishes and releases pass it by
   };
   std::map<std::string, std::deque<late_copy_fault>> late_copy_faults;  ///< instance → its next such calls
+  /// A heartbeat batch answered in part, as a Redis Cluster answers it with
+  /// one master down or cut off while the others answer (router::eval_each):
+  /// the renewals of the other masters' runs are answered, the rest fail,
+  /// and each of those was applied (it reached its master, the reply was
+  /// lost) or not (it never did). Which element meets which fate comes from
+  /// `pattern`, two bits an element (store::part_of); a batch of one
+  /// renewal, which cannot fail in part, passes the fault by.
+  struct partial_heartbeats {
+    int batches = 0;  ///< batches of two or more renewals left to answer in part
+    std::uint64_t pattern = 0;
+  };
+  std::map<std::string, std::deque<partial_heartbeats>> partial_heartbeat_faults;  ///< instance → its next such batches
+  std::uint64_t partial_batches = 0;       ///< heartbeat batches answered in part (partial_batch_error thrown)
+  std::uint64_t unanswered_applied = 0;    ///< of their unanswered renewals, those the store applied
+  std::uint64_t unanswered_dropped = 0;    ///< and those it never received
+  std::uint64_t partial_refusals = 0;      ///< refusals answered in a batch that failed in part
+  /// Index in hist.faults of each batch answered in part → the tokens of
+  /// the renewals it left unanswered (the runs it hindered).
+  std::map<std::size_t, std::set<std::string>> unanswered_in;
+  /// Reads an instance's monotonic clock (set by the cluster): a store
+  /// call notes when it was sent, as the scheduler does.
+  std::function<std::optional<steady_point>(const std::string&)> steady_of;
+  /// token → the latest self-abort deadline an answer that reached its
+  /// instance can justify: the send of a won claim or of a renewal answered
+  /// true, on the instance's monotonic clock, + lease − safety margin. A
+  /// runner's deadline beyond it counted something the store never said
+  /// (an unanswered renewal, one thrown as not_replicated): cluster checks.
+  std::map<std::string, steady_point> acked_until;
+  /// The scheduler's safety margin (scheduler::abort_margin, private there).
+  static duration abort_margin(duration lease) { return std::max(std::min(lease / 10, duration{5'000}), duration{1}); }
+  void acknowledged(const std::string& token, std::optional<steady_point> sent, duration lease) {
+    if (!sent) return;
+    const steady_point until = *sent + lease - abort_margin(lease);
+    auto [it, fresh] = acked_until.try_emplace(token, until);
+    if (!fresh) it->second = std::max(it->second, until);
+  }
   /// A request still in the network: applied by `apply` (on a handle of
   /// `instance` that remembers what its process did) once the store's
   /// real time reaches `at` (store::deliver_late_copies).
@@ -632,6 +668,7 @@ class store {
       const heartbeat_request req{run, std::string(token), lease};
       lose_heartbeats(std::span(&req, 1));
     }
+    const std::optional<steady_point> sent = w_->steady_of ? w_->steady_of(instance_) : std::nullopt;
     arrive();
     const bool ok = w_->mem.heartbeat(run, token, lease);
     renewal(run, token, ok);
@@ -641,28 +678,90 @@ class store {
     if (proved) w_->record_proof(instance_, run.job, w_->fence_seen(instance_, run.job));
     if (ok && wait_falls_short()) not_replicated("heartbeat", run.job, w_->unreplicated_heartbeats);
     if (!ok) w_->refused.insert(std::string(token));  // I2 applies once the refusal reached the instance
+    if (ok) w_->acknowledged(std::string(token), sent, lease);
     return ok;
   }
+  /// As redis_store::heartbeat_many: each renewal answered, or, when the
+  /// batch failed in part (world::partial_heartbeats, or renewals short of
+  /// the replica beside refusals), partial_batch_error<bool> with the
+  /// answers that reached the caller; a batch with none throws store_error.
   std::vector<bool> heartbeat_many(std::span<const heartbeat_request> batch) {
     if (late_copy_due()) lose_heartbeats(batch);
+    const std::optional<steady_point> sent = w_->steady_of ? w_->steady_of(instance_) : std::nullopt;
     arrive();
-    std::vector<bool> out = w_->mem.heartbeat_many(batch);
+    const std::optional<std::uint64_t> split = next_partial(batch.size());
+    std::vector<std::optional<bool>> answers(batch.size());
     std::vector<std::string> proved;
-    bool renewed = false;
+    bool applied_renewal = false;
+    std::size_t lost_replies = 0, dropped = 0;
+    std::set<std::string> unanswered;
     for (std::size_t i = 0; i < batch.size(); ++i) {
-      renewal(batch[i].run, batch[i].token, out[i]);
-      renewed = renewed || out[i];
-      if (!out[i] && w_->prove(instance_, batch[i].run.job)) proved.push_back(batch[i].run.job);
+      const part p = split ? part_of(*split, i) : part::answered;
+      if (p != part::answered) unanswered.insert(batch[i].token);
+      if (p == part::never_arrived) {
+        ++dropped;
+        continue;
+      }
+      const bool ok = w_->mem.heartbeat(batch[i].run, batch[i].token, batch[i].lease);
+      renewal(batch[i].run, batch[i].token, ok);
+      applied_renewal = applied_renewal || ok;
+      // The fence check runs in the script on the master: a lost reply
+      // loses only the proof's report (record_proof), as a late copy's does.
+      const bool proves = !ok && w_->prove(instance_, batch[i].run.job);
+      if (p == part::reply_lost) {
+        ++lost_replies;
+        continue;
+      }
+      answers[i] = ok;
+      if (proves) proved.push_back(batch[i].run.job);
     }
-    if (renewed) wrote();
+    if (applied_renewal) wrote();
     depart();
     for (const auto& job : proved) w_->record_proof(instance_, job, w_->fence_seen(instance_, job));
-    // redis_store WAITs only when a renewal was applied; short of the
-    // replica the whole call throws: no answer, refusals included, arrives.
-    if (renewed && wait_falls_short()) not_replicated("heartbeat", batch.front().run.job, w_->unreplicated_heartbeats);
-    for (std::size_t i = 0; i < batch.size(); ++i)
-      if (!out[i]) w_->refused.insert(batch[i].token);
-    return out;
+    std::optional<store_error> failed;
+    if (split) {
+      ++w_->partial_batches;
+      w_->unanswered_applied += lost_replies;
+      w_->unanswered_dropped += dropped;
+      // Worded to name its instance last: a fault of that instance, but
+      // only of the runs it left unanswered (cluster::check_healthy_kept).
+      w_->unanswered_in[w_->hist.faults.size()] = std::move(unanswered);
+      w_->hist.faults.push_back({w_->clock.now(), "heartbeat batch answered in part (" +
+                                                      std::to_string(batch.size() - lost_replies - dropped) + " of " +
+                                                      std::to_string(batch.size()) + "; " +
+                                                      std::to_string(lost_replies) + " applied, reply lost) " +
+                                                      instance_});
+      failed.emplace(make_error_code(lost_replies > 0 ? errc::outcome_unknown : errc::unavailable),
+                     "simulated partial batch: a master of the cluster did not answer");
+    }
+    // redis_store WAITs only when an answer says a renewal applied; short
+    // of the replica, those renewals are not counted (no answer), while
+    // refusals, which need no replica, are still answered (d53fb0d).
+    const bool renewed = std::find(answers.begin(), answers.end(), true) != answers.end();
+    if (renewed && wait_falls_short()) {
+      for (auto& a : answers)
+        if (a == true) a.reset();
+      const bool refusals = std::any_of(answers.begin(), answers.end(), [](const auto& a) { return a.has_value(); });
+      if (!refusals) not_replicated("heartbeat", batch.front().run.job, w_->unreplicated_heartbeats);
+      ++w_->unreplicated_heartbeats;
+      wait_out_replica();
+      w_->hist.faults.push_back({w_->clock.now(), "not replicated (refusals answered): a heartbeat of job " +
+                                                      batch.front().run.job + " by " + instance_});
+      if (!failed) failed.emplace(make_error_code(errc::unavailable), "simulated not_replicated beside refusals");
+    }
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      if (answers[i] == false) w_->refused.insert(batch[i].token);  // I2 applies once the refusal reached the instance
+      if (answers[i] == false && failed) ++w_->partial_refusals;
+      if (answers[i] == true) w_->acknowledged(batch[i].token, sent, batch[i].lease);
+    }
+    if (!failed) {
+      std::vector<bool> out;
+      out.reserve(answers.size());
+      for (const auto& a : answers) out.push_back(*a);
+      return out;
+    }
+    if (std::none_of(answers.begin(), answers.end(), [](const auto& a) { return a.has_value(); })) throw *failed;
+    throw partial_batch_error<bool>(failed->code(), failed->what(), std::move(answers));
   }
   bool finish(const run_key& run, std::string_view token, run_status status) {
     if (late_copy_due()) {
@@ -904,6 +1003,37 @@ class store {
                        "again after its lease");
   }
 
+  /// What became of one renewal of a batch answered in part.
+  enum class part : unsigned char { answered, reply_lost, never_arrived };
+  /// Element i's fate under `pattern`: its two bits, 0 or 1 answered, 2
+  /// applied with its reply lost, 3 never arrived.
+  static part part_of(std::uint64_t pattern, std::size_t i) {
+    switch ((pattern >> (2 * (i % 32))) & 3U) {
+      case 2: return part::reply_lost;
+      case 3: return part::never_arrived;
+      default: return part::answered;
+    }
+  }
+  /// The pattern that answers this batch of `n` renewals in part, if this
+  /// instance has such a fault waiting and the batch has two or more (one
+  /// renewal alone fails whole, which fail_store models): consumed here.
+  /// The pattern is adjusted so that at least one element is answered and
+  /// one is not: otherwise it would not be a partial batch.
+  std::optional<std::uint64_t> next_partial(std::size_t n) {
+    auto it = w_->partial_heartbeat_faults.find(instance_);
+    if (n < 2 || it == w_->partial_heartbeat_faults.end() || it->second.empty()) return std::nullopt;
+    std::uint64_t pattern = it->second.front().pattern;
+    if (--it->second.front().batches <= 0) it->second.pop_front();
+    bool answered = false, unanswered = false;
+    for (std::size_t i = 0; i < n; ++i) (part_of(pattern, i) == part::answered ? answered : unanswered) = true;
+    const auto set = [&](std::size_t i, std::uint64_t bits) {
+      pattern = (pattern & ~(std::uint64_t{3} << (2 * (i % 32)))) | (bits << (2 * (i % 32)));
+    };
+    if (!answered) set(0, 0);
+    if (!unanswered) set(n - 1, 2 + (pattern >> 63));  // lost reply or never arrived, by the top bit
+    return pattern;
+  }
+
   /// Whether this instance's next protocol call (a claim, or not) is one
   /// whose request will reach the store only after the caller gave up
   /// (cluster::late_copy_store).
@@ -961,6 +1091,7 @@ class store {
   /// (beside_loss). A loss may land between the commands (loss_inside_claims).
   std::vector<claim_result> claim_many(std::span<const claim_request> batch, bool batched) {
     for (const auto& req : batch) w_->claim_first_sent.try_emplace(req.token, w_->clock.now());
+    const std::optional<steady_point> sent = w_->steady_of ? w_->steady_of(instance_) : std::nullopt;
     if (late_copy_due(true)) {
       // The fences the claims carry are the handle's as it sends them.
       std::vector<std::uint64_t> fences;
@@ -1009,6 +1140,8 @@ class store {
       for (std::size_t i = 0; i < batch.size(); ++i) out[i] = beside_loss(batch[i], std::move(out[i]), sent_lost);
     }
     if (w_->replicas) wait_for_replica(batch, out);
+    for (std::size_t i = 0; i < batch.size(); ++i)
+      if (starts_handler(batch[i], out[i])) w_->acknowledged(batch[i].token, sent, batch[i].lease);
     return out;
   }
 

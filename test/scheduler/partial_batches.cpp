@@ -1,0 +1,184 @@
+// Scenario tests for a fault of lease::sim: a heartbeat batch answered in
+// part (cluster::answer_heartbeats_in_part), as a Redis Cluster answers it
+// with one master down: the runs on the other masters keep their leases, a
+// refusal among the answers stops its runner at once, and an unanswered
+// renewal, applied by the store or not, never counts as renewed.
+#include <catch2/catch.hpp>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lease/schedule/every.hpp"
+#include "lease/sim.hpp"
+
+using namespace std::chrono_literals;
+using lease::duration;
+using lease::event_kind;
+using lease::sim::store_op;
+
+namespace {
+
+/// n0 alone wins the 1 h + 1 min slot of jobs "a" and "b" (each runs 20 s
+/// and honours its stop at once), so that its heartbeats renew both in one
+/// batch; then n1 starts and becomes their backup.
+struct two_runs {
+  lease::sim::cluster<> sim;
+  explicit two_runs(std::uint64_t seed) : sim(seed, [] {
+    lease::options o;
+    o.lease = 3s;  // heartbeat 500 ms, safety margin 300 ms
+    o.catch_up = 0ms;
+    o.claim_jitter = 0ms;
+    o.max_attempts = 3;
+    return o;
+  }()) {
+    for (const char* job : {"a", "b"})
+      sim.add_job(job, lease::every(60s), [](const lease::run_context&) {
+        return lease::sim::script{.runs_for = 20s, .honours_stop = 0ms};
+      });
+    sim.add_instance("n0");
+    sim.add_instance("n1");
+    sim.start(0);
+    sim.run_for(60s + 100ms);  // both slots won by n0
+    sim.start(1);
+    sim.run_for(50ms);
+  }
+  /// The heartbeats the store received at `at`, in batch order.
+  [[nodiscard]] std::vector<store_op> heartbeats_at(lease::time_point at) const {
+    std::vector<store_op> out;
+    for (const auto& op : sim.recorded().ops)
+      if (op.op == store_op::kind::heartbeat && op.at == at) out.push_back(op);
+    return out;
+  }
+  /// The handler runs of `job`, in start order.
+  [[nodiscard]] std::vector<lease::sim::handler_run> runs_of(const std::string& job) const {
+    std::vector<lease::sim::handler_run> out;
+    for (const auto& r : sim.recorded().handlers)
+      if (r.run.job == job) out.push_back(r);
+    return out;
+  }
+  /// The store time of the batch answered in part.
+  [[nodiscard]] lease::time_point partial_at() const {
+    for (const auto& [at, what] : sim.recorded().faults)
+      if (what.rfind("heartbeat batch answered in part", 0) == 0) return at;
+    FAIL("no batch was answered in part");
+    return {};
+  }
+  [[nodiscard]] bool told(event_kind k, const std::string& instance, const std::string& job) const {
+    for (const auto& e : sim.recorded().events)
+      if (e.kind == k && e.instance == instance && e.run.job == job) return true;
+    return false;
+  }
+};
+
+// Two bits an element (world::partial_heartbeats): 0 answered, 2 applied
+// with its reply lost, 3 never received. Element 0 is job a's renewal (its
+// attempt began first), element 1 job b's: checked in each test.
+constexpr std::uint64_t b_never_received = 3U << 2;
+constexpr std::uint64_t b_reply_lost = 2U << 2;
+/// The batches of 500 ms to 2.5 s after the claim: b's master down until
+/// its runner's self-abort deadline (lease − margin, 2.7 s), and up again
+/// for whoever takes b over.
+constexpr int master_down = 5;
+
+}  // namespace
+
+TEST_CASE("a heartbeat batch answered in part keeps the answered run, and the other is taken over") {
+  two_runs t(1);
+  REQUIRE(t.runs_of("a").size() == 1);
+  REQUIRE(t.runs_of("b").size() == 1);
+  REQUIRE(t.runs_of("b").front().instance == "n0");
+  t.sim.answer_heartbeats_in_part(0, master_down, b_never_received);
+  t.sim.run_for(20s);
+  INFO(t.sim.describe());
+  CHECK(t.sim.partial_heartbeat_batches() == 5);
+  CHECK(t.sim.unanswered_renewals(false) == 5);
+  const auto at = t.partial_at();
+  const auto hbs = t.heartbeats_at(at);
+  REQUIRE(hbs.size() == 1);  // b's renewal never reached the store
+  CHECK(hbs.front().run.job == "a");
+  CHECK(hbs.front().accepted);
+  // a's runner counted its answers: it ran its 20 s, never taken over.
+  const auto a = t.runs_of("a");
+  REQUIRE(a.size() == 1);
+  CHECK(a.front().ended == "returned");
+  CHECK_FALSE(t.told(event_kind::lost, "n0", "a"));
+  // b's runner counted nothing: it stopped at its self-abort deadline (its
+  // claim's send + lease − margin), and n1 took b over once the lease the
+  // store had from the claim ended.
+  CHECK(t.told(event_kind::lost, "n0", "b"));
+  const auto b = t.runs_of("b");
+  REQUIRE(b.size() == 2);
+  CHECK(b[0].observed_stop);
+  CHECK(b[0].active_until < b[0].start + 3s);
+  CHECK(b[1].instance == "n1");
+  CHECK(b[1].attempt == 2);
+  CHECK(b[1].start >= b[0].start + 3s);
+  CHECK(t.sim.violations().empty());
+}
+
+TEST_CASE("a renewal applied with its reply lost in a partial batch does not count") {
+  two_runs t(2);
+  REQUIRE(t.runs_of("b").size() == 1);
+  t.sim.answer_heartbeats_in_part(0, master_down, b_reply_lost);
+  t.sim.run_for(20s);
+  INFO(t.sim.describe());
+  CHECK(t.sim.unanswered_renewals(true) == 5);
+  const auto at = t.partial_at();
+  const auto hbs = t.heartbeats_at(at);
+  REQUIRE(hbs.size() == 2);  // both applied; b's answer lost
+  CHECK(hbs[0].run.job == "a");
+  CHECK(hbs[1].run.job == "b");
+  CHECK(hbs[1].accepted);
+  // The store extended b's lease with each renewal it applied; the last
+  // one's end is the one that counts.
+  const auto b = t.runs_of("b");
+  REQUIRE(b.size() == 2);
+  std::optional<lease::time_point> store_end;
+  for (const auto& op : t.sim.recorded().ops)
+    if (op.op == store_op::kind::heartbeat && op.token == b[0].token && op.accepted && op.after)
+      store_end = op.after->lease_end;
+  REQUIRE(store_end);
+  CHECK(*store_end > b[0].start + 5s);
+  // b's runner stops at its deadline (its claim's send + lease − margin),
+  // long before the lease the store extended ends; the backup waits for
+  // that end.
+  CHECK(t.told(event_kind::lost, "n0", "b"));
+  CHECK_FALSE(t.told(event_kind::lost, "n0", "a"));
+  CHECK(b[0].active_until < b[0].start + 3s);
+  CHECK(b[1].start >= *store_end);
+  CHECK(t.runs_of("a").size() == 1);
+  CHECK(t.sim.violations().empty());
+}
+
+TEST_CASE("a refusal answered in a partial batch stops its runner at once") {
+  two_runs t(3);
+  REQUIRE(t.runs_of("a").size() == 1);
+  // An operator stops job a (its run handed over, its next renewal
+  // refused); the batch answers a's refusal, and b's renewal is lost.
+  REQUIRE(t.sim.stop_job("a") == 1);
+  t.sim.answer_heartbeats_in_part(0, 1, b_never_received);
+  t.sim.run_for(1s);
+  INFO(t.sim.describe());
+  CHECK(t.sim.partial_refusals() == 1);
+  const auto at = t.partial_at();
+  const auto hbs = t.heartbeats_at(at);
+  REQUIRE(hbs.size() == 1);
+  CHECK(hbs.front().run.job == "a");
+  CHECK_FALSE(hbs.front().accepted);
+  // Stopped in the loop turn that had the answer: the handler saw its stop then.
+  CHECK(t.told(event_kind::stopped, "n0", "a"));
+  const auto a = t.runs_of("a");
+  REQUIRE(a.size() == 1);
+  CHECK(a.front().observed_stop);
+  REQUIRE(a.front().end);
+  CHECK(*a.front().end == at);
+  // b's renewal, lost once, is answered at the next tick, within its
+  // lease: b's runner keeps its run.
+  t.sim.run_for(20s);
+  CHECK_FALSE(t.told(event_kind::lost, "n0", "b"));
+  const auto b = t.runs_of("b");
+  REQUIRE(b.size() == 1);
+  CHECK(b.front().ended == "returned");
+  CHECK(t.sim.violations().empty());
+}
