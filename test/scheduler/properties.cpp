@@ -3,7 +3,8 @@
 // (crash, restart, freeze, stop, slow store calls that block the caller,
 // failing store calls and lost replies, store calls that time out while
 // their request is still in the network and is applied later, handler tasks
-// a busy executor starts late, wall-clock steps, a store that loses
+// a busy executor starts late, heartbeat batches answered in part (each
+// unanswered renewal applied or not), wall-clock steps, a store that loses
 // its state and notices at once or, as Redis does, only by a marker read
 // beside its claims), jobs paused and resumed in the store (no attempt is
 // won while paused), and jobs removed and added again while instances run (I5
@@ -76,6 +77,7 @@ struct coverage_counts {
   std::size_t replicated_histories = 0, lags = 0, histories_with_lag = 0, failovers = 0, histories_with_failover = 0;
   std::size_t unreplicated_claims = 0, unreplicated_heartbeats = 0, unreplicated_finishes = 0, unreplicated_other = 0;
   std::size_t finishes_lost = 0, accepted_reruns = 0;
+  std::size_t partial_batches = 0, unanswered_applied = 0, unanswered_dropped = 0, partial_refusals = 0;
   std::array<std::size_t, static_cast<std::size_t>(lease::event_kind::stopped) + 1> kinds{};
   void print() const {
     std::cout << "  coverage: " << histories << " histories, " << with_takeover << " with a takeover, "
@@ -92,6 +94,9 @@ struct coverage_counts {
     for (std::size_t k = 0; k < kinds.size(); ++k)
       std::cout << ' ' << lease::to_string(static_cast<lease::event_kind>(k)) << '=' << kinds[k];
     std::cout << std::endl;
+    std::cout << "  heartbeat batches answered in part: " << partial_batches << " (" << unanswered_applied
+              << " unanswered renewals applied, " << unanswered_dropped << " never received; " << partial_refusals
+              << " runners stopped by a refusal answered in one)" << std::endl;
     if (replicated_histories > 0)
       std::cout << "  replicas = 1: " << replicated_histories << " histories on a primary with one replica, "
                 << histories_with_lag << " with a lag (" << lags << " lags), " << histories_with_failover
@@ -242,8 +247,9 @@ void random_history(coverage_counts& coverage, bool long_jobs, store_steps ahead
     const auto who = static_cast<std::size_t>(pick(0, n));
     int fault = losses && pick(0, 3) == 0 ? pick(30, 34) : pick(0, 36);
     if (replicated && pick(0, 5) == 0) fault = 36;
-    const bool late_heartbeat =
-        fault == 5 || fault == 7 || fault == 8 || fault == 9 || fault == 10 || fault == 13 || fault == 30 || fault == 34 || fault == 35;
+    if (pick(0, 16) == 0) fault = 37;
+    const bool late_heartbeat = fault == 5 || fault == 7 || fault == 8 || fault == 9 || fault == 10 || fault == 13 ||
+                                fault == 30 || fault == 34 || fault == 35 || fault == 37;
     if (ahead == store_steps::within_heartbeat && late_heartbeat) fault = 28;
     if (steps_back && (fault == 12 || fault == 29 || fault == 30 || fault == 31 || fault == 32 || fault == 33))
       fault = 28;  // all lose the store's state
@@ -478,6 +484,27 @@ void random_history(coverage_counts& coverage, bool long_jobs, store_steps ahead
         }
         break;
       }
+      // A heartbeat batch answered in part (a Redis Cluster with one master
+      // down): some renewals answered, the others failed, each applied with
+      // its reply lost or never received. Half the time on the instance
+      // running the most handlers now (a batch needs two renewals).
+      case 37: {
+        std::size_t target = who;
+        if (pick(0, 2) == 0) {
+          std::map<std::string, int> running;
+          for (const auto& r : sim.recorded().handlers)
+            if (!r.end) ++running[r.instance];
+          int most = 0;
+          for (std::size_t i = 0; i < sim.size(); ++i)
+            if (running[sim.instance_at(i).instance()] > most) {
+              most = running[sim.instance_at(i).instance()];
+              target = i;
+            }
+        }
+        const auto bits = static_cast<std::uint64_t>(*rc::gen::arbitrary<std::uint64_t>());
+        sim.answer_heartbeats_in_part(target, pick(1, 5), bits);
+        break;
+      }
     }
     sim.check_registrations_now();
     // Now and then a trigger right after another step (a run in progress, a
@@ -570,6 +597,10 @@ void random_history(coverage_counts& coverage, bool long_jobs, store_steps ahead
   coverage.unreplicated_other += sim.not_replicated(unreplicated::other);
   coverage.finishes_lost += sim.finishes_lost_in_failovers();
   coverage.accepted_reruns += sim.accepted_reruns();
+  coverage.partial_batches += sim.partial_heartbeat_batches();
+  coverage.unanswered_applied += sim.unanswered_renewals(true);
+  coverage.unanswered_dropped += sim.unanswered_renewals(false);
+  coverage.partial_refusals += sim.partial_refusals();
   coverage.timed_takeovers += sim.takeover_checks();
   coverage.slots_accounted += sim.slots_accounted();
   if (!bad.empty()) RC_FAIL(sim.describe());
@@ -597,6 +628,9 @@ TEST_CASE("random histories of 3 to 5 instances with faults and clock skew satis
   CHECK(coverage.unreplicated_claims > 0);  // wins released short of the replica
   CHECK(coverage.unreplicated_heartbeats > 0);  // renewals not counted
   CHECK(coverage.finishes_lost > 0);  // finishes on the primary only, lost in a failover
+  CHECK(coverage.partial_batches > 0);  // heartbeat batches answered in part
+  CHECK(coverage.unanswered_applied > 0);  // an unanswered renewal the store had applied
+  CHECK(coverage.unanswered_dropped > 0);  // and one it never received
 }
 
 TEST_CASE("random histories of a store that notices a loss only beside its claims, with lost replies, satisfy every invariant") {
@@ -874,4 +908,81 @@ TEST_CASE("a winner whose claim waited behind slow calls gives it up with lost, 
   for (const auto& r : h.handlers) taken_over |= r.attempt == 2;
   CHECK(taken_over);
   CHECK(sim.violations().empty());
+}
+
+/// Histories built around heartbeat batches answered in part (a Redis
+/// Cluster with one master down): three jobs due together, long runs, so
+/// that an instance renews several in one batch; its batches are answered
+/// in part again and again, while operators stop jobs (their runs' next
+/// renewals refused, answered or not) and resume them, and runners freeze.
+/// What a user relies on, checked on every history: a runner whose renewal
+/// was answered keeps its lease (check_healthy_kept: a partial batch
+/// excuses only the runs it left unanswered); a runner whose renewal was
+/// refused stops at once (I2: its handler's stop requested in the loop turn
+/// that had the answer); an unanswered renewal, applied by the store or not,
+/// never counts as renewed (check_lease_answered); and no run executes twice.
+TEST_CASE("heartbeat batches answered in part: answered runs kept, refused ones stopped, 300+ batches") {
+  std::uint64_t batches = 0, applied = 0, dropped = 0, refusals = 0;
+  prop_1000("partial heartbeat batches", [&] {
+    const auto seed = *rc::gen::arbitrary<std::uint64_t>();
+    lease::options o;
+    o.lease = ms(one_of(2000, 3000));
+    o.max_attempts = 20;
+    o.catch_up = 0ms;
+    o.claim_jitter = ms(one_of(0, 100));
+    o.stop_timeout = ms(one_of(0, 500));
+    lease::sim::cluster<> sim(seed, o);
+    sim.wait_for_replica(pick(0, 3) == 0);  // renewals short of the replica beside refusals fail in part too
+    const int jobs = 3;
+    for (int j = 0; j < jobs; ++j)
+      sim.add_job("job" + std::to_string(j), lease::every(60s), [](const lease::run_context&) {
+        return lease::sim::script{.runs_for = 40s, .honours_stop = 0ms, .on_stop = lease::sim::script::ending::throws};
+      });
+    const int n = pick(2, 4);
+    for (int i = 0; i < n; ++i) sim.add_instance("n" + std::to_string(i), ms(pick(-300, 301)));
+    sim.start_all();
+    sim.run_for(60s + 200ms);
+    const int steps = pick(4, 12);
+    for (int k = 0; k < steps; ++k) {
+      // The instance renewing the most runs now.
+      std::map<std::string, int> running;
+      for (const auto& r : sim.recorded().handlers)
+        if (!r.end) ++running[r.instance];
+      std::size_t busiest = static_cast<std::size_t>(pick(0, n));
+      for (std::size_t i = 0; i < sim.size(); ++i)
+        if (running[sim.instance_at(i).instance()] > running[sim.instance_at(busiest).instance()]) busiest = i;
+      sim.answer_heartbeats_in_part(busiest, pick(1, 4), *rc::gen::arbitrary<std::uint64_t>());
+      switch (pick(0, 6)) {
+        case 0: {  // an operator's stop: the runner's next renewal is refused
+          const std::string job = "job" + std::to_string(pick(0, jobs));
+          sim.stop_job(job);
+          sim.run_for(ms(pick(100, 2000)));
+          sim.resume_job(job);
+          break;
+        }
+        case 1: sim.freeze(static_cast<std::size_t>(pick(0, n)), ms(pick(500, 2 * static_cast<int>(o.lease.count())))); break;
+        case 2:
+          if (sim.replica_lagging()) sim.replica_catches_up();
+          else sim.replica_lags();
+          break;
+        default: break;
+      }
+      sim.run_for(ms(pick(200, 4000)));
+    }
+    if (sim.replica_lagging()) sim.replica_catches_up();
+    sim.run_for(2 * o.lease);
+    batches += sim.partial_heartbeat_batches();
+    applied += sim.unanswered_renewals(true);
+    dropped += sim.unanswered_renewals(false);
+    refusals += sim.partial_refusals();
+    const auto bad = sim.violations();
+    if (!bad.empty()) RC_FAIL(sim.describe());
+  }, 300);
+  std::cout << "  coverage: " << batches << " heartbeat batches answered in part, " << applied
+            << " unanswered renewals applied, " << dropped << " never received, " << refusals
+            << " refusals answered in a batch that failed in part" << std::endl;
+  CHECK(batches >= 300);
+  CHECK(applied > 0);
+  CHECK(dropped > 0);
+  CHECK(refusals > 0);
 }
