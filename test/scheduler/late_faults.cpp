@@ -194,6 +194,44 @@ TEST_CASE("a takeover won before a loss whose task starts after it is not a star
   CHECK(t.sim.violations().empty());
 }
 
+// I5 across a loss holds a run dispatched before the loss to "never won
+// again after it", even when a busy executor started its handler only after
+// the loss. A step of the store's clock back breaks the store's precondition
+// (doc/protocol.md §2): the loss's horizon then lies before a slot won just
+// now. The runner dies before any call of its could prove the loss by its
+// fence, and the only other instance, frozen over the slot, knows no fence
+// of the job: its late claim of the slot wins on the forgotten state after
+// the quarantine — a second run. Keyed on the handler's start (after the
+// loss), this check missed it. Here "attempt 1 won twice" and "started
+// twice" tell it too, as the second win is attempt 1 again; a second run
+// under a later attempt number, after the first handler ended (no I9),
+// would have only this check to tell it.
+TEST_CASE("a run dispatched before a loss and started after it is held to I5 across the loss") {
+  sim_of t(1, {0ms, 0ms});
+  t.sim.notice_losses_beside_claims(true);
+  t.sim.delay_starts(0, 300ms, 1);  // n0 starts the slot it wins 300 ms late
+  t.sim.run_for(59s + 500ms);
+  t.sim.freeze(1, 1500ms);  // n1 sleeps through the slot: it claims it at 61 s, knowing no fence
+  t.sim.run_for(550ms);     // 60.05 s: n0 won the slot, its task queued
+  const auto& h = t.sim.recorded();
+  REQUIRE(h.handlers.empty());
+  t.sim.step_store_clock(-3s);  // outside the precondition: the loss's horizon (+ early_tolerance) falls before the slot
+  t.sim.lose_store_state();
+  t.sim.run_for(300ms);  // n0's handler starts, its lease still held
+  REQUIRE(h.handlers.size() == 1);
+  t.sim.crash(0);  // before its first heartbeat, whose fence would prove the loss
+  t.sim.run_for(10s);
+  INFO(t.sim.describe());
+  REQUIRE(h.handlers.size() == 2);  // the slot ran twice: the cost of the step back
+  CHECK(h.handlers[0].faults_at_dispatch < h.handlers[0].faults_before);  // dispatched before the loss, started after
+  CHECK(h.handlers[1].run == h.handlers[0].run);
+  CHECK(h.handlers[1].instance == "n1");
+  bool told = false;
+  for (const auto& v : t.sim.violations())
+    told = told || (v.rfind("I5: ", 0) == 0 && v.find("started before the store lost its state") != std::string::npos);
+  CHECK(told);
+}
+
 // ---- a finding ----------------------------------------------------------------
 
 // A restore of the store that nothing notices (a PostgreSQL database or a

@@ -1079,11 +1079,13 @@ class cluster {
     return paused;
   }
 
-  /// I5 across a loss of the store's state: a run whose handler started
-  /// before the loss is never dispatched again after it, in any attempt.
-  /// (Dispatched: won. An attempt won before the loss whose task a busy
-  /// executor takes after it, its lease still held, is a takeover from
-  /// before the loss, not a start the loss allowed.) The loss
+  /// I5 across a loss of the store's state: a run whose handler was
+  /// dispatched before the loss (and started, then or later) is never
+  /// dispatched again after it, in any attempt. (Dispatched: won. Both sides
+  /// go by the win: an attempt won before the loss whose task a busy
+  /// executor takes after it, its lease still held, is a start from before
+  /// the loss — not a start the loss allowed, and not one the check may
+  /// leave out of "before": a later win of its run is a second run.) The loss
   /// forgot the run, and a slot inside the loss's horizon (every slot that
   /// could have started before it) is never started anew nor taken over
   /// (rules::claim) — which a store that notices the loss only beside its
@@ -1098,7 +1100,7 @@ class cluster {
       // in the loss's very millisecond is on one side of it.
       std::set<run_key> before;
       for (const handler_run& r : h.handlers)
-        if (r.faults_before <= i && (all || what == world::lost_job_fault(r.run.job))) before.insert(r.run);
+        if (r.faults_at_dispatch <= i && (all || what == world::lost_job_fault(r.run.job))) before.insert(r.run);
       for (const handler_run& r : h.handlers)
         if (r.faults_at_dispatch > i && before.count(r.run) != 0)
           out.push_back("I5: " + to_text(r.run) + " started before the store lost its state at " +
