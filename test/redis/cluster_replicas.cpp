@@ -386,6 +386,77 @@ TEST_CASE("on a redis cluster with replicas = 1 a heartbeat waits for its master
   c.wait_synced(1);
 }
 
+// With replicas set, each master answers for its own renewals: the WAIT
+// went to every master and the fewest replicas of any stood for all, so
+// one lagging replica voided every renewal of the batch, and the runners
+// on healthy masters self-aborted too. Likewise a batch of claims fails
+// only by a master short of replicas where a claim would start a handler.
+TEST_CASE("redis cluster with replicas = 1: a lagging replica voids only its master's renewals") {
+  redis_cluster& c = shared_cluster();
+  const std::string prefix = lease::testing::fresh_prefix("waiteach");
+  lease::redis_options o = cluster_options(prefix);
+  o.replicas = 1;
+  o.replica_timeout = 300ms;
+  lease::redis_store store{std::move(o)};
+  const auto jobs = jobs_on_every_master(prefix, 3);  // jobs[3], jobs[4], jobs[5] on master 1
+  const auto slot0 = time_point{lease::duration{1'700'000'000'000}};
+  auto req = [&](const std::string& job, std::string token) {
+    auto r = request(job, slot0, std::move(token));
+    r.deadline = time_point::max() - 1h;
+    return r;
+  };
+  std::vector<lease::heartbeat_request> beats;
+  for (std::size_t i : {0, 1, 3, 4, 6, 7}) {
+    const auto r = req(jobs[i], "t" + std::to_string(i));
+    REQUIRE(store.claim(r).outcome == claim_outcome::won);
+    beats.push_back({r.run, r.token, 30s});
+  }
+  beats[5].token = "not-ours";  // refused on master 2: a refusal needs no replica
+  for (int m = 0; m < c.size(); ++m) c.wait_synced(m);
+
+  std::vector<std::optional<bool>> answers;
+  std::optional<std::error_code> code;
+  std::string what, claim_error;
+  std::vector<lease::claim_result> claimed;
+  {
+    lease::testing::frozen stalled(c.node(c.size() + 1));  // master 1's replica acknowledges nothing
+    try {
+      (void)store.heartbeat_many(beats);
+    } catch (const lease::partial_batch_error<bool>& e) {
+      answers = e.answers();
+      code = e.code();
+      what = e.what();
+    }
+    // Master 1 now holds this connection's renewals its replica lacks. A
+    // batch whose claim there starts nothing (its run is held) waits only
+    // for the masters of its wins.
+    const std::vector<claim_request> batch{req(jobs[2], "w0"), req(jobs[3], "other"), req(jobs[8], "w2")};
+    try {
+      claimed = store.claim_many(batch);
+    } catch (const lease::store_error& e) {
+      claim_error = e.what();
+    }
+  }
+  c.wait_synced(1);
+  CAPTURE(what);
+  REQUIRE(answers.size() == beats.size());
+  CHECK(answers[0] == true);
+  CHECK(answers[1] == true);
+  CHECK_FALSE(answers[2].has_value());  // master 1: renewed there, but not on its replica
+  CHECK_FALSE(answers[3].has_value());
+  CHECK(answers[4] == true);
+  CHECK(answers[5] == false);
+  REQUIRE(code);
+  CHECK(*code == lease::redis_errc::not_replicated);
+  CAPTURE(claim_error);
+  REQUIRE(claimed.size() == 3);
+  CHECK(claimed[0].outcome == claim_outcome::won);
+  CHECK(claimed[1].outcome == claim_outcome::running);
+  CHECK(claimed[2].outcome == claim_outcome::won);
+  // The replica caught up: every renewal counts again.
+  CHECK(store.heartbeat_many(beats) == std::vector<bool>{true, true, true, true, true, false});
+}
+
 TEST_CASE("on a redis cluster four processes racing for runs on every master get exactly one winner per attempt") {
   const std::string prefix = lease::testing::fresh_prefix("crace");
   lease::testing::check_four_racers(cluster_options(prefix), jobs_on_every_master(prefix, 2),

@@ -90,6 +90,17 @@ class redis_server {
     pid_ = -1;
   }
 
+  /// SIGSTOP: the process runs nothing until thaw() (SIGCONT). A replica
+  /// frozen so acknowledges no write made after this returns: the signal
+  /// is pending before the master can even receive such a write, and it
+  /// is acted on before the replica runs again.
+  void freeze() noexcept {
+    if (pid_ > 0) ::kill(pid_, SIGSTOP);
+  }
+  void thaw() noexcept {
+    if (pid_ > 0) ::kill(pid_, SIGCONT);
+  }
+
   /// Starts again on the same port and directory, with `more` extra arguments.
   void restart(std::vector<std::string> more = {}, bool wait_ready = true) {
     kill();
@@ -189,5 +200,17 @@ inline std::string fresh_prefix(std::string_view what = "t") {
   static int n = 0;
   return std::string(what) + "-" + std::to_string(::getpid()) + "-" + std::to_string(++n);
 }
+
+/// A server frozen (SIGSTOP) for the scope: a replica so acknowledges no write made meanwhile.
+class frozen {
+ public:
+  explicit frozen(redis_server& s) : server_(s) { server_.freeze(); }
+  ~frozen() { server_.thaw(); }
+  frozen(const frozen&) = delete;
+  frozen& operator=(const frozen&) = delete;
+
+ private:
+  redis_server& server_;
+};
 
 }  // namespace lease::testing

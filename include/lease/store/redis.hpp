@@ -47,6 +47,7 @@
 #include <deque>
 #include <functional>
 #include <initializer_list>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -207,22 +208,30 @@ class redis_store {
   /// BatchClaimStore: the claims pipelined in one round trip, each its own
   /// script call, answered in order. A lost reply fails the whole batch
   /// (the scheduler resends each claim with its token, which recognises a
-  /// claim that was applied). With options().replicas, one WAIT covers the
-  /// batch when a claim in it would start a handler, as claim() waits only
-  /// then; short of replicas, every won claim is released and the batch
-  /// throws as claim() would. (A batch that starts nothing waited before,
-  /// and fell short whenever this connection had written anything while a
-  /// replica lagged: every batch of a backup was thrown, the sim found.)
+  /// claim that was applied). With options().replicas, one WAIT (on a
+  /// cluster one per master, all at once) covers the batch when a claim in
+  /// it would start a handler, as claim() waits only then; when a master
+  /// that ran such a claim is short of replicas, every won claim is
+  /// released and the batch throws as claim() would. (A batch that starts
+  /// nothing waited before, and fell short whenever this connection had
+  /// written anything while a replica lagged: every batch of a backup was
+  /// thrown, the sim found. Likewise a master whose claims start nothing
+  /// does not fail the batch by its lagging replica.)
   std::vector<claim_result> claim_many(std::span<const claim_request> batch) {
     if (batch.empty()) return {};
     if (batch.size() == 1) return {claim(batch.front())};
     conn_->forget_writes();
-    std::vector<claim_result> out = send_claims(batch);
+    std::vector<std::size_t> where;
+    std::vector<claim_result> out = send_claims(batch, &where);
     if (opts_.replicas == 0) return out;
     bool starts = false;
     for (std::size_t i = 0; i < batch.size(); ++i) starts = starts || starts_handler(batch[i], out[i]);
     if (!starts) return out;
-    if (!replicated()) {
+    const auto acked = replicated_each();
+    bool short_of_replicas = false;
+    for (std::size_t i = 0; i < batch.size(); ++i)
+      short_of_replicas = short_of_replicas || (starts_handler(batch[i], out[i]) && !enough(acked, where[i]));
+    if (short_of_replicas) {
       for (std::size_t i = 0; i < batch.size(); ++i)
         if (starts_handler(batch[i], out[i])) release_unreplicated(batch[i]);
       not_replicated(batch.front(), batch.size());
@@ -260,7 +269,12 @@ class redis_store {
   /// backup would take over a runner that believes itself renewed. Short of
   /// replicas the call throws not_replicated (unavailable): the scheduler
   /// counts no renewal, and its runners self-abort at their deadline unless
-  /// a later heartbeat is replicated.
+  /// a later heartbeat is replicated. On a cluster each master answers for
+  /// its own renewals: those of a master short of replicas go unanswered,
+  /// the others count (partial_batch_error below). One lagging replica used
+  /// to void the renewals on every master (the fewest replicas of any
+  /// master stood for all), so its runners on healthy masters self-aborted
+  /// as if every master lagged.
   ///
   /// Failed in part — on a cluster a master down while the others answer,
   /// or renewals short of replicas beside refusals (which need none) — it
@@ -269,18 +283,20 @@ class redis_store {
   std::vector<bool> heartbeat_many(std::span<const heartbeat_request> batch) {
     if (opts_.replicas > 0) conn_->forget_writes();
     std::optional<store_error> failed;
-    std::vector<std::optional<bool>> answers = send_heartbeats(batch, failed);
+    std::vector<std::size_t> where;
+    std::vector<std::optional<bool>> answers = send_heartbeats(batch, failed, &where);
     auto renewed = [&] { return std::find(answers.begin(), answers.end(), true) != answers.end(); };
-    if (opts_.replicas > 0 && renewed() && !replicated()) {
+    if (opts_.replicas > 0 && renewed()) {
+      const auto acked = replicated_each();
       std::size_t unreplicated = 0;
       const heartbeat_request* first = nullptr;
       for (std::size_t i = 0; i < batch.size(); ++i)
-        if (answers[i] == true) {
+        if (answers[i] == true && !enough(acked, where[i])) {
           answers[i].reset();  // not counted: a failover could take it back
           if (first == nullptr) first = &batch[i];
           ++unreplicated;
         }
-      if (!failed)
+      if (!failed && first != nullptr)
         failed.emplace(replication_error(
             "heartbeat", first->run.job, unreplicated,
             "a failover could bring back the earlier lease end, so the renewal does not count: the runner "
@@ -321,8 +337,10 @@ class redis_store {
   /// Each element's answer, or nullopt where its master failed (a cluster's
   /// other masters still answer; `failed` says why). On one server a
   /// failure is thrown.
+  /// `where`, if given: the node each element ran on (router::wait_each).
   std::vector<std::optional<bool>> send_heartbeats(std::span<const heartbeat_request> batch,
-                                                   std::optional<store_error>& failed) {
+                                                   std::optional<store_error>& failed,
+                                                   std::vector<std::size_t>* where = nullptr) {
     if (batch.empty()) return {};
     const std::string now = now_arg();
     std::vector<const detail::redis::job_keys*> keys;
@@ -342,7 +360,7 @@ class redis_store {
           push_keys(a, *keys[i], detail::redis::script::heartbeat);
           a.insert(a.end(), {now, nums[3 * i], batch[i].token, nums[3 * i + 1], nums[3 * i + 2]});
         },
-        failed);
+        failed, where);
     std::vector<std::optional<bool>> out;
     out.reserve(batch.size());
     for (std::size_t i = 0; i < replies.size(); ++i) {
@@ -385,8 +403,9 @@ class redis_store {
     if (batch.empty()) return out;
     if (opts_.replicas > 0) conn_->forget_writes();
     bool read_back = false;
+    std::vector<std::size_t> where(batch.size(), unknown_node);
     try {
-      send_finishes(batch, out);
+      send_finishes(batch, out, where);
     } catch (const detail::redis::transport_error& e) {
       if (!e.maybe_applied()) throw;
       read_back = true;
@@ -396,14 +415,23 @@ class redis_store {
         out[i] = f.status ? resolve_finish(f.run, f.token, *f.status, e) : resolve_release(f.run, f.token, e);
       }
     }
-    std::size_t finished = 0;
+    auto finished = [&](std::size_t i) { return out[i] && batch[i].status.has_value(); };
+    bool any = false;
+    for (std::size_t i = 0; i < batch.size(); ++i) any = any || finished(i);
+    if (opts_.replicas <= 0 || !any) return out;
+    // Each master answers for its own finishes: the notice names those on a
+    // master short of replicas, not the whole batch (all of it when read
+    // back: no WAIT can reach a lost connection's writes).
+    std::map<std::size_t, std::int64_t> acked;
+    if (!read_back) acked = replicated_each();
+    std::size_t unreplicated = 0;
     const finish_request* first = nullptr;
     for (std::size_t i = 0; i < batch.size(); ++i)
-      if (out[i] && batch[i].status) {
-        ++finished;
+      if (finished(i) && (read_back || !enough(acked, where[i]))) {
+        ++unreplicated;
         if (first == nullptr) first = &batch[i];
       }
-    if (first != nullptr) check_end_replicated(first->run.job, finished, read_back);
+    if (first != nullptr) end_not_replicated(first->run.job, unreplicated, read_back);
     return out;
   }
 
@@ -961,7 +989,8 @@ class redis_store {
   /// pipeline per node); answers into `out`. A running status is refused
   /// without being sent, as finish() does. A script that answered NOSCRIPT
   /// did not run: it is sent again alone, which reloads the scripts.
-  void send_finishes(std::span<const finish_request> batch, std::vector<bool>& out) {
+  /// `where`: the node each element ran on (unknown_node if resent alone).
+  void send_finishes(std::span<const finish_request> batch, std::vector<bool>& out, std::vector<std::size_t>& where) {
     conn_->open();  // connect (and load the scripts) before reading their SHAs
     using detail::redis::script;
     std::deque<std::string> hold;  // argv_t holds views: the numbers live here
@@ -980,14 +1009,16 @@ class redis_store {
       sent.push_back(i);
     }
     if (cmds.empty()) return;
-    auto replies = conn_->exchange(cmds);
+    std::vector<std::size_t> nodes;
+    auto replies = conn_->exchange(cmds, &nodes);
     for (std::size_t k = 0; k < sent.size(); ++k) {
       const finish_request& f = batch[sent[k]];
       const char* what = f.status ? "finish" : "release";
       if (detail::redis::connection::error_code_of(replies[k].get()) == redis_errc::noscript) {
         out[sent[k]] = f.status ? send_finish(f.run, f.token, *f.status) : send_release(f.run, f.token);
-        continue;
+        continue;  // its node unknown: counted as short of replicas
       }
+      where[sent[k]] = nodes[k];
       detail::redis::connection::throw_if_error(replies[k].get(), what);
       out[sent[k]] = as_int(replies[k].get(), what) == 1;
     }
@@ -1002,7 +1033,9 @@ class redis_store {
 
   /// send_claim() for each request, pipelined before one HMGET: one round
   /// trip, each claim its own script call (atomic on its own), in order.
-  std::vector<claim_result> send_claims(std::span<const claim_request> batch) {
+  /// `where`, if given: the node each claim ran on (unknown_node if resent alone).
+  std::vector<claim_result> send_claims(std::span<const claim_request> batch,
+                                        std::vector<std::size_t>* where = nullptr) {
     conn_->open();  // connect (and check the server) before reading what this handle knows
     const std::optional<std::int64_t> sent_lost = watch_->lost_at;
     const std::string now = now_arg(), lost = sent_lost ? std::to_string(*sent_lost) : std::string();
@@ -1025,15 +1058,18 @@ class redis_store {
       claim_args(a, hold, *keys.back(), req, now, known.back(), lost);
     }
     cmds.push_back({"HMGET", store_key, "id", "lost"});
-    auto replies = conn_->exchange(cmds);
+    auto replies = conn_->exchange(cmds, where);
+    if (where != nullptr) where->resize(batch.size());  // the HMGET's dropped
     std::vector<claim_result> out;
     out.reserve(batch.size());
     for (std::size_t i = 0; i < batch.size(); ++i) {
       detail::redis::reply_ptr reply = std::move(replies[i]);
-      if (detail::redis::connection::error_code_of(reply.get()) == redis_errc::noscript)  // it did not run
+      if (detail::redis::connection::error_code_of(reply.get()) == redis_errc::noscript) {  // it did not run
         reply = conn_->eval(detail::redis::script::claim, [&](argv_t& a) {
           claim_args(a, hold, *keys[i], batch[i], now, known[i], lost);  // reloads the scripts
         });
+        if (where != nullptr) (*where)[i] = unknown_node;  // counted as short of replicas
+      }
       out.push_back(parse_claim(batch[i], reply.get(), std::string(known[i])));
     }
     check_marker(replies.back().get(), sent_lost);
@@ -1223,6 +1259,30 @@ class redis_store {
     return last_acked_ >= opts_.replicas;
   }
 
+  /// replicated(), node by node (router::wait_each): each node that ran
+  /// scripts since forget_writes() -> the replicas that acknowledged its
+  /// writes (-1: unknown). last_acked_ is the fewest, for the sentence.
+  std::map<std::size_t, std::int64_t> replicated_each() {
+    const std::string n = std::to_string(opts_.replicas), t = std::to_string(opts_.replica_timeout.count());
+    const argv_t cmd{"WAIT", n, t};
+    std::map<std::size_t, std::int64_t> acked;
+    try {
+      acked = conn_->wait_each(cmd);
+    } catch (const store_error&) {
+      acked.clear();  // unknown: as bad as too few
+    }
+    last_acked_ = -1;
+    for (auto it = acked.begin(); it != acked.end(); ++it)
+      last_acked_ = it == acked.begin() ? it->second : std::min(last_acked_, it->second);
+    return acked;
+  }
+
+  /// Whether the writes on `node` reached opts_.replicas (an unknown node: no).
+  [[nodiscard]] bool enough(const std::map<std::size_t, std::int64_t>& acked, std::size_t node) const {
+    const auto it = acked.find(node);
+    return it != acked.end() && it->second >= opts_.replicas;
+  }
+
   void release_unreplicated(const claim_request& req) {
     try {
       (void)release(req.run, req.token);
@@ -1270,6 +1330,9 @@ class redis_store {
   void check_end_replicated(std::string_view job, std::size_t finishes, bool read_back) {
     if (opts_.replicas <= 0) return;
     if (!read_back && replicated()) return;
+    end_not_replicated(job, finishes, read_back);
+  }
+  void end_not_replicated(std::string_view job, std::size_t finishes, bool read_back) {
     watch_->notices.push_back(
         "redis at " + conn_->where() + ": the finish of job '" + detail::redis::printable(job, 80) + "'" +
         (finishes > 1 ? " (and " + std::to_string(finishes - 1) + " more in its batch)" : "") + " was " +
@@ -1405,6 +1468,8 @@ class redis_store {
   std::unique_ptr<detail::redis::router> conn_;
   std::unique_ptr<detail::redis::watch> watch_;
   std::int64_t last_acked_ = 0;  ///< replicas that acknowledged the last WAIT (-1: unknown)
+  /// A batch element whose node is not known (resent alone): never counted as replicated.
+  static constexpr std::size_t unknown_node = static_cast<std::size_t>(-1);
   /// A job's keys, and the subscriber (by listen_generation_) that watches it.
   struct known_keys {
     detail::redis::job_keys keys;

@@ -60,9 +60,14 @@ class router {
   [[nodiscard]] bool clustered() const noexcept { return cluster_; }
 
   /// The replies of `cmds`, in order (error replies returned, not thrown).
-  std::vector<reply_ptr> exchange(std::span<const argv_t> cmds) {
-    if (!cluster_) return nodes_.front()->exchange(cmds);
-    return routed(cmds);
+  /// `where`, if given: the node each command ran on (wait_each's keys).
+  std::vector<reply_ptr> exchange(std::span<const argv_t> cmds, std::vector<std::size_t>* where = nullptr) {
+    if (!cluster_) {
+      auto replies = nodes_.front()->exchange(cmds);
+      if (where != nullptr) where->assign(cmds.size(), 0);
+      return replies;
+    }
+    return routed(cmds, nullptr, where);
   }
 
   /// EVALSHA of `which` for each element of `batch`, routed; error replies thrown.
@@ -85,17 +90,22 @@ class router {
   /// their replies stay null, and `failed` holds the first such error. So
   /// one master down does not fail the renewals on the others. On one
   /// server every element shares its fate, and a failure is thrown.
+  /// `where`, if given: the node each element ran on (wait_each's keys).
   template <class MakeArgs>
   std::vector<reply_ptr> eval_each(script which, std::size_t count, MakeArgs&& make_args,
-                                   std::optional<store_error>& failed) {
-    if (!cluster_) return nodes_.front()->eval_many(which, count, std::forward<MakeArgs>(make_args));
+                                   std::optional<store_error>& failed, std::vector<std::size_t>* where = nullptr) {
+    if (!cluster_) {
+      auto replies = nodes_.front()->eval_many(which, count, std::forward<MakeArgs>(make_args));
+      if (where != nullptr) where->assign(count, 0);
+      return replies;
+    }
     open();
     std::vector<argv_t> cmds(count);
     for (std::size_t i = 0; i < count; ++i) {
       cmds[i] = {"EVALSHA", sha(which)};
       make_args(i, cmds[i]);
     }
-    std::vector<reply_ptr> replies = routed(cmds, &failed);
+    std::vector<reply_ptr> replies = routed(cmds, &failed, where);
     for (auto& r : replies) {
       if (!r) continue;
       try {
@@ -119,32 +129,48 @@ class router {
   /// master short of replicas. Every call that WAITs starts with it.
   void forget_writes() noexcept { last_nodes_.clear(); }
 
-  /// `wait` (WAIT numreplicas timeout) on the node(s) that ran scripts since
-  /// forget_writes() or the last WAIT, all at once: the fewest replicas any of them acknowledged
-  /// with. WAIT counts the replicas that have this connection's writes, so
-  /// on a cluster it must go where the writes went, not to any node.
-  std::int64_t wait_replicas(const argv_t& wait) {
-    std::vector<reply_ptr> replies;
+  /// `wait` (WAIT numreplicas timeout) on each node that ran scripts since
+  /// forget_writes() or the last WAIT (one server: on it), all at once:
+  /// node -> the replicas that acknowledged its writes, or -1 where its
+  /// WAIT failed. WAIT counts the replicas that have this connection's
+  /// writes, so on a cluster it must go where the writes went, not to any
+  /// node; and each node answers for its own writes only, so a caller can
+  /// tell which elements of a batch are short of replicas (one master whose
+  /// replica lags no longer voids the renewals of every master).
+  std::map<std::size_t, std::int64_t> wait_each(const argv_t& wait) {
+    std::map<std::size_t, std::int64_t> acked;
     if (!cluster_) {
-      replies = nodes_.front()->exchange(std::span(&wait, 1));
-    } else {
-      std::map<std::size_t, std::vector<std::size_t>> by_node;
-      std::vector<argv_t> cmds;
-      for (std::size_t node : last_nodes_) {
-        by_node[node].push_back(cmds.size());
-        cmds.push_back(wait);
-      }
-      last_nodes_.clear();
-      if (cmds.empty()) return 0;
-      replies.resize(cmds.size());
-      exchange_round(cmds, by_node, std::vector<char>(cmds.size(), 0), replies);
+      auto replies = nodes_.front()->exchange(std::span(&wait, 1));
+      const redisReply* r = replies.front().get();
+      acked[0] = r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
+      return acked;
     }
-    std::int64_t fewest = -1;
-    for (const auto& r : replies) {
-      connection::throw_if_error(r.get(), "WAIT");
-      if (r->type != REDIS_REPLY_INTEGER) raise(redis_errc::bad_reply, "WAIT", "not an integer");
-      fewest = fewest < 0 ? r->integer : std::min<std::int64_t>(fewest, r->integer);
+    std::map<std::size_t, std::vector<std::size_t>> by_node;
+    std::vector<argv_t> cmds;
+    for (std::size_t node : last_nodes_) {
+      acked[node] = -1;
+      by_node[node].push_back(cmds.size());
+      cmds.push_back(wait);
     }
+    last_nodes_.clear();
+    if (cmds.empty()) return acked;
+    std::vector<reply_ptr> replies(cmds.size());
+    std::optional<store_error> failed;  // a node whose WAIT failed stays at -1
+    exchange_round(cmds, by_node, std::vector<char>(cmds.size(), 0), replies, &failed);
+    for (const auto& [node, idx] : by_node) {
+      const redisReply* r = replies[idx.front()].get();
+      if (r != nullptr && r->type == REDIS_REPLY_INTEGER) acked[node] = r->integer;
+    }
+    return acked;
+  }
+
+  /// wait_each, the fewest replicas any node acknowledged with (0 if no
+  /// script ran on a cluster): for a call whose writes all count together.
+  std::int64_t wait_replicas(const argv_t& wait) {
+    const auto acked = wait_each(wait);
+    if (acked.empty()) return 0;
+    std::int64_t fewest = acked.begin()->second;
+    for (const auto& [node, n] : acked) fewest = std::min(fewest, n);
     return fewest;
   }
 
@@ -290,7 +316,8 @@ class router {
   /// redirections. With `failed`, a node that cannot be reached or whose
   /// connection fails leaves its elements' replies null (the first error in
   /// *failed) while the others are answered; without, it fails them all.
-  std::vector<reply_ptr> routed(std::span<const argv_t> cmds, std::optional<store_error>* failed = nullptr) {
+  std::vector<reply_ptr> routed(std::span<const argv_t> cmds, std::optional<store_error>* failed = nullptr,
+                                std::vector<std::size_t>* where = nullptr) {
     if (stale_) refresh();
     const std::size_t n = cmds.size();
     std::vector<reply_ptr> out(n);
@@ -379,6 +406,7 @@ class router {
       if (out[i] && !cmds[i].empty() && cmds[i][0] == "EVALSHA") last_nodes_.push_back(target[i]);
     std::sort(last_nodes_.begin(), last_nodes_.end());
     last_nodes_.erase(std::unique(last_nodes_.begin(), last_nodes_.end()), last_nodes_.end());
+    if (where != nullptr) *where = std::move(target);
     return out;
   }
 
