@@ -626,6 +626,51 @@ TEST_CASE("with replicas set a heartbeat the replicas lack throws not_replicated
   CHECK(waiting.get(run)->lease_end == clock.now() + 30s);
 }
 
+// WAIT answers for the writes of the connection it is sent on. A
+// connection opened after the writes, in the same call, has written none
+// of them: a reconnect that reaches another server at the same address (a
+// managed endpoint moved to the new primary after a failover, or a
+// proxy's) answered WAIT with that server's replicas, though the write
+// reached no replica and the new primary never had it. (Back on the same
+// server, Redis 7.0 moves the offset a WAIT waits for with every command
+// of the connection, so the reconnect's own commands make it cover the
+// write; a server that moves it only with the connection's writes answers
+// at once there too.)
+TEST_CASE("with replicas set: a WAIT on a connection opened after the writes counts no replica") {
+  lease::testing::redis_server old_primary, new_primary;
+  const auto old_replica = replica_of(old_primary), new_replica = replica_of(new_primary);
+  std::string sha;
+  for (auto* s : {&old_primary, &new_primary}) {
+    const auto loaded = s->command({"SCRIPT", "LOAD", "return redis.call('INCR', KEYS[1])"});
+    REQUIRE(loaded->type == REDIS_REPLY_STRING);
+    sha.assign(loaded->str, loaded->len);
+  }
+  lease::testing::loopback_proxy endpoint(old_primary.port());
+  lease::detail::redis::connection_settings s;
+  s.where.port = endpoint.port();
+  lease::detail::redis::router r(s, false);
+  using argv_t = lease::detail::redis::argv_t;
+  const argv_t write{"EVALSHA", sha, "1", "k"}, read{"GET", "k"};
+  r.forget_writes();
+  (void)r.exchange(std::span(&write, 1));
+  REQUIRE(r.wait_replicas({"WAIT", "1", "5000"}) == 1);  // the replica is well
+
+  std::int64_t acked = 0;
+  {
+    lease::testing::frozen stalled(*old_replica);
+    r.forget_writes();
+    (void)r.exchange(std::span(&write, 1));  // applied on the old primary, on no replica
+    // The endpoint moves to the other server; the connection breaks and
+    // the next command notices. The WAIT after it connects again, if it may.
+    endpoint.retarget(new_primary.port());
+    endpoint.cut_all();
+    REQUIRE(lease::testing::wait_for([&] { return endpoint.cuts() == 1; }));
+    CHECK_THROWS_AS(r.exchange(std::span(&read, 1)), lease::store_error);
+    acked = r.wait_replicas({"WAIT", "1", "300"});
+  }
+  CHECK(acked < 1);
+}
+
 // A batch of claims that starts no handler waits for no replica, as one
 // claim() does: WAIT counts every write of the connection, so once it had
 // written while a replica lagged (a heartbeat of its own run), every batch

@@ -17,6 +17,9 @@
 //                          the kernel's buffers and arrive, late, once healed
 //   delay(d)               every chunk is forwarded d after it arrived, both
 //                          ways
+//   retarget(port)         new connections go to another server from now
+//                          on (an address moved to a new primary, as a
+//                          managed endpoint's DNS name is after a failover)
 //   hold_close(true)       a connection the server ends is passed on up to
 //                          the end: its last bytes reach the client, the
 //                          close does not until hold_close(false) (a server
@@ -76,6 +79,7 @@ class loopback_proxy {
   void black_hole(bool on) { hole_ = on; }
   void delay(std::chrono::milliseconds by) { delay_ms_ = static_cast<int>(by.count()); }
   void hold_close(bool on) { hold_close_ = on; }
+  void retarget(int upstream_port) { upstream_ = upstream_port; }
 
   /// Connections the server ended, counted once their last bytes were
   /// passed on to the client.
@@ -196,7 +200,7 @@ class loopback_proxy {
     ::close(server);
   }
 
-  int upstream_;
+  std::atomic<int> upstream_;
   int listen_ = -1;
   int port_ = 0;
   std::atomic<bool> stop_{false};

@@ -150,6 +150,11 @@ class connection {
     retry_at_ = {};
   }
   [[nodiscard]] bool connected() const noexcept { return ctx_ != nullptr; }
+  /// Which connection this is: one more at every connect. WAIT counts the
+  /// writes of the connection it is sent on, so a caller that waits for
+  /// replicas compares this with the generation its writes went out on
+  /// (router::wait_each).
+  [[nodiscard]] std::uint64_t generation() const noexcept { return generation_; }
   /// Round trips made so far (pipelined commands count once), handshakes included.
   [[nodiscard]] std::uint64_t round_trips() const noexcept { return round_trips_; }
   [[nodiscard]] const connection_settings& settings() const noexcept { return s_; }
@@ -206,6 +211,7 @@ class connection {
 
   void connect() {
     errno = 0;
+    ++generation_;  // a new connection, even if this connect fails
     ctx_.reset(redisConnectWithTimeout(s_.where.host.c_str(), s_.where.port, to_timeval(s_.connect_timeout)));
     const int saved = errno;
     if (!ctx_) raise(redis_errc::client_oom, "connecting to " + where(), "hiredis could not allocate a context");
@@ -348,6 +354,7 @@ class connection {
   std::chrono::steady_clock::time_point retry_at_{};
   std::chrono::milliseconds backoff_{};
   std::uint64_t round_trips_ = 0;
+  std::uint64_t generation_ = 0;  ///< connects so far: generation()
   std::string resp_;  ///< write_out()'s buffer, kept between calls
 };
 

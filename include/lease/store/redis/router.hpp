@@ -64,6 +64,8 @@ class router {
   std::vector<reply_ptr> exchange(std::span<const argv_t> cmds, std::vector<std::size_t>* where = nullptr) {
     if (!cluster_) {
       auto replies = nodes_.front()->exchange(cmds);
+      if (std::any_of(cmds.begin(), cmds.end(), [](const argv_t& c) { return !c.empty() && c[0] == "EVALSHA"; }))
+        note_write(0, nodes_.front()->generation());
       if (where != nullptr) where->assign(cmds.size(), 0);
       return replies;
     }
@@ -73,7 +75,7 @@ class router {
   /// EVALSHA of `which` for each element of `batch`, routed; error replies thrown.
   template <class MakeArgs>
   std::vector<reply_ptr> eval_many(script which, std::size_t count, MakeArgs&& make_args) {
-    if (!cluster_) return nodes_.front()->eval_many(which, count, std::forward<MakeArgs>(make_args));
+    if (!cluster_) return standalone_eval(which, count, std::forward<MakeArgs>(make_args), nullptr);
     open();
     std::vector<argv_t> cmds(count);
     for (std::size_t i = 0; i < count; ++i) {
@@ -94,11 +96,7 @@ class router {
   template <class MakeArgs>
   std::vector<reply_ptr> eval_each(script which, std::size_t count, MakeArgs&& make_args,
                                    std::optional<store_error>& failed, std::vector<std::size_t>* where = nullptr) {
-    if (!cluster_) {
-      auto replies = nodes_.front()->eval_many(which, count, std::forward<MakeArgs>(make_args));
-      if (where != nullptr) where->assign(count, 0);
-      return replies;
-    }
+    if (!cluster_) return standalone_eval(which, count, std::forward<MakeArgs>(make_args), where);
     open();
     std::vector<argv_t> cmds(count);
     for (std::size_t i = 0; i < count; ++i) {
@@ -127,32 +125,47 @@ class router {
   /// Forgets where earlier scripts ran: the next WAIT covers what runs from
   /// here (a claim's or an operator call's scripts), not a heartbeat's
   /// master short of replicas. Every call that WAITs starts with it.
-  void forget_writes() noexcept { last_nodes_.clear(); }
+  void forget_writes() noexcept { written_.clear(); }
 
   /// `wait` (WAIT numreplicas timeout) on each node that ran scripts since
   /// forget_writes() or the last WAIT (one server: on it), all at once:
-  /// node -> the replicas that acknowledged its writes, or -1 where its
-  /// WAIT failed. WAIT counts the replicas that have this connection's
-  /// writes, so on a cluster it must go where the writes went, not to any
-  /// node; and each node answers for its own writes only, so a caller can
-  /// tell which elements of a batch are short of replicas (one master whose
-  /// replica lags no longer voids the renewals of every master).
+  /// node -> the replicas that acknowledged its writes, or -1 where that is
+  /// unknown (the WAIT failed, or could not cover the writes: below). WAIT
+  /// counts the replicas that have this connection's writes, so on a
+  /// cluster it must go where the writes went, not to any node; and each
+  /// node answers for its own writes only, so a caller can tell which
+  /// elements of a batch are short of replicas (one master whose replica
+  /// lags no longer voids the renewals of every master).
+  ///
+  /// A WAIT answers for the writes of the connection it is sent on, up to
+  /// that connection's last write. A node whose connection was replaced
+  /// since the writes (failed, then reconnected by a later round of the
+  /// batch, a redirection, a connect hook's call, or the WAIT itself) would
+  /// be asked on a connection that wrote none of them: WAIT then answers at
+  /// once with every replica (a server that moves a connection's WAIT
+  /// offset only with its writes, or another server now at the address: an
+  /// endpoint moved to a new primary), though the writes made on the old
+  /// connection (answered, so counted) may be on no replica, and a failover
+  /// would forget a claim counted as replicated. So a node whose connection
+  /// generation is not the one of its earliest write here is -1, with no
+  /// WAIT, and no WAIT ever reconnects. (Simpler than forgetting the answers
+  /// of a node whose connection failed mid-call, and it also holds across
+  /// the several exchanges one store operation makes before its WAIT. The
+  /// cost: a write made again on the new connection is not trusted either,
+  /// until the next call.)
   std::map<std::size_t, std::int64_t> wait_each(const argv_t& wait) {
+    std::map<std::size_t, std::uint64_t> written = std::move(written_);
+    written_.clear();
+    if (!cluster_ && written.empty()) written[0] = nodes_.front()->generation();  // as before: always asked
     std::map<std::size_t, std::int64_t> acked;
-    if (!cluster_) {
-      auto replies = nodes_.front()->exchange(std::span(&wait, 1));
-      const redisReply* r = replies.front().get();
-      acked[0] = r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
-      return acked;
-    }
     std::map<std::size_t, std::vector<std::size_t>> by_node;
     std::vector<argv_t> cmds;
-    for (std::size_t node : last_nodes_) {
+    for (const auto& [node, generation] : written) {
       acked[node] = -1;
+      if (nodes_[node]->generation() != generation || !nodes_[node]->connected()) continue;
       by_node[node].push_back(cmds.size());
       cmds.push_back(wait);
     }
-    last_nodes_.clear();
     if (cmds.empty()) return acked;
     std::vector<reply_ptr> replies(cmds.size());
     std::optional<store_error> failed;  // a node whose WAIT failed stays at -1
@@ -236,6 +249,22 @@ class router {
 
  private:
   static constexpr std::size_t none = static_cast<std::size_t>(-1);
+
+  /// A script answered on `node`, on connection `generation`: the earliest
+  /// generation is kept, so that a connection replaced since is noticed.
+  void note_write(std::size_t node, std::uint64_t generation) {
+    auto [it, fresh] = written_.try_emplace(node, generation);
+    if (!fresh) it->second = std::min(it->second, generation);
+  }
+
+  template <class MakeArgs>
+  std::vector<reply_ptr> standalone_eval(script which, std::size_t count, MakeArgs&& make_args,
+                                         std::vector<std::size_t>* where) {
+    auto replies = nodes_.front()->eval_many(which, count, std::forward<MakeArgs>(make_args));
+    note_write(0, nodes_.front()->generation());
+    if (where != nullptr) where->assign(count, 0);
+    return replies;
+  }
 
   void attach(connection& c) {
     if (hook_) c.on_connect([this, p = &c] { hook_(*p); });
@@ -321,6 +350,7 @@ class router {
     if (stale_) refresh();
     const std::size_t n = cmds.size();
     std::vector<reply_ptr> out(n);
+    std::vector<std::uint64_t> generation(n, 0);  // of the connection each reply came on
     std::vector<std::size_t> target(n);
     std::vector<char> asking(n, 0), reloaded(n, 0), moved_now(n, 0);
     for (std::size_t i = 0; i < n; ++i) target[i] = target_of(cmds[i]);
@@ -343,7 +373,7 @@ class router {
           node = by_node.erase(node);
         }
       }
-      exchange_round(cmds, by_node, asking, out, failed);
+      exchange_round(cmds, by_node, asking, out, failed, &generation);
       std::vector<std::size_t> again;
       bool wait = false;
       for (std::size_t i : todo) {
@@ -403,9 +433,7 @@ class router {
     // the WAIT sent to the marker's master only, and a claim counted as
     // replicated that was not).
     for (std::size_t i = 0; i < n; ++i)
-      if (out[i] && !cmds[i].empty() && cmds[i][0] == "EVALSHA") last_nodes_.push_back(target[i]);
-    std::sort(last_nodes_.begin(), last_nodes_.end());
-    last_nodes_.erase(std::unique(last_nodes_.begin(), last_nodes_.end()), last_nodes_.end());
+      if (out[i] && !cmds[i].empty() && cmds[i][0] == "EVALSHA") note_write(target[i], generation[i]);
     if (where != nullptr) *where = std::move(target);
     return out;
   }
@@ -419,10 +447,10 @@ class router {
 
   /// One pipeline per node, all written before any is read; replies land in
   /// `out`. With `failed`, a node whose connection fails fails only its own
-  /// elements (routed()).
+  /// elements (routed()). `generation`: the connection each reply came on.
   void exchange_round(std::span<const argv_t> cmds, const std::map<std::size_t, std::vector<std::size_t>>& by_node,
                       const std::vector<char>& asking, std::vector<reply_ptr>& out,
-                      std::optional<store_error>* failed = nullptr) {
+                      std::optional<store_error>* failed = nullptr, std::vector<std::uint64_t>* generation = nullptr) {
     std::vector<std::vector<argv_t>> lists;
     lists.reserve(by_node.size());
     for (const auto& [node, idx] : by_node) {
@@ -432,11 +460,12 @@ class router {
         l.push_back(cmds[i]);
       }
     }
-    auto take = [&](const std::vector<std::size_t>& idx, std::vector<reply_ptr> replies) {
+    auto take = [&](std::size_t node, const std::vector<std::size_t>& idx, std::vector<reply_ptr> replies) {
       std::size_t r = 0;
       for (std::size_t i : idx) {
         if (asking[i] != 0) ++r;  // ASKING's +OK
         out[i] = std::move(replies[r++]);
+        if (generation != nullptr) (*generation)[i] = nodes_[node]->generation();
       }
     };
     if (failed != nullptr) {
@@ -457,7 +486,7 @@ class router {
       for (std::size_t k = 0; k < lists.size(); ++k, ++it) {
         if (down[k] != 0) continue;
         try {
-          take(it->second, nodes_[it->first]->receive(lists[k].size()));
+          take(it->first, it->second, nodes_[it->first]->receive(lists[k].size()));
         } catch (const transport_error& e) {
           stale_ = true;
           fail_node(it->second, e, *failed, out);
@@ -470,7 +499,8 @@ class router {
     try {
       for (std::size_t k = 0; k < lists.size(); ++k, ++it, ++sent) nodes_[it->first]->send(lists[k]);
       it = by_node.begin();
-      for (std::size_t k = 0; k < lists.size(); ++k, ++it, ++received) take(it->second, nodes_[it->first]->receive(lists[k].size()));
+      for (std::size_t k = 0; k < lists.size(); ++k, ++it, ++received)
+        take(it->first, it->second, nodes_[it->first]->receive(lists[k].size()));
     } catch (const transport_error& e) {
       // Nodes written to but not read from hold replies nobody will read.
       auto drop = by_node.begin();
@@ -488,7 +518,9 @@ class router {
   std::vector<std::unique_ptr<connection>> nodes_;  // stable addresses: hooks point at them
   std::array<std::size_t, slot_count> owner_{};      // slot -> index in nodes_ (cluster)
   bool stale_ = true;
-  std::vector<std::size_t> last_nodes_;  // the nodes that ran scripts since the last WAIT (sorted, unique)
+  // The nodes that ran scripts since the last WAIT, each with the earliest
+  // connection generation a script of it was answered on (wait_each).
+  std::map<std::size_t, std::uint64_t> written_;
   std::uint64_t moved_ = 0, asked_ = 0, refreshes_ = 0;
   inline static const std::string empty_;
 };
