@@ -457,57 +457,6 @@ TEST_CASE("redis cluster with replicas = 1: a lagging replica voids only its mas
   CHECK(store.heartbeat_many(beats) == std::vector<bool>{true, true, true, true, true, false});
 }
 
-// WAIT answers for the writes of the connection it is sent on. A master's
-// connection that broke after a write and was opened again in the same
-// call (a later round, a redirection, a connect hook's call) has written
-// nothing: no WAIT is trusted there (loss.cpp has the case a server
-// answered wrongly). Redis 7.0, run here, moves the offset a WAIT waits
-// for with every command of the connection, so the reconnect's own
-// commands make it cover the write; a server that moves it only with the
-// connection's writes answered at once with every replica, though the
-// write reached none, and a claim so counted could be forgotten by a
-// failover and run twice.
-TEST_CASE("redis cluster: a WAIT on a connection opened after the writes counts no replica") {
-  redis_cluster& c = shared_cluster();
-  const int master = 1, replica = c.size() + 1;
-  std::string key;
-  for (int i = 0; key.empty(); ++i)
-    if (std::string k = "{wg" + std::to_string(i) + "}x"; c.owner_of(lease::detail::redis::key_slot(k)) == master)
-      key = k;
-  const auto loaded = c.node(master).command({"SCRIPT", "LOAD", "return redis.call('INCR', KEYS[1])"});
-  REQUIRE(loaded->type == REDIS_REPLY_STRING);
-  const std::string sha(loaded->str, loaded->len);
-  lease::detail::redis::connection_settings s;
-  s.where.port = c.node(0).port();
-  std::vector<lease::detail::redis::endpoint> seeds;
-  for (int i = 1; i < c.total(); ++i) {
-    seeds.emplace_back();
-    seeds.back().port = c.node(i).port();
-  }
-  lease::detail::redis::router r(s, true, seeds);
-  using argv_t = lease::detail::redis::argv_t;
-  const argv_t write{"EVALSHA", sha, "1", key}, read{"GET", key}, wait{"WAIT", "1", "300"};
-  r.forget_writes();
-  (void)r.exchange(std::span(&write, 1));
-  REQUIRE(r.wait_replicas({"WAIT", "1", "5000"}) == 1);  // the replica is well
-
-  std::int64_t acked = 0;
-  {
-    lease::testing::frozen stalled(c.node(replica));
-    r.forget_writes();
-    (void)r.exchange(std::span(&write, 1));  // applied on the master, on no replica
-    // The router's connection to the master is closed by the server; the
-    // next command notices, the one after it connects again.
-    redis_cluster::expect_ok(c.node(master).command({"CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"}),
-                             "CLIENT KILL");
-    CHECK_THROWS_AS(r.exchange(std::span(&read, 1)), lease::store_error);
-    CHECK(r.exchange(std::span(&read, 1)).front()->type == REDIS_REPLY_STRING);
-    acked = r.wait_replicas(wait);
-  }
-  CHECK(acked < 1);
-  c.wait_synced(master);
-}
-
 TEST_CASE("on a redis cluster four processes racing for runs on every master get exactly one winner per attempt") {
   const std::string prefix = lease::testing::fresh_prefix("crace");
   lease::testing::check_four_racers(cluster_options(prefix), jobs_on_every_master(prefix, 2),
