@@ -9,6 +9,9 @@
 // * buffer_one: a buffered slot claimed while a newer slot's claim was
 //   pending (being retried), so the older slot ran and the newer one was
 //   skipped as its overlap — a queue, not "latest only";
+// * the same stop landing while a release is retried (a hand-over at
+//   stop(), its release failed once): also reported `lost`, by the refused
+//   release or by a refused heartbeat while the release waited;
 // * a manual claim deferred behind a slot's claim woke the loop every 10 ms
 //   for as long as that claim waited (its claim jitter: up to a day);
 // * a failed read-back of a finish whose outcome is unknown was not counted
@@ -35,7 +38,7 @@ bool says(const lease::event& e, const std::string& words) { return e.message.fi
 class stop_faulty_store : public counted_store {
  public:
   explicit stop_faulty_store(lease::fake_clock c) : counted_store(c) {}
-  /// Op names as counted_store counts them: "finish", "get", "claim".
+  /// Op names as counted_store counts them: "finish", "release", "get", "claim".
   std::shared_ptr<std::deque<std::pair<std::string, lease::errc>>> faults =
       std::make_shared<std::deque<std::pair<std::string, lease::errc>>>();
   void fail_next(std::string op, lease::errc code) { faults->emplace_back(std::move(op), code); }
@@ -43,6 +46,10 @@ class stop_faulty_store : public counted_store {
   bool finish(const lease::run_key& k, std::string_view t, lease::run_status s) {
     maybe_fail("finish");
     return counted_store::finish(k, t, s);
+  }
+  bool release(const lease::run_key& k, std::string_view t) {
+    maybe_fail("release");
+    return counted_store::release(k, t);
   }
   std::vector<bool> finish_many(std::span<const lease::finish_request> b) {
     maybe_fail("finish");
@@ -122,6 +129,65 @@ TEST_CASE("stop while a finish is in doubt: a stopped event, not lost") {
   CHECK(a.count(event_kind::lost) == 0);
   CHECK(a.count(event_kind::stopped) == 1);
   CHECK(a.count(event_kind::success) == 0);
+}
+
+namespace {
+/// Instance A runs slot 300 s of "report" (every 300 s) with a handler that
+/// throws once its stop is requested (a hand-over), B is its backup; then
+/// A's stop() hands the run over, and its release fails `failures` times
+/// (unavailable: not applied), so it is retried after a backoff; an
+/// operator stops the job (leasectl stop) before the first retry.
+struct release_retried {
+  gcluster<stop_faulty_store> c;
+  gcluster<stop_faulty_store>::node& a = c.add_instance(spec_options("A", 1));
+  gcluster<stop_faulty_store>::node& b = c.add(spec_options("B", 2), 300s);
+  explicit release_retried(int failures) {
+    a.s->add("report", lease::every(300s), [](lease::run_context& ctx) {
+      if (ctx.stop.stop_requested()) throw std::runtime_error("told to stop");
+    });
+    c.start_all();
+    c.run_until(at(301s));
+    REQUIRE(a.started.size() == 1);
+    REQUIRE(b.count(event_kind::backup) == 1);
+    for (int i = 0; i < failures; ++i) c.store.fail_next("release", lease::errc::unavailable);
+    a.s->stop(20s);
+    a.s->poll();       // the handler's stop token is requested
+    a.exec.run_all();  // it throws: the run is handed over
+    a.s->poll();
+    REQUIRE(a.s->running() == 1);  // its release is being retried
+    REQUIRE(c.store.stop("report") == 1);
+  }
+  void check_stopped() {
+    std::string lost;
+    for (const auto& e : a.of(event_kind::lost)) lost += e.message + "\n";
+    INFO(lost);
+    CHECK(a.count(event_kind::lost) == 0);  // was: "… refused by the store … another instance took the run over"
+    CHECK(a.count(event_kind::handed_over) == 0);
+    REQUIRE(a.count(event_kind::stopped) == 1);
+    const lease::event e = a.of(event_kind::stopped)[0];
+    INFO(e.message);
+    CHECK(says(e, "stopped by an operator (leasectl stop)"));
+    CHECK(says(e, "release"));
+    CHECK(a.s->stopped());
+    CHECK(c.record(at(300s))->released);
+    // The run is handed over all the same: after the resume, B takes it over.
+    REQUIRE(c.store.resume("report"));
+    c.run_until(at(300s) + 30s + 2 * 5s);  // once the lease the stop kept has ended: within 2 heartbeats
+    CHECK(b.count(event_kind::takeover) == 1);
+  }
+};
+}  // namespace
+
+TEST_CASE("stop while a release is retried: a stopped event, not lost") {
+  release_retried r(1);
+  r.c.run_until(at(302s));  // the retry, 100 to 150 ms later, is refused
+  r.check_stopped();
+}
+
+TEST_CASE("stop while a release is retried, a heartbeat refused first: stopped") {
+  release_retried r(6);      // retried for 6 s and more (100 ms doubling)
+  r.c.run_until(at(306s));   // the heartbeat at 305 s comes before the release is sent again
+  r.check_stopped();
 }
 
 TEST_CASE("instance stop while a finish is retried: the success is recorded") {

@@ -409,8 +409,9 @@ void scheduler<S, C, E, P>::end_answered(std::uint64_t id, bool ok) {
   const std::string detail_msg = a.why.empty() ? std::string{} : " (" + a.why + ")";
   if (!ok) {
     // Refused because an operator's stop handed the run over first (its
-    // finish was being retried): said as the stop it was, and watched.
-    if (!release && stopped_by_operator(a)) {
+    // finish or release was being retried): said as the stop it was, and
+    // watched.
+    if (stopped_by_operator(a)) {
       operator_stopped(it);
       return;
     }

@@ -16,10 +16,11 @@
 //   back (get, one round trip, only after a refusal) and, seeing its own
 //   token with `released` set by no release of its own, asks the handler to
 //   stop (as for a lost lease) and says why in a `stopped` event — not a
-//   generic `lost`. It then watches the run as a backup: while the job is
-//   paused every takeover check is answered `paused`; after a resume one
-//   instance takes it over as the next attempt (a hand-over does not count
-//   against max_attempts).
+//   generic `lost`. So does a runner whose handler had ended, its finish or
+//   release being retried when the stop came. It then watches the run as a
+//   backup: while the job is paused every takeover check is answered
+//   `paused`; after a resume one instance takes it over as the next attempt
+//   (a hand-over does not count against max_attempts).
 #pragma once
 
 #include <string>
@@ -81,14 +82,19 @@ void scheduler<S, C, E, P>::on_registration(std::uint64_t once) {
 /// After a refused heartbeat, finish or release: was the run handed over by
 /// an operator's stop? Only a StopStore can do that; the run read back still
 /// carries this attempt's token, released, and this instance released
-/// nothing (its handler is still running, or it ended and its finish is
-/// being retried: a review found such a stop reported `lost`, "another
-/// instance took the run over", and the stopped run not watched). A failed
-/// read says no: the generic `lost`.
+/// nothing (its handler is still running, or it ended and its finish or
+/// release is being retried: a review found such a stop reported `lost`,
+/// "another instance took the run over", and the stopped run not watched).
+/// A failed read says no: the generic `lost`.
 template <Store S, Clock C, Executor E, OverlapPolicy P>
 bool scheduler<S, C, E, P>::stopped_by_operator(const attempt& a) {
   if constexpr (StopStore<S>) {
-    if (a.at == step::releasing) return false;
+    // A release whose outcome is unknown may have applied, its reply lost:
+    // then the run reads back released under this token by this instance,
+    // not by an operator. Its read-back says which it was (handed_over).
+    // Once a read-back answered, every send since was refused or not
+    // applied, so a release under this token is someone else's: the stop.
+    if (a.at == step::releasing && a.end_in_doubt) return false;
     try {
       std::optional<run_record> rec = store_.get(a.run);
       store_answered();
@@ -116,7 +122,20 @@ void scheduler<S, C, E, P>::operator_stopped(It it) {
   guard_.remove(a.lease.get());
   const std::string until = "; the run stays stopped until `leasectl resume " + a.run.job +
                             "`, after which a backup takes it over as its next attempt";
-  if (a.at == step::finishing)
+  if (a.at == step::releasing)
+    // The stop did what the release was for: the run is handed over, and
+    // not counted against max_attempts. Said as the stop it was: the job is
+    // paused, so no backup takes the run over before a resume.
+    emit(event_kind::stopped, a.run, a.number, a.fence,
+         "job " + a.run.job + " slot " + detail::fmt(a.run.slot) + ": stopped by an operator (leasectl stop) "
+         "while this instance was handing the run over (" +
+             (a.started ? std::string("its handler had stopped") : std::string("its handler was never started")) +
+             (a.why.empty() ? std::string{} : ": " + a.why) +
+             "; its release was being retried after a store error): the operator's stop released the run first, so "
+             "this instance's release is not needed and nothing more is sent for attempt " +
+             std::to_string(a.number) + until,
+         {.handler_duration = a.handler_time(steady())});
+  else if (a.at == step::finishing)
     emit(event_kind::stopped, a.run, a.number, a.fence,
          "job " + a.run.job + " slot " + detail::fmt(a.run.slot) + ": stopped by an operator (leasectl stop) "
          "after its handler had ended (" + std::string(to_string(a.result)) +
