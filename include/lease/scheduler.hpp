@@ -333,8 +333,9 @@ class scheduler {
     enum class last_win : std::uint8_t { unknown, this_instance, another } won_last = last_win::unknown;
     /// Manual claims (pending ids) waiting for a slot's claim of the job to
     /// go first (defer_manual), with no timer: wake_manual sends them again
-    /// when a claim of the job's slots is answered or dropped, or its slot
-    /// timer is re-armed.
+    /// when a claim of the job's slots is answered or dropped. Never for the
+    /// slot's timer: that is on wall time (send_pending claims a due slot
+    /// at once instead).
     std::vector<std::uint64_t> parked_manual{};
   };
   /// A scheduled or catch-up claim, kept (same token) until answered or too late.

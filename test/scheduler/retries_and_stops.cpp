@@ -14,6 +14,9 @@
 //   release or by a refused heartbeat while the release waited;
 // * a manual claim deferred behind a slot's claim woke the loop every 10 ms
 //   for as long as that claim waited (its claim jitter: up to a day);
+// * a manual claim deferred behind a slot whose timer had not fired yet
+//   waited for that wall-time timer: a wall clock stepped back 10 min held
+//   the trigger 10 min more;
 // * a failed read-back of a finish whose outcome is unknown was not counted
 //   as a store fault: no event, no summary, and the episode's count wrong.
 #include <catch2/catch.hpp>
@@ -260,6 +263,46 @@ TEST_CASE("a trigger deferred behind a slot's claim jitter does not spin the loo
   REQUIRE(claimed - at(60s) > 5s);           // the jitter drawn is long enough to show the spin
   CHECK(c.store.total() - calls_before <= 2 + (claimed - at(60s)) / 5s);  // its claims and heartbeats: no store call per wake-up
   CHECK(wakeups < 50);                          // was one per 10 ms
+}
+
+TEST_CASE("a trigger parked behind a due slot waits no longer for a wall clock stepped back") {
+  // The instance's wall clock, stepped alone; the store keeps the base one.
+  lease::fake_clock base{at(2h) - 30s};
+  counted_store store{base};
+  lease::skewed_clock<lease::fake_clock> wall{base, 0ms};
+  recording_executor exec;
+  auto o = spec_options("api", 3);
+  o.claim_jitter = 60s;  // the slot's claim waits up to a minute after the slot
+  lease::scheduler<counted_store, lease::skewed_clock<lease::fake_clock>, recording_executor, lease::skip_t> s(
+      store, wall, exec, lease::skip_t{}, o);
+  std::vector<lease::event> events;
+  s.on_event([&](const lease::event& e) { events.push_back(e); });
+  s.add("report", lease::every(1h), [](lease::run_context&) {});
+  s.start();
+  s.poll();
+  base.set(at(2h) + 1ms);  // slot 2 h is due; its timer waits out its jitter (not polled since)
+  const time_point slot = store.trigger("report");
+  auto answered = [&] {  // skip mode: the slot's run is live, so the manual claim ends in a skip event
+    return std::any_of(events.begin(), events.end(), [&](const lease::event& e) { return e.run.slot == slot; });
+  };
+  s.poll();  // the push is taken: the manual claim waits for slot 2 h to be claimed first
+  REQUIRE_FALSE(answered());
+  REQUIRE_FALSE(store.get({"report", at(2h)}).has_value());
+  wall.step(-10min);  // NTP steps the instance's wall clock back
+  // Driven on the base clock: a wake-up the instance asks for (its wall
+  // time) is that much later on the base.
+  while (!answered()) {
+    const auto w = s.next_wakeup();
+    if (!w) break;
+    const time_point target = *w - wall.offset();
+    if (target > at(2h) + 2min) break;
+    if (target > base.now()) base.set(target);
+    s.poll();
+  }
+  INFO("the trigger answered " << lease::detail::fmt(base.now() - at(2h)) << " after the slot (monotonic)");
+  CHECK(answered());  // was: 10 min and the jitter later, when the stepped wall clock reached the slot's timer
+  CHECK(store.get({"report", at(2h)}).has_value());  // the slot was still claimed first
+  CHECK(base.now() - at(2h) <= 60s + 1s);           // within the slot's claim jitter
 }
 
 // ---- 4. Failed read-backs are store faults -------------------------------------

@@ -50,7 +50,6 @@ namespace lease {
 template <Store S, Clock C, Executor E, OverlapPolicy P>
 void scheduler<S, C, E, P>::arm_slot(std::uint32_t j, time_point slot) {
   jobs_[j].next_slot = slot;
-  wake_manual(j);  // a manual claim parked behind the slot's timer
   slot_timers_.push({slot + jitter(opts_.claim_jitter / 4), 0, detail::timer_kind::slot, j, slot, jobs_[j].gen});
 }
 
@@ -153,6 +152,13 @@ void scheduler<S, C, E, P>::send_pending(std::uint64_t id) {
   pending_claim& pc = it->second;
   const job& jb = jobs_[pc.job];
   if (pc.req.reason == claim_reason::manual) {
+    // A slot at or before the trigger is due here and its timer has not
+    // fired yet (its claim jitter): its claim is made now, and the trigger
+    // waits for that claim alone, whose timers and retries are all on
+    // monotonic time. Parked until the slot's timer, on wall time, it waited
+    // as long again as the wall clock was stepped back (a review found a
+    // trigger held 10 min by a 10 min step).
+    if (jb.next_slot <= pc.req.run.slot && jb.next_slot <= wall()) on_slot(pc.job, jb.next_slot, jb.gen);
     if (defer_manual(pc)) {  // a slot before the trigger is being claimed here: it goes first
       // Parked, with no timer: woken when that claim is answered or dropped
       // (a review found a 10 ms timer re-armed for as long as the slot's

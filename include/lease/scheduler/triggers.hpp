@@ -196,15 +196,14 @@ void scheduler<S, C, E, P>::take_trigger(std::uint32_t j, const run_key& run) {
   new_claim(j, run.slot, claim_reason::manual);
 }
 
-/// Whether a manual claim waits a moment: a slot of the job at or before the
-/// trigger is due here and not answered yet. Claimed first, it has state when
-/// the manual run wins (a manual run that started first would make that
-/// slot's claims `superseded`).
+/// Whether a manual claim waits a moment: a claim of a slot of the job at or
+/// before the trigger is pending here, not answered yet (send_pending makes
+/// the claim of such a slot that is due first). Claimed first, the slot has
+/// state when the manual run wins (a manual run that started first would
+/// make that slot's claims `superseded`).
 template <Store S, Clock C, Executor E, OverlapPolicy P>
 bool scheduler<S, C, E, P>::defer_manual(const pending_claim& pc) const {
-  const job& jb = jobs_[pc.job];
   const time_point slot = pc.req.run.slot;
-  if (jb.next_slot <= slot && jb.next_slot <= wall()) return true;
   for (const auto& [id, other] : pending_)
     if (other.job == pc.job && other.req.reason != claim_reason::manual && other.req.run.slot <= slot) return true;
   return false;
