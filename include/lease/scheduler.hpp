@@ -397,6 +397,14 @@ class scheduler {
     }
   };
 
+  /// The first slot of `sch` at or after `t`, where start() and a new job's
+  /// add() arm the slot timer: a slot at the very millisecond the instance
+  /// starts is due then and runs as a slot of the schedule, as it would had
+  /// it started 1 ms earlier. (Schedule::next is strictly after `t`: armed
+  /// from it, with catch_up 0, such a slot was claimed by nothing and said
+  /// by nothing.)
+  static time_point first_slot_from(const detail::any_schedule& sch, time_point t) { return sch.next(t - duration{1}); }
+
   static duration abort_margin(const options& o) { return abort_margin(o.lease); }
   // At least 1 ms: a lease under 10 ms would otherwise have none, and its
   // runner's deadline would be the very millisecond a backup may win.

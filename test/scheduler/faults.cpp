@@ -21,6 +21,12 @@ using op = faulty_store::op;
 
 namespace {
 
+/// The simulated cluster starts 1 ms after slot 1 h, not at the sim's
+/// default start, that slot's very millisecond: a slot due at the instant of
+/// start() is due and runs at once (scenarios.cpp), and these scenarios are
+/// written for a first slot at 1 h + 60 s (catch_up 0 leaves slot 1 h).
+const lease::time_point sim_start = lease::time_point{} + 1h + 1ms;
+
 lease::options sim_options() {
   lease::options o;
   o.lease = 3s;        // heartbeat 500 ms, safety margin 300 ms
@@ -34,7 +40,7 @@ lease::options sim_options() {
 /// handler runs `runs_for` and honours its stop at once.
 struct three {
   lease::sim::cluster<> sim;
-  explicit three(std::uint64_t seed, duration runs_for = 20s, lease::options o = sim_options()) : sim(seed, o) {
+  explicit three(std::uint64_t seed, duration runs_for = 20s, lease::options o = sim_options()) : sim(seed, o, sim_start) {
     sim.add_job("report", lease::every(60s), [runs_for](const lease::run_context&) {
       return lease::sim::script{.runs_for = runs_for, .honours_stop = 0ms};
     });
@@ -61,7 +67,7 @@ struct three {
 /// `runs_for` and honours its stop at once: no other instance knows its runs.
 struct alone {
   lease::sim::cluster<> sim;
-  alone(std::uint64_t seed, duration runs_for) : sim(seed, sim_options()) {
+  alone(std::uint64_t seed, duration runs_for) : sim(seed, sim_options(), sim_start) {
     sim.add_job("report", lease::every(60s), [runs_for](const lease::run_context&) {
       return lease::sim::script{.runs_for = runs_for, .honours_stop = 0ms};
     });
@@ -104,7 +110,7 @@ std::vector<std::string> step_notices(const test::node<>& n, const std::string& 
 // clock and leaves the monotonic clocks alone.
 TEST_CASE("the store's clock stepped ahead or back is said once two claim answers show it, once, with the step") {
   for (const int way : {+1, -1}) {
-    test::cluster<> c{test::at(1h)};
+    test::cluster<> c{test::at(1h) + 1ms};  // 1 ms after slot 1 h: its first slot is 2 h
     auto& a = c.add(test::spec_options("a", 1), "report", 1h);
     auto& b = c.add(test::spec_options("b", 2), "report", 1h);
     c.start_all();
@@ -258,7 +264,7 @@ TEST_CASE("a run released just after the store's clock is stepped back and taken
 TEST_CASE("a wall clock stepped forward past slots claims only the latest, with one late event naming what it skipped") {
   lease::options o = sim_options();
   o.max_late = 600s;  // an old slot would still be claimable: only the rule keeps it out
-  lease::sim::cluster<> sim(3, o);
+  lease::sim::cluster<> sim(3, o, sim_start);
   sim.add_job("report", lease::every(60s), [](const lease::run_context&) { return lease::sim::script{.runs_for = 1s}; });
   sim.add_instance("a", -190s);  // 190 s behind the store…
   sim.start_all();
@@ -277,7 +283,7 @@ TEST_CASE("a wall clock stepped forward past slots claims only the latest, with 
 
 TEST_CASE("a claim from an instance whose clock runs ahead is answered early and claimed again at the store's time") {
   lease::options o = sim_options();
-  lease::sim::cluster<> sim(5, o);
+  lease::sim::cluster<> sim(5, o, sim_start);
   sim.add_job("report", lease::every(60s), [](const lease::run_context&) { return lease::sim::script{.runs_for = 1s}; });
   sim.add_instance("fast", 17s);  // 17 s ahead of the store
   sim.start_all();
@@ -294,7 +300,7 @@ TEST_CASE("a claim from an instance whose clock runs ahead by more than max_late
   // at the slot on the store's clock, whatever this instance's clock says.
   lease::options o = sim_options();
   o.max_late = 30s;
-  lease::sim::cluster<> sim(5, o);
+  lease::sim::cluster<> sim(5, o, sim_start);
   sim.add_job("report", lease::every(300s), [](const lease::run_context&) { return lease::sim::script{.runs_for = 1s}; });
   sim.add_instance("fast", 120s);  // two minutes ahead of the store: past the deadline by its own clock
   sim.start_all();
@@ -347,7 +353,7 @@ TEST_CASE("an instance that gave up its run at the self-abort takes it over itse
 }
 
 TEST_CASE("the watchdog requests the stop of a handler that only watches its stop token while the loop hangs") {
-  lease::sim::cluster<> sim(12, sim_options());
+  lease::sim::cluster<> sim(12, sim_options(), sim_start);
   sim.add_job("report", lease::every(60s), [](const lease::run_context&) {
     return lease::sim::script{.runs_for = 20s, .honours_stop = 0ms, .checks_lease = false};
   });
@@ -819,7 +825,7 @@ TEST_CASE("the winner of a job's last slot claims the next one first, and while 
 
 TEST_CASE("the slots of many jobs due at once are claimed in one round trip per instance, each with its own answer") {
   lease::options o = sim_options();
-  lease::sim::cluster<> sim(11, o);
+  lease::sim::cluster<> sim(11, o, sim_start);
   for (int j = 0; j < 40; ++j)
     sim.add_job("job" + std::to_string(j), lease::every(60s),
                 [](const lease::run_context&) { return lease::sim::script{.runs_for = 1s}; });
@@ -846,7 +852,7 @@ TEST_CASE("the slots of many jobs due at once are claimed in one round trip per 
 
 TEST_CASE("a batch of claims whose reply was lost is resent claim by claim with the same tokens, and runs what it won") {
   lease::options o = sim_options();
-  lease::sim::cluster<> sim(12, o);
+  lease::sim::cluster<> sim(12, o, sim_start);
   for (int j = 0; j < 10; ++j)
     sim.add_job("job" + std::to_string(j), lease::every(60s),
                 [](const lease::run_context&) { return lease::sim::script{.runs_for = 1s}; });
@@ -870,7 +876,7 @@ TEST_CASE("an instance whose store calls take 12 ms keeps up with 60 jobs due ev
   // instances (cluster::store_round_trip), which is not how overload looks.
   lease::options o = sim_options();
   o.max_late = 500ms;
-  lease::sim::cluster<> sim(13, o);
+  lease::sim::cluster<> sim(13, o, sim_start);
   constexpr int jobs = 60;
   for (int j = 0; j < jobs; ++j)
     sim.add_job("job" + std::to_string(j), lease::every(1s),
@@ -945,7 +951,7 @@ TEST_CASE("after the store loses its state, no instance starts a run a runner ma
 // script, rules::prove_loss, and the script would not win.)
 TEST_CASE("a loss noticed beside claims: a win on the forgotten state whose reply was lost starts nothing at its "
           "resend, then or later") {
-  lease::sim::cluster<> sim(3, sim_options());
+  lease::sim::cluster<> sim(3, sim_options(), sim_start);
   sim.notice_losses_beside_claims(true);
   sim.add_job("report", lease::every(60s), [](const lease::run_context&) {
     return lease::sim::script{.runs_for = 20s, .honours_stop = 0ms};
@@ -988,7 +994,7 @@ TEST_CASE("a loss noticed beside claims: a win on the forgotten state whose repl
 // says what to do.
 TEST_CASE("a loss noticed beside claims: a trigger asked before the notice, its reply lost, is dropped with an "
           "event rather than run at a forgotten run's key") {
-  lease::sim::cluster<> sim(5, sim_options());
+  lease::sim::cluster<> sim(5, sim_options(), sim_start);
   sim.notice_losses_beside_claims(true);
   sim.add_job("report", lease::every(60s), [](const lease::run_context&) {
     return lease::sim::script{.runs_for = 100ms, .honours_stop = 0ms};
@@ -1025,13 +1031,13 @@ TEST_CASE("a loss noticed beside claims: a trigger asked before the notice, its 
 // the job's own horizon is the proof's moment, so c does not run it again.
 TEST_CASE("a loss of one job's state, proved by a fence from before a recorded loss, does not run again a slot "
           "run since") {
-  lease::sim::cluster<> sim(7, sim_options());
+  lease::sim::cluster<> sim(7, sim_options(), sim_start);
   sim.add_job("report", lease::every(10s), [](const lease::run_context&) {
     return lease::sim::script{.runs_for = 5s, .honours_stop = 0ms};
   });
   for (const char* n : {"a", "b", "c"}) sim.add_instance(n);
   sim.start_all();
-  const lease::time_point t0 = sim.now();
+  const lease::time_point t0 = sim.now() - 1ms;  // slot 1 h
   sim.run_until(t0 + 11500ms);  // slot 10 s ran; every instance saw its fence
   sim.freeze(2, 8900ms);        // c, until 20.4 s
   sim.run_until(t0 + 12s);
@@ -1060,7 +1066,7 @@ TEST_CASE("a loss of one job's state, proved by a fence from before a recorded l
 // ignored.)
 TEST_CASE("a restored backup that nothing notices is proved by the first fence above a restored counter, and a "
           "trigger run since does not run again") {
-  lease::sim::cluster<> sim(11, sim_options());
+  lease::sim::cluster<> sim(11, sim_options(), sim_start);
   sim.add_job("report", lease::every(1h), [](const lease::run_context&) {
     return lease::sim::script{.runs_for = 2s, .honours_stop = 0ms};
   });
@@ -1092,7 +1098,7 @@ TEST_CASE("a restored backup that nothing notices is proved by the first fence a
 // (or a pause, or an answered trigger) carries no fence above the restored
 // counter (doc/protocol.md §15).
 TEST_CASE("an unnoticed restore does not land where a job changed since the backup without a win") {
-  lease::sim::cluster<> sim(12, sim_options());
+  lease::sim::cluster<> sim(12, sim_options(), sim_start);
   sim.add_job("report", lease::every(10s), [](const lease::run_context&) {
     return lease::sim::script{.runs_for = 2s, .honours_stop = 0ms};
   });

@@ -489,6 +489,50 @@ TEST_CASE("catch-up on start leaves a slot that was due longer ago than catch_up
   CHECK(c.store.calls(op::claim) == 0);
 }
 
+// A slot whose very millisecond the instance's clock reads at start() is
+// due: it runs as a slot of the schedule, as it would have had the instance
+// started 1 ms earlier (it was claimed by neither the slot timer, armed for
+// the next slot, nor catch-up, which with catch_up 0 takes nothing: skipped
+// without a word). 1 ms after it, it was due before the start: catch-up's.
+TEST_CASE("a slot due at the very millisecond of start() is claimed, once") {
+  for (const duration catch_up : {duration{0}, duration{5min}}) {
+    for (const duration off : {duration{-1}, duration{0}, duration{1}}) {
+      cluster c{at(2h) + off};
+      auto o = spec_options("A", 3);
+      o.catch_up = catch_up;
+      auto& a = c.add(o, "report", 1h);
+      a.s->start();
+      c.run_for(3s);
+      INFO("catch_up " << lease::detail::fmt(catch_up) << ", started " << off.count() << " ms after slot 2 h");
+      if (off <= 0ms) {
+        CHECK(a.has(event_kind::won, at(2h)));  // a slot of the schedule, not a catch-up
+        CHECK_FALSE(a.has(event_kind::catch_up, at(2h)));
+        CHECK(c.store.calls(op::claim) == 1);
+      } else if (catch_up > 0ms) {
+        CHECK(a.has(event_kind::catch_up, at(2h)));
+        CHECK(c.store.calls(op::claim) == 1);
+      } else {
+        CHECK(c.store.calls(op::claim) == 0);  // due before the start, and no catch-up asked for
+      }
+      CHECK(a.started.size() == (off <= 0ms || catch_up > 0ms ? 1u : 0u));
+    }
+  }
+}
+
+TEST_CASE("a job added at the very millisecond of one of its slots runs that slot") {
+  cluster c{at(1h) + 30min};
+  auto& a = c.add(spec_options("A", 3), "report", 1h);  // catch_up 0
+  a.s->start();
+  c.run_until(at(2h) - 1s);
+  c.clock.set(at(2h));  // not polled since: the add below is asked at 2 h exactly
+  a.s->add("other", lease::every(1h), [](lease::run_context&) {});
+  c.run_for(2s);
+  CHECK(c.record(at(2h), "other").has_value());
+  bool won = false;
+  for (const auto& e : a.of(event_kind::won)) won = won || (e.run.job == "other" && e.run.slot == at(2h));
+  CHECK(won);
+}
+
 TEST_CASE("start takes over a dead run that is still the latest, and leaves one with a newer slot due") {
   cluster c{at(60s)};
   lease::claim_request req{{"report", at(60s)}, "dead", "d1", lease::claim_reason::scheduled};

@@ -7,7 +7,9 @@
 // still the latest → taken over now; expired with a newer slot due → left to
 // the newer run's claim, which marks it interrupted. Then the latest slot due
 // less than catch_up ago, if it has no state, is claimed (reason catch-up)
-// after a random catch_up_jitter. Only the latest slot, never a queue.
+// after a random catch_up_jitter. Only the latest slot, never a queue. A
+// slot due at the very millisecond of start() is not missed: the slot timer
+// claims it (scheduler.hpp, first_slot_from).
 #pragma once
 
 #include "lease/scheduler.hpp"
@@ -23,7 +25,11 @@ void scheduler<S, C, E, P>::on_recover(std::uint32_t j, std::uint64_t life) {
   time_point store_now{};
   const time_point now = wall();
   const time_point latest = jb.schedule.latest(now);
-  const bool in_window = now - latest < jb.cfg.catch_up;
+  // A slot at or after the one the slot timer is armed for is that timer's
+  // to claim, as a slot of the schedule (start() arms the slot due at its
+  // very millisecond; the loop may reach this step after that slot too):
+  // caught up as well, it would be claimed twice by this instance.
+  const bool in_window = latest < jb.next_slot && now - latest < jb.cfg.catch_up;
   // Read everything first, act after: a failed read retries the whole step
   // without having half-acted.
   try {

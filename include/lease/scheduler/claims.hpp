@@ -490,7 +490,12 @@ void scheduler<S, C, E, P>::on_claim(std::uint32_t j, const claim_request& req, 
   switch (res.outcome) {
     case claim_outcome::won: break;
     case claim_outcome::running:
-      if (req.reason != claim_reason::takeover && !own_attempt(rec.key()))
+      // A run an earlier process under this instance's id holds, which
+      // start() found and said it watches (catch_up.hpp): not said again as
+      // another instance's (a restart at the very millisecond of the slot
+      // it had won claims that slot too).
+      if (req.reason != claim_reason::takeover && !own_attempt(rec.key()) &&
+          !(rec.runner == opts_.instance && watches_.contains(rec.key())))
         emit(event_kind::backup, rec.key(), rec.attempt, rec.fence,
              what + "attempt " + std::to_string(rec.attempt) + " runs on " + rec.runner +
                  " with a live lease; this instance is its backup",

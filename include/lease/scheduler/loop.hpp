@@ -27,7 +27,7 @@ void scheduler<S, C, E, P>::start() {
   for (std::uint32_t j = 0; j < jobs_.size(); ++j) {
     if (jobs_[j].removed) continue;
     push_after(duration::zero(), {{}, 0, detail::timer_kind::recover, j, {}, jobs_[j].life});
-    arm_slot(j, jobs_[j].schedule.next(now));
+    arm_slot(j, first_slot_from(jobs_[j].schedule, now));
   }
   if constexpr (EndPushStore<S>) {
     // The listener runs on the store's thread: it only posts to the inbox,
@@ -270,7 +270,7 @@ void scheduler<S, C, E, P>::apply_add(std::string name, detail::any_schedule sch
   if (fresh || was_removed) {
     register_soon();  // a job new here is listed as this instance's at once, not at the next interval
     push_after(duration::zero(), {{}, 0, detail::timer_kind::recover, j, {}, jb.life});
-    arm_slot(j, jb.schedule.next(from));
+    arm_slot(j, first_slot_from(jb.schedule, from));
     return;
   }
   // A slot already due (waiting out its claim jitter, or the loop is behind)
@@ -343,7 +343,7 @@ std::vector<job_info> scheduler<S, C, E, P>::describe_jobs() const {
     const job& jb = jobs_[j];
     if (jb.removed) continue;
     job_info info{jb.name, jb.schedule.text(), jb.cfg, std::nullopt, 0, 0};
-    if (phase_ == phase::idle) info.next_slot = jb.schedule.next(wall());
+    if (phase_ == phase::idle) info.next_slot = first_slot_from(jb.schedule, wall());
     else if (phase_ == phase::running && jb.next_slot != time_point::max()) info.next_slot = jb.next_slot;
     for (const auto& [id, a] : attempts_) info.running += a.job == j ? 1 : 0;
     for (const auto& [run, w] : watches_) info.watching += w.job == j ? 1 : 0;
