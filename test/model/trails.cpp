@@ -23,6 +23,12 @@ namespace {
 
 constexpr duration tick = 500ms;
 
+/// The simulated cluster starts 1 ms after slot 1 h, not at the sim's
+/// default start, that slot's very millisecond: a slot due at the instant of
+/// start() is due and runs at once (test/scheduler/scenarios.cpp), and the
+/// trails are replayed from a first slot at 1 h + 60 s (catch_up 0 leaves 1 h).
+const time_point sim_start = time_point{} + 1h + 1ms;
+
 /// The model's world: three instances, one job every 60 s whose handler runs
 /// `runs_for` and honours its stop token at once (a throw: a hand-over).
 struct model_world {
@@ -36,7 +42,8 @@ struct model_world {
           o.catch_up = 0ms;
           o.claim_jitter = 0ms;
           return o;
-        }()) {
+        }(),
+            sim_start) {
     sim.add_job("report", lease::every(60s), [runs_for](const lease::run_context&) {
       return lease::sim::script{.runs_for = runs_for, .honours_stop = 0ms};
     });
@@ -293,7 +300,7 @@ TEST_CASE("model trail LATE_BOUNDARY: a claim that reaches the store past its de
     o.max_late = tick;
     o.catch_up = 0ms;
     o.claim_jitter = 0ms;
-    lease::sim::cluster<> sim(17, o);
+    lease::sim::cluster<> sim(17, o, sim_start);
     sim.add_job("report", lease::every(60s),
                 [](const lease::run_context&) { return lease::sim::script{.runs_for = 10s}; });
     const duration behind = o.max_late + lease::late_tolerance + past;
