@@ -31,7 +31,7 @@ struct two_runs {
     o.claim_jitter = 0ms;
     o.max_attempts = 3;
     return o;
-  }()) {
+  }(), lease::time_point{} + 1h + 1ms) {  // 1 ms after slot 1 h: a slot due at start() runs, and these runs are the next slot's
     for (const char* job : {"a", "b"})
       sim.add_job(job, lease::every(60s), [](const lease::run_context&) {
         return lease::sim::script{.runs_for = 20s, .honours_stop = 0ms};
