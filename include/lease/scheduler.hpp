@@ -314,6 +314,10 @@ class scheduler {
     std::shared_ptr<const handler> fn;  // shared with in-flight tasks
     job_settings cfg;
     time_point next_slot = time_point::max();  // the slot whose claim timer is armed
+    /// The latest slot whose timer fired (claimed, or given up with an
+    /// event): an add() with a new schedule arms the first slot after it and
+    /// after the add, never this one again.
+    time_point fired = time_point::min();
     std::optional<time_point> buffered;        // buffer_one: the newest skipped slot
     bool removed = false;  // kept (indices stay valid for timers and attempts), never claimed
     std::uint64_t gen = 0;  // bumped by every add and remove: older slot timers are stale

@@ -222,6 +222,35 @@ TEST_CASE("re-adding a job while running replaces its schedule, handler and sett
   CHECK(a.s->jobs().size() == 1);
 }
 
+// A new schedule's slot at the very millisecond of the add() is due, as it
+// is for a new job (scenarios.cpp): re-armed at next(now), strictly after,
+// it was skipped without a word. A slot whose timer already fired is not
+// armed again by an add at its millisecond: it was claimed once.
+TEST_CASE("re-adding a job at the very millisecond of a slot of its new schedule runs that slot") {
+  cluster c{at(1s)};
+  auto& a = c.add(spec_options("api-2", 1));
+  a.s->start();
+  c.run_until(at(75s) - 1s);
+  c.finish_handlers(a);
+  c.clock.set(at(75s));  // not polled since: the add below is asked at 75 s exactly
+  a.s->add("report", lease::every(15s), [](lease::run_context&) {});
+  c.run_for(2s);
+  CHECK(c.record(at(75s)).has_value());
+  CHECK(a.has(event_kind::won, at(75s)));
+}
+
+TEST_CASE("re-adding a job at the millisecond of a slot already claimed does not claim it again") {
+  cluster c{at(1s)};
+  auto& a = c.add(spec_options("api-2", 1));
+  a.s->start();
+  c.run_until(at(60s));  // slot 60 s's timer fired at its millisecond
+  a.s->add("report", lease::every(60s), [](lease::run_context&) {});  // asked at 60 s exactly
+  c.run_for(5s);
+  CHECK(a.has(event_kind::won, at(60s)));
+  CHECK(c.store.calls(op::claim) == 1);
+  CHECK(a.of(event_kind::won).size() == 1);
+}
+
 TEST_CASE("removing a job lets its running handler finish, claims no further slot, and its backups stop watching") {
   cluster c{at(1s)};
   auto& a = c.add(spec_options("runner", 1));

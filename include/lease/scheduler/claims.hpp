@@ -83,6 +83,7 @@ void scheduler<S, C, E, P>::on_slot(std::uint32_t j, time_point slot, std::uint6
          {.skipped_slots = span.count});
     slot = latest;
   }
+  jb.fired = slot;
   arm_slot(j, jb.schedule.next(slot));
   // The delay counts from the slot: the timer's own jitter, or a loop that
   // comes late, has waited part of it. (Never less than nothing: a wall

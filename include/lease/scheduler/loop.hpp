@@ -251,7 +251,7 @@ void scheduler<S, C, E, P>::apply_add(std::string name, detail::any_schedule sch
   if (phase_ != phase::idle && phase_ != phase::running) return;  // posted before a stop
   auto [at, fresh] = job_index_.try_emplace(name, static_cast<std::uint32_t>(jobs_.size()));
   const std::uint32_t j = at->second;
-  if (fresh) jobs_.push_back(job{std::move(name), sch, fn, cfg, time_point::max(), std::nullopt, false, 0, 0, std::nullopt, std::nullopt, std::nullopt});
+  if (fresh) jobs_.push_back(job{std::move(name), sch, fn, cfg, time_point::max(), time_point::min(), std::nullopt, false, 0, 0, std::nullopt, std::nullopt, std::nullopt});
   job& jb = jobs_[j];
   const bool was_removed = !fresh && jb.removed;
   const time_point armed = jb.next_slot;
@@ -267,10 +267,14 @@ void scheduler<S, C, E, P>::apply_add(std::string name, detail::any_schedule sch
   if (phase_ != phase::running) return;
   const time_point now = wall();
   const time_point from = std::min(asked, now);  // slots after the add() call are this instance's to claim
+  // The new schedule's first slot at or after the add, as for a new job (a
+  // slot at its very millisecond is due: next(from) skipped it without a
+  // word), but never one whose timer already fired here: it was claimed.
+  const time_point first = jb.schedule.next(std::max(from - duration{1}, jb.fired));
   if (fresh || was_removed) {
     register_soon();  // a job new here is listed as this instance's at once, not at the next interval
     push_after(duration::zero(), {{}, 0, detail::timer_kind::recover, j, {}, jb.life});
-    arm_slot(j, first_slot_from(jb.schedule, from));
+    arm_slot(j, first);
     return;
   }
   // A slot already due (waiting out its claim jitter, or the loop is behind)
@@ -284,8 +288,8 @@ void scheduler<S, C, E, P>::apply_add(std::string name, detail::any_schedule sch
   if (armed <= now)
     emit(event_kind::late, {jb.name, armed}, 0, 0,
          "slot not claimed: it was due, and the job was added again with a schedule that has no slot due "
-         "since; the new schedule's next slot, " + detail::fmt(jb.schedule.next(from)) + ", is claimed instead");
-  arm_slot(j, jb.schedule.next(from));
+         "since; the new schedule's next slot, " + detail::fmt(first) + ", is claimed instead");
+  arm_slot(j, first);
 }
 
 /// A remove, on the loop (or before start()): the job's timers become stale,
