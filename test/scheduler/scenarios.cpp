@@ -533,6 +533,26 @@ TEST_CASE("a job added at the very millisecond of one of its slots runs that slo
   CHECK(won);
 }
 
+// The catch-up read failed at start and is retried after the first slot's
+// timer fired: that slot is the timer's, claimed (here still unanswered, its
+// claims failing), not a missed one to catch up. Caught up too, this
+// instance sent two claims of one slot with two tokens.
+TEST_CASE("a catch-up retried after the first slot's timer fired does not claim that slot again") {
+  cluster c{at(2h) - 50ms};
+  auto o = spec_options("A", 3);
+  o.catch_up = 5min;
+  auto& a = c.add(o, "report", 1h);
+  for (int i = 0; i < 2; ++i) c.store.fail_next(op::unfinished, lease::errc::unavailable);
+  for (int i = 0; i < 5; ++i) c.store.fail_next(op::claim, lease::errc::unavailable);
+  a.s->start();
+  c.run_for(10s);
+  CHECK(c.store.calls(op::unfinished) == 3);
+  CHECK(a.has(event_kind::won, at(2h)));
+  CHECK_FALSE(a.has(event_kind::catch_up, at(2h)));
+  CHECK(a.of(event_kind::backup).empty());
+  CHECK(a.started.size() == 1);
+}
+
 TEST_CASE("start takes over a dead run that is still the latest, and leaves one with a newer slot due") {
   cluster c{at(60s)};
   lease::claim_request req{{"report", at(60s)}, "dead", "d1", lease::claim_reason::scheduled};

@@ -28,8 +28,10 @@ void scheduler<S, C, E, P>::on_recover(std::uint32_t j, std::uint64_t life) {
   // A slot at or after the one the slot timer is armed for is that timer's
   // to claim, as a slot of the schedule (start() arms the slot due at its
   // very millisecond; the loop may reach this step after that slot too):
-  // caught up as well, it would be claimed twice by this instance.
-  const bool in_window = latest < jb.next_slot && now - latest < jb.cfg.catch_up;
+  // caught up as well, it would be claimed twice by this instance. So is a
+  // slot whose timer already fired (this step retried after a failed read):
+  // it is claimed, or was given up with an event.
+  const bool in_window = latest < jb.next_slot && latest > jb.fired && now - latest < jb.cfg.catch_up;
   // Read everything first, act after: a failed read retries the whole step
   // without having half-acted.
   try {
