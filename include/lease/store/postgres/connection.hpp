@@ -167,6 +167,12 @@ struct connection_settings {
 class connection {
  public:
   explicit connection(connection_settings s) : s_(std::move(s)), where_(redact_conninfo(s_.conninfo)) {}
+  // Neither copied nor moved: libpq holds the address of *closing_ as the
+  // notice receiver's argument, and a member-wise move assignment would free
+  // the old flag before PQfinish() of the old connection (c_ is assigned
+  // after closing_, see the members). Nothing moves a connection.
+  connection(const connection&) = delete;
+  connection& operator=(const connection&) = delete;
 
   /// Where it connects, printable and without a password.
   [[nodiscard]] std::string where() const {
@@ -511,8 +517,11 @@ class connection {
 
   connection_settings s_;
   std::string where_;
+  // The flag on_notice sets, on the heap: libpq holds its address. Declared
+  // before c_ so that it is destroyed after it: PQfinish() in c_'s deleter
+  // runs while the flag still exists, whatever libpq does there.
+  std::unique_ptr<bool> closing_ = std::make_unique<bool>(false);
   conn_ptr c_;
-  std::unique_ptr<bool> closing_ = std::make_unique<bool>(false);  // on the heap: libpq holds its address
   std::chrono::steady_clock::time_point retry_at_{};
   std::chrono::milliseconds backoff_{0};
   std::chrono::milliseconds setup_backoff_{0};  // after failed setups of connections that opened
