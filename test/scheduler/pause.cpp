@@ -171,6 +171,28 @@ TEST_CASE("resume with missed_slots::catch_up_latest runs the latest slot missed
   CHECK(started_at(c, at(180s)) == 1);  // the schedule goes on
 }
 
+// A resume at the very millisecond of a slot, before that slot's timer
+// fired (its claim jitter): the slot is the timer's to claim, as a slot of
+// the schedule. Caught up as well, this instance sent two claims of it with
+// two tokens.
+TEST_CASE("resume with catch-up at the millisecond of a due slot claims it once") {
+  cluster c{at(1s)};
+  auto o = spec_options("api-1", 1);
+  o.catch_up = 45s;
+  o.claim_jitter = 2s;  // the slot's timer fires up to 500 ms after the slot
+  auto& a = c.add(o);
+  a.s->start();
+  REQUIRE(a.s->pause("report"));
+  c.run_until(at(180s) - 1s);
+  c.clock.set(at(180s));  // not polled since: the resume below is asked at 180 s exactly
+  const auto claims = c.store.calls(faulty_store::op::claim);
+  CHECK(a.s->resume("report", lease::missed_slots::catch_up_latest));
+  c.run_for(5s);
+  CHECK(c.store.calls(faulty_store::op::claim) == claims + 1);
+  CHECK(started_at(c, at(180s)) == 1);
+  CHECK(a.of(event_kind::backup).empty());
+}
+
 TEST_CASE("resume with catch-up: a latest slot older than catch_up is not run, and an event says why") {
   cluster c{at(1s)};
   auto o = spec_options("api-1", 1);

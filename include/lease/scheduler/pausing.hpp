@@ -115,7 +115,8 @@ bool scheduler<S, C, E, P>::apply_resume(const std::string& name, missed_slots m
 }
 
 /// The latest slot of job `j`, if it is less than catch_up old: claimed with
-/// reason catch-up unless this instance claims, runs or watches it already.
+/// reason catch-up unless this instance claims, runs or watches it already,
+/// or its slot timer is still to claim it.
 template <Store S, Clock C, Executor E, OverlapPolicy P>
 void scheduler<S, C, E, P>::catch_up_after_resume(std::uint32_t j) {
   job& jb = jobs_[j];
@@ -129,6 +130,10 @@ void scheduler<S, C, E, P>::catch_up_after_resume(std::uint32_t j) {
              "), so it is not claimed now (if it did not run before the pause, it stays not run); the next slot runs as usual");
     return;
   }
+  // A slot at or after the one the slot timer is armed for is due and that
+  // timer's to claim, as a slot of the schedule (a resume in its claim
+  // jitter): caught up too, it was claimed twice by this instance.
+  if (latest >= jb.next_slot) return;
   const run_key run{jb.name, latest};
   for (const auto& [id, pc] : pending_)
     if (pc.job == j && pc.req.run.slot == latest) return;  // being claimed already
