@@ -4,6 +4,7 @@
 // lease), fences keep growing, and take_notices() says what happened. Also:
 // the notice on the server's durability settings, and WAIT for replicas.
 #include <algorithm>
+#include <map>
 #include <memory>
 #include <thread>
 
@@ -669,6 +670,100 @@ TEST_CASE("with replicas set: a WAIT on a connection opened after the writes cou
     acked = r.wait_replicas({"WAIT", "1", "300"});
   }
   CHECK(acked < 1);
+}
+
+// Found by a review: after a SCRIPT FLUSH (or a restart) the EVALSHAs of a
+// batch answer NOSCRIPT and are sent again one by one, and those resends
+// were counted as short of replicas whatever the replica had: with
+// replicas set, the first claim batch after it was released and thrown as
+// not_replicated ("2 of 2 claims"), and the first finish batch told a
+// notice that the replicas lacked its finishes. A resend goes out on the
+// connection the batch wrote on, so the batch's WAIT covers it.
+TEST_CASE("with replicas set a claim batch sent again after SCRIPT FLUSH is won") {
+  lease::testing::redis_server master;
+  const auto replica = replica_of(master);
+  lease::fake_clock clock{at(1'700'000'000'000)};
+  auto o = options_on(master.url(), lease::testing::fresh_prefix("wait-noscript"), clock);
+  o.replicas = 1;
+  o.replica_timeout = 2000ms;
+  lease::redis_store store{o};
+  (void)store.get({"report", clock.now()});  // connects (loads the scripts): the connect notice comes now
+  (void)store.take_notices();
+  (void)master.command({"SCRIPT", "FLUSH"});
+  const std::vector<claim_request> claims = {request("report", clock.now(), "t1"),
+                                             request("batch", clock.now(), "t2")};
+  std::vector<lease::claim_result> answers;
+  REQUIRE_NOTHROW(answers = store.claim_many(claims));
+  REQUIRE(answers.size() == 2);
+  CHECK(answers[0].outcome == claim_outcome::won);
+  CHECK(answers[1].outcome == claim_outcome::won);
+  for (const char* job : {"report", "batch"}) {
+    const auto rec = store.get({job, clock.now()});
+    REQUIRE(rec);
+    CHECK_FALSE(rec->released);  // not handed back: its handler runs
+    CHECK(replica->command({"EXISTS", lease::detail::redis::keys_for(o.prefix, job).runs})->integer == 1);
+  }
+  CHECK(store.take_notices().empty());
+}
+
+TEST_CASE("with replicas set a finish batch sent again after SCRIPT FLUSH is waited for") {
+  lease::testing::redis_server master;
+  const auto replica = replica_of(master);
+  lease::fake_clock clock{at(1'700'000'000'000)};
+  auto o = options_on(master.url(), lease::testing::fresh_prefix("wait-noscript-finish"), clock);
+  REQUIRE(lease::redis_store{o}.claim(request("report", clock.now(), "t1")).outcome == claim_outcome::won);
+  REQUIRE(lease::redis_store{o}.claim(request("batch", clock.now(), "t2")).outcome == claim_outcome::won);
+  o.replicas = 1;
+  o.replica_timeout = 2000ms;
+  lease::redis_store store{o};
+  (void)store.get({"report", clock.now()});  // connects (loads the scripts): the connect notice comes now
+  (void)store.take_notices();
+  (void)master.command({"SCRIPT", "FLUSH"});
+  const std::vector<lease::finish_request> finishes = {{{"report", clock.now()}, "t1", lease::run_status::success},
+                                                       {{"batch", clock.now()}, "t2", lease::run_status::failed}};
+  CHECK(store.finish_many(finishes) == std::vector<bool>{true, true});
+  CHECK(store.take_notices().empty());  // the replica has both finishes: nothing to tell
+  CHECK(store.get({"batch", clock.now()})->status == lease::run_status::failed);
+}
+
+// The safety the resend keeps: a script sent again on a connection opened
+// after the batch's writes (one dropped in between, as a failed recording
+// of a loss between them leaves it) is counted as short of replicas, as
+// any write whose WAIT would go out on another connection (router.hpp
+// wait_each). Redis 7.0 would answer that WAIT with the replica at once.
+TEST_CASE("with replicas set a script resent on a new connection counts none") {
+  lease::testing::redis_server master;
+  const auto replica = replica_of(master);
+  lease::testing::loopback_proxy endpoint(master.port());
+  lease::detail::redis::connection_settings s;
+  s.where.port = endpoint.port();
+  lease::detail::redis::router r(s, false);
+  using lease::detail::redis::argv_t;
+  using lease::detail::redis::script;
+  r.open();  // loads the scripts
+  (void)master.command({"SCRIPT", "FLUSH"});
+  const argv_t write{"EVALSHA", r.sha(script::pause), "1", "k"}, read{"GET", "k"};
+  auto add_key = [](argv_t& a) { a.insert(a.end(), {"1", "k"}); };
+  std::size_t node = 7;
+
+  r.forget_writes();
+  auto first = r.exchange(std::span(&write, 1));
+  REQUIRE(lease::detail::redis::connection::error_code_of(first.front().get()) == lease::redis_errc::noscript);
+  (void)r.eval(script::pause, add_key, &node);  // the resend, on the same connection
+  CHECK(node == 0);
+  CHECK(r.wait_each({"WAIT", "1", "5000"}) == std::map<std::size_t, std::int64_t>{{0, 1}});
+
+  (void)master.command({"SCRIPT", "FLUSH"});
+  r.forget_writes();
+  first = r.exchange(std::span(&write, 1));
+  REQUIRE(lease::detail::redis::connection::error_code_of(first.front().get()) == lease::redis_errc::noscript);
+  endpoint.cut_all();
+  REQUIRE(lease::testing::wait_for([&] { return endpoint.cuts() == 1; }));
+  CHECK_THROWS_AS(r.exchange(std::span(&read, 1)), lease::store_error);  // notices the cut
+  node = 7;
+  (void)r.eval(script::pause, add_key, &node);  // reconnects: another connection
+  CHECK(node == 0);
+  CHECK(r.wait_each({"WAIT", "1", "300"}) == std::map<std::size_t, std::int64_t>{{0, -1}});
 }
 
 // A batch of claims that starts no handler waits for no replica, as one

@@ -943,15 +943,19 @@ class redis_store {
   [[nodiscard]] std::string now_arg() const { return opts_.clock ? ms(opts_.clock()) : std::string(); }
 
   /// EVALSHA of a per-run script: keys of the run's job, ARGV now, slot, `rest`.
+  /// `node`, if given: the node it ran on (router::eval).
   detail::redis::reply_ptr eval_on(detail::redis::script which, const run_key& run,
-                                   std::initializer_list<std::string_view> rest) {
+                                   std::initializer_list<std::string_view> rest, std::size_t* node = nullptr) {
     const auto& keys = keys_of(run.job);
     const std::string now = now_arg(), slot = ms(run.slot);
-    return conn_->eval(which, [&](argv_t& a) {
-      push_keys(a, keys, which);
-      a.insert(a.end(), {now, slot});
-      a.insert(a.end(), rest);
-    });
+    return conn_->eval(
+        which,
+        [&](argv_t& a) {
+          push_keys(a, keys, which);
+          a.insert(a.end(), {now, slot});
+          a.insert(a.end(), rest);
+        },
+        node);
   }
 
   /// EVALSHA of a per-job script (KEYS: the job's runs hash; ARGV now).
@@ -964,12 +968,13 @@ class redis_store {
     return as_int(reply.get(), what);
   }
 
-  bool send_finish(const run_key& run, std::string_view token, run_status status) {
+  /// `node`, if given: the node the script ran on (router::eval).
+  bool send_finish(const run_key& run, std::string_view token, run_status status, std::size_t* node = nullptr) {
     const std::string code = std::to_string(static_cast<int>(status));
-    return as_int(eval_on(detail::redis::script::finish, run, {token, code}).get(), "finish") == 1;
+    return as_int(eval_on(detail::redis::script::finish, run, {token, code}, node).get(), "finish") == 1;
   }
-  bool send_release(const run_key& run, std::string_view token) {
-    return as_int(eval_on(detail::redis::script::release, run, {token}).get(), "release") == 1;
+  bool send_release(const run_key& run, std::string_view token, std::size_t* node = nullptr) {
+    return as_int(eval_on(detail::redis::script::release, run, {token}, node).get(), "release") == 1;
   }
   /// A finish whose reply was lost: applied iff the run now ended with our token and this status.
   bool resolve_finish(const run_key& run, std::string_view token, run_status status,
@@ -989,7 +994,10 @@ class redis_store {
   /// pipeline per node); answers into `out`. A running status is refused
   /// without being sent, as finish() does. A script that answered NOSCRIPT
   /// did not run: it is sent again alone, which reloads the scripts.
-  /// `where`: the node each element ran on (unknown_node if resent alone).
+  /// `where`: the node each element ran on, a resent one's too: the router
+  /// notes its write with the connection it went out on, so the WAIT covers
+  /// it, or counts its node short if that connection is not the one the
+  /// batch wrote on (router::wait_each).
   void send_finishes(std::span<const finish_request> batch, std::vector<bool>& out, std::vector<std::size_t>& where) {
     conn_->open();  // connect (and load the scripts) before reading their SHAs
     using detail::redis::script;
@@ -1015,8 +1023,9 @@ class redis_store {
       const finish_request& f = batch[sent[k]];
       const char* what = f.status ? "finish" : "release";
       if (detail::redis::connection::error_code_of(replies[k].get()) == redis_errc::noscript) {
-        out[sent[k]] = f.status ? send_finish(f.run, f.token, *f.status) : send_release(f.run, f.token);
-        continue;  // its node unknown: counted as short of replicas
+        std::size_t& node = where[sent[k]];
+        out[sent[k]] = f.status ? send_finish(f.run, f.token, *f.status, &node) : send_release(f.run, f.token, &node);
+        continue;
       }
       where[sent[k]] = nodes[k];
       detail::redis::connection::throw_if_error(replies[k].get(), what);
@@ -1033,7 +1042,8 @@ class redis_store {
 
   /// send_claim() for each request, pipelined before one HMGET: one round
   /// trip, each claim its own script call (atomic on its own), in order.
-  /// `where`, if given: the node each claim ran on (unknown_node if resent alone).
+  /// `where`, if given: the node each claim ran on, a resent one's too
+  /// (send_finishes says why the WAIT can cover it).
   std::vector<claim_result> send_claims(std::span<const claim_request> batch,
                                         std::vector<std::size_t>* where = nullptr) {
     conn_->open();  // connect (and check the server) before reading what this handle knows
@@ -1065,10 +1075,12 @@ class redis_store {
     for (std::size_t i = 0; i < batch.size(); ++i) {
       detail::redis::reply_ptr reply = std::move(replies[i]);
       if (detail::redis::connection::error_code_of(reply.get()) == redis_errc::noscript) {  // it did not run
-        reply = conn_->eval(detail::redis::script::claim, [&](argv_t& a) {
-          claim_args(a, hold, *keys[i], batch[i], now, known[i], lost);  // reloads the scripts
-        });
-        if (where != nullptr) (*where)[i] = unknown_node;  // counted as short of replicas
+        reply = conn_->eval(
+            detail::redis::script::claim,
+            [&](argv_t& a) {
+              claim_args(a, hold, *keys[i], batch[i], now, known[i], lost);  // reloads the scripts
+            },
+            where != nullptr ? &(*where)[i] : nullptr);
       }
       out.push_back(parse_claim(batch[i], reply.get(), std::string(known[i])));
     }
@@ -1468,7 +1480,7 @@ class redis_store {
   std::unique_ptr<detail::redis::router> conn_;
   std::unique_ptr<detail::redis::watch> watch_;
   std::int64_t last_acked_ = 0;  ///< replicas that acknowledged the last WAIT (-1: unknown)
-  /// A batch element whose node is not known (resent alone): never counted as replicated.
+  /// A batch element whose node is not known (not sent): never counted as replicated.
   static constexpr std::size_t unknown_node = static_cast<std::size_t>(-1);
   /// A job's keys, and the subscriber (by listen_generation_) that watches it.
   struct known_keys {

@@ -73,16 +73,18 @@ class router {
   }
 
   /// EVALSHA of `which` for each element of `batch`, routed; error replies thrown.
+  /// `where`, if given: the node each element ran on (wait_each's keys).
   template <class MakeArgs>
-  std::vector<reply_ptr> eval_many(script which, std::size_t count, MakeArgs&& make_args) {
-    if (!cluster_) return standalone_eval(which, count, std::forward<MakeArgs>(make_args), nullptr);
+  std::vector<reply_ptr> eval_many(script which, std::size_t count, MakeArgs&& make_args,
+                                   std::vector<std::size_t>* where = nullptr) {
+    if (!cluster_) return standalone_eval(which, count, std::forward<MakeArgs>(make_args), where);
     open();
     std::vector<argv_t> cmds(count);
     for (std::size_t i = 0; i < count; ++i) {
       cmds[i] = {"EVALSHA", sha(which)};
       make_args(i, cmds[i]);
     }
-    std::vector<reply_ptr> replies = routed(cmds);
+    std::vector<reply_ptr> replies = routed(cmds, nullptr, where);
     for (auto& r : replies) connection::throw_if_error(r.get(), "script");
     return replies;
   }
@@ -116,9 +118,16 @@ class router {
     return replies;
   }
 
+  /// One EVALSHA, routed (eval_many). `node`, if given: the node it ran on.
+  /// Its write is noted as any script's, with the connection it was
+  /// answered on, so a WAIT covers it (wait_each) unless that connection
+  /// was replaced since the call's earlier writes to the node.
   template <class MakeArgs>
-  reply_ptr eval(script which, MakeArgs&& make_args) {
-    auto replies = eval_many(which, 1, [&](std::size_t, argv_t& a) { make_args(a); });
+  reply_ptr eval(script which, MakeArgs&& make_args, std::size_t* node = nullptr) {
+    std::vector<std::size_t> where;
+    auto replies = eval_many(
+        which, 1, [&](std::size_t, argv_t& a) { make_args(a); }, node != nullptr ? &where : nullptr);
+    if (node != nullptr) *node = where.front();
     return std::move(replies.front());
   }
 
