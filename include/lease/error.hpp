@@ -87,6 +87,25 @@ class partial_batch_error : public store_error {
   std::vector<std::optional<Answer>> answers_;
 };
 
+/// The end of a batch call that may fail in part: with no `failed`, the
+/// answers (every element then has one); else `failed` thrown, as it is
+/// when no element was answered (the whole batch failed, as one call
+/// would), or as a partial_batch_error carrying the answers there are.
+template <class Answer>
+std::vector<Answer> answers_or_throw(std::vector<std::optional<Answer>> answers,
+                                     const std::optional<store_error>& failed) {
+  if (failed) {
+    bool answered = false;
+    for (const auto& a : answers) answered = answered || a.has_value();
+    if (!answered) throw *failed;
+    throw partial_batch_error<Answer>(failed->code(), failed->what(), std::move(answers));
+  }
+  std::vector<Answer> out;
+  out.reserve(answers.size());
+  for (auto& a : answers) out.push_back(std::move(*a));
+  return out;
+}
+
 }  // namespace lease
 
 template <>

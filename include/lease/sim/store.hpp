@@ -754,14 +754,7 @@ class store {
       if (answers[i] == false && failed) ++w_->partial_refusals;
       if (answers[i] == true) w_->acknowledged(batch[i].token, sent, batch[i].lease);
     }
-    if (!failed) {
-      std::vector<bool> out;
-      out.reserve(answers.size());
-      for (const auto& a : answers) out.push_back(*a);
-      return out;
-    }
-    if (std::none_of(answers.begin(), answers.end(), [](const auto& a) { return a.has_value(); })) throw *failed;
-    throw partial_batch_error<bool>(failed->code(), failed->what(), std::move(answers));
+    return answers_or_throw(std::move(answers), failed);
   }
   bool finish(const run_key& run, std::string_view token, run_status status) {
     if (late_copy_due()) {

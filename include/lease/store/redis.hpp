@@ -302,14 +302,7 @@ class redis_store {
             "a failover could bring back the earlier lease end, so the renewal does not count: the runner "
             "stops at its lease deadline unless a later heartbeat reaches the replicas"));
     }
-    if (!failed) {
-      std::vector<bool> out;
-      out.reserve(answers.size());
-      for (const auto& a : answers) out.push_back(*a);
-      return out;
-    }
-    if (std::none_of(answers.begin(), answers.end(), [](const auto& a) { return a.has_value(); })) throw *failed;
-    throw partial_batch_error<bool>(failed->code(), failed->what(), std::move(answers));
+    return answers_or_throw(std::move(answers), failed);
   }
 
   /// Ends the current attempt with `status` (success or failed) if `token` is current.
