@@ -139,8 +139,8 @@ scheduler={
 # is started by the tests themselves).
 redis_scripts={
  'late boundary off by one': ('include/lease/store/redis/scripts.hpp',
-   'if now > tonumber(ARGV[8]) + 10000 then return {3,',
-   'if now >= tonumber(ARGV[8]) + 10000 then return {3,'),
+   'if now > ARGV[8] + 10000 then return {3,',
+   'if now >= ARGV[8] + 10000 then return {3,'),
  'early boundary off by one': ('include/lease/store/redis/scripts.hpp',
    '  if nslot > now + 1000 then return {7,',
    '  if nslot >= now + 1000 then return {7,'),

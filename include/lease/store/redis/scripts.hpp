@@ -152,7 +152,7 @@ inline constexpr std::string_view claim_lua =
     "local slot = ARGV[2]\n"
     "local got = redis.call('HMGET', KEYS[1], slot, 'i', 'q', 'p', 't')\n"
     "local r = got[1]\n" LEASE_REDIS_LUA_INLINE_REC LEASE_REDIS_LUA_INLINE_NOW
-    "local known = tonumber(ARGV[12])\n"
+    "local known = ARGV[12] + 0\n"
     // The claims that lose to a run with state (finished, or running and
     // live: two of every three instances' claims of a slot, and the backups'
     // re-checks) answer here, before the job index is decoded: a run's fence
@@ -186,13 +186,13 @@ inline constexpr std::string_view claim_lua =
     "  idx[1] = known\n"
     "  redis.call('HSET', KEYS[1], 'q', lost, 'i', cmsgpack.pack(idx))\n"
     "end\n"
-    "local lease = tonumber(ARGV[6])\n"
+    "local lease = ARGV[6] + 0\n"
     "local quarantine = lost and now < lost + lease\n"
     // A manual claim (reason 3) answers the job's pending trigger ('t') for
     // this very slot wherever rules::claim calls answer_trigger: a run that
     // has state, overlap in skip mode, paused, won. It stays pending after
     // early, quarantined, and overlap in buffer_one mode.
-    "local nslot = tonumber(slot)\n"
+    "local nslot = slot + 0\n"
     "local manual = ARGV[5] == '3'\n"
     "local pending = manual and got[5] and tonumber(got[5]) == nslot\n"
     // Answers that change nothing (but a trigger): finished, running (live),
@@ -207,7 +207,7 @@ inline constexpr std::string_view claim_lua =
     // operator's request waits however long it takes: never late.
     "  if manual then\n"
     "    if not pending then return {6, now, detected} end\n"
-    "  elseif now > tonumber(ARGV[8]) + 10000 then return {3, now, detected} end\n"
+    "  elseif now > ARGV[8] + 10000 then return {3, now, detected} end\n"
     "  if nslot > now + 1000 then return {7, now, detected} end\n"
     "end\n"
     "local newest = idx[2] and tonumber(idx[2])\n"
@@ -226,9 +226,10 @@ inline constexpr std::string_view claim_lua =
     "  idx[4] = idx[4] + 1\n"
     "  ended[#ended + 1] = s; ended[#ended + 1] = s\n"
     "end\n"
-    // A won attempt's fence: above the last, and at least the store's clock
-    // in ms, so fences keep growing even across a loss nobody detected.
-    "local function next_fence() idx[1] = math.max(idx[1] + 1, now); return idx[1] end\n"
+    // A won attempt's fence (idx[1], set where a claim wins, inline: a
+    // closure for it cost every writing claim its creation): above the
+    // last, and at least the store's clock in ms, so fences keep growing
+    // even across a loss nobody detected.
     // A running run whose lease ran out: the next attempt, or interrupted,
     // or (after a loss) not yet.
     "if r then\n"
@@ -246,7 +247,7 @@ inline constexpr std::string_view claim_lua =
     "    return {9, now, detected}\n"
     "  else\n"
     "    outcome = 0\n"
-    "    r[1] = r[1] + 1; r[2] = token; r[3] = next_fence(); r[4] = runner; r[5] = 0; r[6] = now + lease; r[7] = 0\n"
+    "    r[1] = r[1] + 1; r[2] = token; idx[1] = math.max(idx[1] + 1, now); r[3] = idx[1]; r[4] = runner; r[5] = 0; r[6] = now + lease; r[7] = 0\n"
     "    writes[#writes + 1] = slot; writes[#writes + 1] = cmsgpack.pack(r)\n"
     "  end\n"
     "  if #ended > 0 then redis.call('ZADD', KEYS[2], unpack(ended)) end\n"
@@ -256,10 +257,10 @@ inline constexpr std::string_view claim_lua =
     // No state: overlap, quarantine, or a new run.
     // (overlap is compared as the client's digit: each tonumber() of a string
     // costs the server two strtod calls.)
-    "local overlap, history = ARGV[9], tonumber(ARGV[10])\n"
-    "local others = {unpack(idx[3])}\n"
-    "local recs = {}\n"
+    "local overlap, history = ARGV[9], ARGV[10] + 0\n"
+    "local others, recs = idx[3], nil\n"
     "if #others > 0 then\n"
+    "  others, recs = {unpack(others)}, {}\n"
     "  local vals = redis.call('HMGET', KEYS[1], unpack(others))\n"
     "  for i, s in ipairs(others) do\n"
     "    local v = vals[i]\n"
@@ -307,7 +308,8 @@ inline constexpr std::string_view claim_lua =
     "local at = #running + 1\n"
     "while at > 1 and tonumber(running[at - 1]) > nslot do at = at - 1 end\n"
     "table.insert(running, at, slot)\n"
-    "local n = {1, token, next_fence(), runner, 0, now + lease, 0, 0, manual and 1 or 0}\n"
+    "idx[1] = math.max(idx[1] + 1, now)\n"
+    "local n = {1, token, idx[1], runner, 0, now + lease, 0, 0, manual and 1 or 0}\n"
     "writes[#writes + 1] = slot; writes[#writes + 1] = cmsgpack.pack(n)\n"
     "if #ended > 0 then redis.call('ZADD', KEYS[2], unpack(ended)) end\n"
     // Prune: the oldest ended runs beyond the newest `history`, but only those
@@ -383,7 +385,7 @@ inline constexpr std::string_view heartbeat_lua =
     "  redis.call('HSET', KEYS[1], 'q', lost, 'i', cmsgpack.pack(idx))\n"
     "  return 2\n"
     "end\n" LEASE_REDIS_LUA_INLINE_NOW
-    "r[6] = now + tonumber(ARGV[4])\n"
+    "r[6] = now + ARGV[4]\n"
     "redis.call('HSET', KEYS[1], slot, cmsgpack.pack(r))\n"
     "return 1\n";
 
@@ -396,7 +398,7 @@ inline constexpr std::string_view finish_lua =
     "local r = got[1]\n" LEASE_REDIS_LUA_INLINE_REC
     "if not r or r[5] ~= 0 or r[7] ~= 0 or r[2] ~= ARGV[3] then return 0 end\n"
     "local idx = got[2]\n" LEASE_REDIS_LUA_INLINE_INDEX
-    "r[5] = tonumber(ARGV[4])\n"
+    "r[5] = ARGV[4] + 0\n"
     "local list = idx[3]\n"
     "for i = #list, 1, -1 do if list[i] == slot then table.remove(list, i) end end\n"
     "idx[4] = idx[4] + 1\n"
