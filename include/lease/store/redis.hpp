@@ -1051,7 +1051,6 @@ class redis_store {
     known.reserve(batch.size());
     keys.reserve(batch.size());
     cmds.reserve(batch.size() + 1);
-    const std::string store_key = detail::redis::store_key(opts_.prefix);
     for (const claim_request& req : batch) {
       known.push_back(hold.emplace_back(std::to_string(watch_->fence_of(req.run.job))));
       keys.push_back(&keys_of(req.run.job));
@@ -1060,7 +1059,7 @@ class redis_store {
       a.insert(a.end(), {"EVALSHA", conn_->sha(detail::redis::script::claim)});
       claim_args(a, hold, *keys.back(), req, now, known.back(), lost);
     }
-    cmds.push_back({"HMGET", store_key, "id", "lost"});
+    cmds.push_back({"HMGET", store_key_, "id", "lost"});
     auto replies = conn_->exchange(cmds, where);
     if (where != nullptr) where->resize(batch.size());  // the HMGET's dropped
     std::vector<claim_result> out;
@@ -1470,6 +1469,7 @@ class redis_store {
   }
 
   redis_options opts_;
+  std::string store_key_ = detail::redis::store_key(opts_.prefix);  ///< read after every claim: built once
   std::unique_ptr<detail::redis::router> conn_;
   std::unique_ptr<detail::redis::watch> watch_;
   std::int64_t last_acked_ = 0;  ///< replicas that acknowledged the last WAIT (-1: unknown)
