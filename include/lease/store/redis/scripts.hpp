@@ -258,6 +258,9 @@ inline constexpr std::string_view claim_lua =
     // (overlap is compared as the client's digit: each tonumber() of a string
     // costs the server two strtod calls.)
     "local overlap, history = ARGV[9], ARGV[10] + 0\n"
+    // The running slots are copied (end_run removes from idx[3] while the
+    // loop below reads them) only when there are any: an empty list is
+    // read as it is, and nothing is added to it before that loop.
     "local others, recs = idx[3], nil\n"
     "if #others > 0 then\n"
     "  others, recs = {unpack(others)}, {}\n"
