@@ -15,7 +15,10 @@
 // runs twice, each runs or an event says why), operators' stops of jobs
 // (a stopped run's handler is asked to stop; taken over only after a
 // resume), and registration (every up instance's jobs registered within
-// register_every + slack, at most one call per register_every when idle);
+// register_every + slack, at most one call per register_every when idle),
+// and the events that end attempts (success, failed, handed_over, stopped,
+// lost) say what the store and the operators did, late copies of finishes
+// and releases aimed at the ends of runs (check_event_kinds);
 // every history must satisfy the invariants of doc/invariants.md,
 // including I9 (no two handlers of one run execute at once) and "a healthy
 // runner is kept".
@@ -78,6 +81,7 @@ struct coverage_counts {
   std::size_t unreplicated_claims = 0, unreplicated_heartbeats = 0, unreplicated_finishes = 0, unreplicated_other = 0;
   std::size_t finishes_lost = 0, accepted_reruns = 0;
   std::size_t partial_batches = 0, unanswered_applied = 0, unanswered_dropped = 0, partial_refusals = 0;
+  std::size_t kinds_checked = 0;  // attempts' last events held to the store's truth (check_event_kinds)
   std::array<std::size_t, static_cast<std::size_t>(lease::event_kind::stopped) + 1> kinds{};
   void print() const {
     std::cout << "  coverage: " << histories << " histories, " << with_takeover << " with a takeover, "
@@ -94,6 +98,8 @@ struct coverage_counts {
     for (std::size_t k = 0; k < kinds.size(); ++k)
       std::cout << ' ' << lease::to_string(static_cast<lease::event_kind>(k)) << '=' << kinds[k];
     std::cout << std::endl;
+    std::cout << "  event kind accuracy: " << kinds_checked
+              << " success, failed, handed_over, stopped and lost events held to the store's truth" << std::endl;
     std::cout << "  heartbeat batches answered in part: " << partial_batches << " (" << unanswered_applied
               << " unanswered renewals applied, " << unanswered_dropped << " never received; " << partial_refusals
               << " runners stopped by a refusal answered in one)" << std::endl;
@@ -248,8 +254,9 @@ void random_history(coverage_counts& coverage, bool long_jobs, store_steps ahead
     int fault = losses && pick(0, 3) == 0 ? pick(30, 34) : pick(0, 36);
     if (replicated && pick(0, 5) == 0) fault = 36;
     if (pick(0, 16) == 0) fault = 37;
+    if (pick(0, 16) == 0) fault = 38;
     const bool late_heartbeat = fault == 5 || fault == 7 || fault == 8 || fault == 9 || fault == 10 || fault == 13 ||
-                                fault == 30 || fault == 34 || fault == 35 || fault == 37;
+                                fault == 30 || fault == 34 || fault == 35 || fault == 37 || fault == 38;
     if (ahead == store_steps::within_heartbeat && late_heartbeat) fault = 28;
     if (steps_back && (fault == 12 || fault == 29 || fault == 30 || fault == 31 || fault == 32 || fault == 33))
       fault = 28;  // all lose the store's state
@@ -505,6 +512,38 @@ void random_history(coverage_counts& coverage, bool long_jobs, store_steps ahead
         sim.answer_heartbeats_in_part(target, pick(1, 5), bits);
         break;
       }
+      // The ends of runs meet late copies: the instance running the most
+      // handlers is stopped, or hands a job's runs over (remove), while
+      // its next calls time out with their requests still in the network,
+      // applied a moment after (mostly before the resend, 100 to 150 ms
+      // on), their outcome unknown (read back first: not applied yet) or
+      // unavailable (resent). A release or finish whose first copy applies
+      // before its resend is refused under a run it ended itself: the
+      // events must still say how the attempt ended (check_event_kinds).
+      case 38: {
+        std::size_t target = who;
+        std::map<std::string, int> running;
+        for (const auto& r : sim.recorded().handlers)
+          if (!r.end) ++running[r.instance];
+        int most = 0;
+        for (std::size_t i = 0; i < sim.size(); ++i)
+          if (running[sim.instance_at(i).instance()] > most) {
+            most = running[sim.instance_at(i).instance()];
+            target = i;
+          }
+        const int later = pick(0, 4) == 0 ? pick(100, 2 * lease_ms) : pick(1, 100);
+        sim.late_copy_store(target, ms(pick(20, 400)), ms(later), pick(1, 4),
+                            pick(0, 3) != 0 ? lease::errc::outcome_unknown : lease::errc::unavailable);
+        if (pick(0, 2) == 0) {
+          sim.stop(target, ms(pick(500, 3000)));
+        } else {
+          const std::string job = "job" + std::to_string(pick(0, jobs));
+          sim.remove_job(target, job, true);
+          sim.run_for(ms(pick(500, 3000)));
+          sim.readd_job(target, job);
+        }
+        break;
+      }
     }
     sim.check_registrations_now();
     // Now and then a trigger right after another step (a run in progress, a
@@ -603,6 +642,7 @@ void random_history(coverage_counts& coverage, bool long_jobs, store_steps ahead
   coverage.partial_refusals += sim.partial_refusals();
   coverage.timed_takeovers += sim.takeover_checks();
   coverage.slots_accounted += sim.slots_accounted();
+  coverage.kinds_checked += sim.kinds_checked();
   if (!bad.empty()) RC_FAIL(sim.describe());
 }
 
@@ -631,6 +671,7 @@ TEST_CASE("random histories of 3 to 5 instances with faults and clock skew satis
   CHECK(coverage.partial_batches > 0);  // heartbeat batches answered in part
   CHECK(coverage.unanswered_applied > 0);  // an unanswered renewal the store had applied
   CHECK(coverage.unanswered_dropped > 0);  // and one it never received
+  CHECK(coverage.kinds_checked > 0);  // attempts' last events were held to the store's truth
 }
 
 TEST_CASE("random histories of a store that notices a loss only beside its claims, with lost replies, satisfy every invariant") {

@@ -31,6 +31,7 @@
 #include <cstdlib>
 #include <deque>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -593,7 +594,212 @@ class cluster {
     check_slots_accounted(out);
     check_triggers(out);
     check_store_clock_notices(out);
+    check_event_kinds(out);
     return out;
+  }
+
+  /// How many events of an attempt's end (success, failed, handed_over,
+  /// stopped, lost) the last violations() call held to the store's truth.
+  [[nodiscard]] std::size_t kinds_checked() const noexcept { return kinds_checked_; }
+
+  /// Event kind accuracy: what an event says about how an attempt ended is
+  /// what the store's truth and the operators' actions show. The attempt is
+  /// the claim won with the event's fence (its token); "before the event"
+  /// is by the order of store calls and faults (event_mark), not by time.
+  ///
+  /// * success / failed: a finish of that token with that status applied
+  ///   before it (its own call, a batch's, or a late copy's).
+  /// * handed_over: a release of that token applied before it, or an
+  ///   operator's stop handed the run over under that token (the release's
+  ///   purpose, done by the stop: a read-back cannot tell the two apart).
+  /// * stopped: an operator's stop handed the run over under that token
+  ///   before it; or the attempt's own release applied and the job was
+  ///   paused by then (the runner, handing the run over, read it back
+  ///   released and its job paused: which of the two released it, no read
+  ///   can tell, and either way it stays stopped until a resume). A release
+  ///   of its own alone is a hand-over, not an operator's stop.
+  /// * lost after a refusal that reached the runner (a heartbeat, finish or
+  ///   release refused): the store's record after that refusal is gone or
+  ///   under another token (taken over, a newer attempt, a loss of state),
+  ///   or was ended or released under this token by something that was
+  ///   not this attempt's own finish or release nor an operator's stop
+  ///   (a quarantine's hand-back, an interrupt). Our own end applied, or a
+  ///   stop, make `lost` false ("another instance took the run over") —
+  ///   unless the runner's read-back of the refused run failed (a failed or
+  ///   hung call of its own between the refusal and the event): it cannot
+  ///   tell then, and says the generic `lost`.
+  /// * lost with no refusal heard (the self-abort: no renewal acknowledged
+  ///   for lease − margin, or a claim's answer later than that): not before
+  ///   the send of the last renewal answered true + lease − margin, on the
+  ///   runner's monotonic clock (world::renewed_until). The claim's own
+  ///   share is not checked: the scheduler counts it from when the claim
+  ///   was made ready, a moment the store cannot see (earlier than the send
+  ///   when the batch left after other calls of that loop turn), so the
+  ///   sim has no exact bound to hold it to.
+  ///
+  /// Not checked: abandoned (it says only what stop() did), and whether a
+  /// hand-over's message says a backup takes the run over while the job is
+  /// paused.
+  void check_event_kinds(std::vector<std::string>& out) const {
+    kinds_checked_ = 0;
+    const history& h = world_->hist;
+    std::size_t won_at = 0;  // the winning claim's index in h.ops, set by token_of
+    auto token_of = [&](const event& e) -> std::optional<std::string> {
+      for (std::size_t i = h.ops.size(); i-- > 0;) {  // the latest such win
+        const store_op& op = h.ops[i];
+        if (op.op == store_op::kind::claim && op.outcome == claim_outcome::won && op.run == e.run && op.after &&
+            op.after->fence == e.fence && op.after->attempt == e.attempt) {
+          won_at = i;
+          return op.token;
+        }
+      }
+      return std::nullopt;
+    };
+    // The first op after the attempt's win (won_at) and before `before` that
+    // applied an end of `token`: a finish (of `status`, or any) or a
+    // release. (A token may win several attempts: a claim resent with its
+    // token after its win was handed back, short of a replica, wins the
+    // next attempt.)
+    auto own_end = [&](const std::string& token, std::size_t before, store_op::kind k,
+                       std::optional<run_status> status = std::nullopt) -> std::optional<std::size_t> {
+      for (std::size_t i = won_at + 1; i < before && i < h.ops.size(); ++i) {
+        const store_op& op = h.ops[i];
+        if (op.op != k || op.token != token || !op.accepted) continue;
+        if (status && (!op.after || op.after->token != token || op.after->status != *status)) continue;
+        return i;
+      }
+      return std::nullopt;
+    };
+    // An operator's stop handed `run` over under `token`: before the event
+    // (fault index < faults), and before op `before_op` if given.
+    auto stopped_under = [&](const run_key& run, const std::string& token, std::size_t faults,
+                             std::size_t before_op = std::numeric_limits<std::size_t>::max()) {
+      for (const auto& st : world_->stops)
+        if (st.fault < faults && st.before_op <= before_op)
+          for (const auto& [k, t] : st.runs)
+            if (k == run && t == token) return true;
+      return false;
+    };
+    // `job` was paused at some point from before op `from` until op `to`.
+    auto paused_from = [&](const std::string& job, std::size_t from, std::size_t to) {
+      bool paused = false;
+      for (const pause_change& p : h.pauses) {
+        if (p.before_op > to) break;
+        if (p.job.empty() || p.job == job) paused = p.paused && !p.job.empty();
+        if (paused && p.before_op >= from) return true;
+      }
+      return paused;
+    };
+    for (std::size_t k = 0; k < h.events.size() && k < h.event_marks.size(); ++k) {
+      const event& e = h.events[k];
+      const event_mark& m = h.event_marks[k];
+      if (e.kind != event_kind::success && e.kind != event_kind::failed && e.kind != event_kind::handed_over &&
+          e.kind != event_kind::stopped && e.kind != event_kind::lost)
+        continue;
+      const std::string what = std::string(to_string(e.kind)) + " of " + to_text(e.run) + " attempt " +
+                               std::to_string(e.attempt) + " on " + e.instance + " (at " +
+                               std::to_string(e.at.time_since_epoch().count()) + ")";
+      const std::optional<std::string> token = token_of(e);
+      if (!token) {
+        out.push_back("event kind: " + what + " names an attempt no claim won (fence " + std::to_string(e.fence) + ")");
+        continue;
+      }
+      ++kinds_checked_;
+      switch (e.kind) {
+        case event_kind::success:
+        case event_kind::failed: {
+          const run_status st = e.kind == event_kind::success ? run_status::success : run_status::failed;
+          if (!own_end(*token, m.ops, store_op::kind::finish, st))
+            out.push_back("event kind: " + what + ", but no finish of that attempt with that status applied before it");
+          break;
+        }
+        case event_kind::handed_over:
+          if (!own_end(*token, m.ops, store_op::kind::release) && !stopped_under(e.run, *token, m.faults))
+            out.push_back("event kind: " + what + ", but no release of that attempt applied before it and no "
+                          "operator's stop handed the run over");
+          break;
+        case event_kind::stopped: {
+          if (stopped_under(e.run, *token, m.faults)) break;
+          const std::optional<std::size_t> rel = own_end(*token, m.ops, store_op::kind::release);
+          if (rel && paused_from(e.run.job, *rel, m.ops)) break;
+          out.push_back("event kind: " + what + " (\"an operator stopped the job\"), but no operator's stop handed "
+                        "that attempt's run over" +
+                        (rel ? std::string(": its own release applied (at " +
+                                           std::to_string(h.ops[*rel].at.time_since_epoch().count()) +
+                                           ") and the job was not paused")
+                             : std::string{}));
+          break;
+        }
+        default: {  // lost
+          // The last thing the runner learned of the run before it said so:
+          // a refusal or a read-back (none: the self-abort).
+          const history::run_news* news = nullptr;
+          for (const history::run_news& n : h.news)
+            if (n.events <= k && n.ops > won_at && n.instance == e.instance && n.run == e.run) news = &n;
+          // (Its token and fence: a token may have won an earlier attempt too.)
+          const bool mine = news && news->record && news->record->token == *token && news->record->fence == e.fence;
+          const bool current = mine && news->record->status == run_status::running && !news->record->released;
+          if (!news || current) {
+            const auto it = world_->renewed_until.find(*token);
+            if (it != world_->renewed_until.end() && m.steady < it->second)
+              out.push_back("event kind: " + what + " at " + std::to_string(m.steady.time_since_epoch().count()) +
+                            " on its monotonic clock, with the run still its own as far as it knew, before its "
+                            "self-abort deadline (" + std::to_string(it->second.time_since_epoch().count()) +
+                            ": the send of a renewal answered true + lease - margin)");
+            break;
+          }
+          // Its own finish or release applied before that news (and no
+          // loss of the job's state forgot it since): the attempt ended as
+          // it asked, whatever the run shows now (a release's run may have
+          // been taken over since: the hand-over it asked for). Or the run
+          // is still under its token, handed over by an operator's stop.
+          // (Calls before it: those before the refused call, or before the read.)
+          const std::size_t before = news->refusal ? *news->refusal : news->ops;
+          std::optional<std::size_t> fin = own_end(*token, before, store_op::kind::finish);
+          std::optional<std::size_t> rel = own_end(*token, before, store_op::kind::release);
+          auto forgotten = [&](std::optional<std::size_t>& end) {
+            if (!end) return;
+            for (std::size_t f = 0; f < m.faults && f < h.faults.size(); ++f)
+              if (h.faults[f].first >= h.ops[*end].at && world::lost_state_of(h.faults[f].second, e.run.job))
+                end.reset();
+          };
+          forgotten(fin);
+          forgotten(rel);
+          // Released, then gone or past the next attempt (that one ended
+          // too): a read cannot tell its own release from its lease running
+          // out, and `lost` is all it can say. Right after it, one more
+          // hand-over than when it was won tells it.
+          if (rel && !mine && (!news->record || news->record->attempt != e.attempt + 1)) rel.reset();
+          if (fin && !news->record) fin.reset();  // deleted since (retention): nothing to read
+          // (A stopped run ended since, interrupted say, is no longer its own.)
+          const bool stop = mine && news->record->status == run_status::running &&
+                            stopped_under(e.run, *token, m.faults, before);
+          if (!fin && !rel && !stop) break;  // taken over, superseded, forgotten, or ended by something else
+          // After a refusal, its read-back of the run failed: it cannot tell.
+          bool unread = false;
+          if (news->refusal) {
+            const time_point from = h.ops[*news->refusal].at;
+            for (std::size_t f = 0; f < m.faults && f < h.faults.size(); ++f) {
+              const auto& [at, fw] = h.faults[f];
+              if (at < from || at > e.at) continue;
+              const bool about = fw.size() > e.instance.size() &&
+                                 fw.compare(fw.size() - e.instance.size() - 1, std::string::npos, " " + e.instance) == 0;
+              if (about && (fw.rfind("failed call", 0) == 0 || fw.rfind("hung call", 0) == 0)) unread = true;
+            }
+          }
+          if (unread) break;
+          const std::string how = !news->refusal ? "read back"
+                                  : h.ops[*news->refusal].op == store_op::kind::heartbeat ? "heartbeat was refused"
+                                  : h.ops[*news->refusal].op == store_op::kind::finish    ? "finish was refused"
+                                                                                           : "release was refused";
+          out.push_back("event kind: " + what + " (\"no longer owns its attempt\") after its " + how + ", but " +
+                        (fin   ? "its own finish had applied (at " + std::to_string(h.ops[*fin].at.time_since_epoch().count()) + ")"
+                         : rel ? "its own release had applied (at " + std::to_string(h.ops[*rel].at.time_since_epoch().count()) + ")"
+                               : std::string("the run was still under its token, handed over by an operator's stop")));
+          break;
+        }
+      }
+    }
   }
 
   /// A notice that the store's clock was stepped is true: steps that way
@@ -725,10 +931,11 @@ class cluster {
     o.seed = seed_ * 1'000'003ULL + in.generation * 104'729ULL + 1;  // the scheduler mixes in the name
     in.exec = executor{};
     in.sched = std::make_unique<scheduler_type>(St(world_, in.name), *in.clock, in.exec, P{}, o);
-    in.sched->on_event([w = world_.get(), c = *in.clock](const event& e) {
+    in.sched->on_event([w = world_.get(), c = *in.clock, self = &in](const event& e) {
       event copy = e;
       copy.at = e.at - c.offset();  // history times are real time (the fake clock's), as the steps' are
       w->hist.events.push_back(std::move(copy));
+      w->hist.event_marks.push_back({self->clock->steady(), w->hist.ops.size(), w->hist.faults.size()});
     });
     for (const auto& j : jobs_) j.install(*in.sched, j.name, handler_of(in));
   }
@@ -1599,6 +1806,7 @@ class cluster {
   mutable std::size_t takeover_checks_ = 0;
   mutable std::size_t aimed_checks_ = 0;
   mutable std::size_t triggers_checked_ = 0;
+  mutable std::size_t kinds_checked_ = 0;  // check_event_kinds
   std::size_t registration_checks_ = 0;
   std::int64_t slowest_ppm_ = clock_type::ppm_one;  // the slowest monotonic clock any instance had
   std::uint64_t late_starts_ = 0, late_starts_refused_ = 0;  // delay_starts: tasks taken late, and after the loss

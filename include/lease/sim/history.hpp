@@ -71,15 +71,39 @@ struct trigger_request {
   std::string by;       ///< the instance whose trigger() asked, or "operator" (the store, from outside)
 };
 
+/// Where one event falls among the rest of the history: the emitting
+/// instance's monotonic clock when it was told, and how many store calls
+/// and faults the history held then (an event and a call in one
+/// millisecond are ordered by these, not by time).
+struct event_mark {
+  steady_point steady{};
+  std::size_t ops = 0;     ///< history::ops' size when the event was told
+  std::size_t faults = 0;  ///< history::faults' size then
+};
+
 /// Everything one simulation recorded.
 struct history {
   std::vector<store_op> ops;
   std::vector<handler_run> handlers;
   std::vector<event> events;
+  std::vector<event_mark> event_marks;  ///< one per event, same index
   std::vector<std::pair<time_point, std::string>> faults;  ///< (store time, "crash n1"), …
   std::vector<std::string> violations;  ///< invariant breaches found, each a sentence
   std::vector<pause_change> pauses;     ///< pauses, resumes and losses of them, in order
   std::vector<trigger_request> triggers;  ///< operators' triggers, in order
+  /// What an instance learned of one run from the store: a refusal of its
+  /// heartbeat, finish or release whose answer reached it (a late copy's
+  /// and a lost reply's refusal reached no one), or a read of the run (get)
+  /// whose answer did. In order.
+  struct run_news {
+    std::size_t events = 0;  ///< events' size when it reached the instance: it came before events[events] on
+    std::size_t ops = 0;     ///< ops' size then
+    std::string instance;
+    run_key run;
+    std::optional<std::size_t> refusal;  ///< the refused call's index in `ops`; none for a read
+    std::optional<run_record> record;    ///< the run as the answer showed it (after the refused call)
+  };
+  std::vector<run_news> news;
 };
 
 /// "report@60000" — a run as text (slot in ms since the epoch).

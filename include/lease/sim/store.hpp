@@ -106,11 +106,21 @@ struct world {
   std::map<std::string, steady_point> acked_until;
   /// The scheduler's safety margin (scheduler::abort_margin, private there).
   static duration abort_margin(duration lease) { return std::max(std::min(lease / 10, duration{5'000}), duration{1}); }
-  void acknowledged(const std::string& token, std::optional<steady_point> sent, duration lease) {
+  /// token → the same, from renewals alone: the scheduler counts its lease
+  /// from the send of each renewal answered true, exactly (a claim's it
+  /// counts from a moment no later than the send, when the claim was made
+  /// ready: earlier than the store can see). A runner that says `lost` at
+  /// its self-abort before this moment, on its monotonic clock, gave up a
+  /// lease it held (cluster::check_event_kinds).
+  std::map<std::string, steady_point> renewed_until;
+  void acknowledged(const std::string& token, std::optional<steady_point> sent, duration lease, bool renewal = false) {
     if (!sent) return;
     const steady_point until = *sent + lease - abort_margin(lease);
-    auto [it, fresh] = acked_until.try_emplace(token, until);
-    if (!fresh) it->second = std::max(it->second, until);
+    for (auto* m : {&acked_until, &renewed_until}) {
+      if (m == &renewed_until && !renewal) continue;
+      auto [it, fresh] = m->try_emplace(token, until);
+      if (!fresh) it->second = std::max(it->second, until);
+    }
   }
   /// A request still in the network: applied by `apply` (on a handle of
   /// `instance` that remembers what its process did) once the store's
@@ -177,6 +187,9 @@ struct world {
     time_point at{};
     std::string job;
     std::size_t handed_over = 0;
+    std::size_t fault = 0;      ///< its index in hist.faults: what came before and after it
+    std::size_t before_op = 0;  ///< index into hist.ops of the first call after it
+    std::vector<std::pair<run_key, std::string>> runs;  ///< the runs it handed over, each with its token then
   };
   std::vector<stop_request> stops;
   /// What every store call costs its caller (0: calls are instantaneous).
@@ -328,10 +341,13 @@ struct world {
   /// one) that hands over the job's runs in progress, each announced as a
   /// release is; returns how many.
   std::size_t stop(const std::string& job) {
+    std::vector<std::pair<run_key, std::string>> runs;
+    for (const run_record& r : mem.unfinished(job))
+      if (r.status == run_status::running && !r.released) runs.emplace_back(r.key(), r.token);
     const std::size_t n = mem.stop(job);
+    stops.push_back({clock.now(), job, n, hist.faults.size(), hist.ops.size(), std::move(runs)});
     hist.faults.push_back({clock.now(), "stop job " + job + " in the store (" + std::to_string(n) + " runs handed over)"});
     hist.pauses.push_back({clock.now(), hist.ops.size(), job, true});
-    stops.push_back({clock.now(), job, n});
     last = mem.snapshot();
     if (n > 0) announce(job);
     return n;
@@ -671,14 +687,15 @@ class store {
     const std::optional<steady_point> sent = w_->steady_of ? w_->steady_of(instance_) : std::nullopt;
     arrive();
     const bool ok = w_->mem.heartbeat(run, token, lease);
-    renewal(run, token, ok);
+    const std::size_t op = renewal(run, token, ok);
     const bool proved = !ok && w_->prove(instance_, run.job);
     if (ok) wrote();
     depart();
     if (proved) w_->record_proof(instance_, run.job, w_->fence_seen(instance_, run.job));
     if (ok && wait_falls_short()) not_replicated("heartbeat", run.job, w_->unreplicated_heartbeats);
     if (!ok) w_->refused.insert(std::string(token));  // I2 applies once the refusal reached the instance
-    if (ok) w_->acknowledged(std::string(token), sent, lease);
+    if (!ok) heard(op);
+    if (ok) w_->acknowledged(std::string(token), sent, lease, true);
     return ok;
   }
   /// As redis_store::heartbeat_many: each renewal answered, or, when the
@@ -691,6 +708,7 @@ class store {
     arrive();
     const std::optional<std::uint64_t> split = next_partial(batch.size());
     std::vector<std::optional<bool>> answers(batch.size());
+    std::vector<std::size_t> op_of(batch.size());
     std::vector<std::string> proved;
     bool applied_renewal = false;
     std::size_t lost_replies = 0, dropped = 0;
@@ -703,7 +721,7 @@ class store {
         continue;
       }
       const bool ok = w_->mem.heartbeat(batch[i].run, batch[i].token, batch[i].lease);
-      renewal(batch[i].run, batch[i].token, ok);
+      op_of[i] = renewal(batch[i].run, batch[i].token, ok);
       applied_renewal = applied_renewal || ok;
       // The fence check runs in the script on the master: a lost reply
       // loses only the proof's report (record_proof), as a late copy's does.
@@ -751,8 +769,9 @@ class store {
     }
     for (std::size_t i = 0; i < batch.size(); ++i) {
       if (answers[i] == false) w_->refused.insert(batch[i].token);  // I2 applies once the refusal reached the instance
+      if (answers[i] == false) heard(op_of[i]);
       if (answers[i] == false && failed) ++w_->partial_refusals;
-      if (answers[i] == true) w_->acknowledged(batch[i].token, sent, batch[i].lease);
+      if (answers[i] == true) w_->acknowledged(batch[i].token, sent, batch[i].lease, true);
     }
     return answers_or_throw(std::move(answers), failed);
   }
@@ -763,11 +782,12 @@ class store {
     }
     arrive();
     const bool ok = w_->mem.finish(run, token, status);
-    fenced_write(store_op::kind::finish, run, token, ok);
+    const std::size_t op = fenced_write(store_op::kind::finish, run, token, ok);
     if (ok && status == run_status::failed) w_->failed.insert(run);
     if (ok) w_->announce(run.job, run.slot);
     if (ok) ended_on_primary(run, status, 1);
     depart();
+    if (!ok) heard(op);
     return ok;
   }
   bool release(const run_key& run, std::string_view token) {
@@ -777,10 +797,11 @@ class store {
     }
     arrive();
     const bool ok = w_->mem.release(run, token);
-    fenced_write(store_op::kind::release, run, token, ok);
+    const std::size_t op = fenced_write(store_op::kind::release, run, token, ok);
     if (ok) w_->announce(run.job);
     if (ok) wrote();  // no WAIT (redis_store::release), but later WAITs of this connection cover it
     depart();
+    if (!ok) heard(op);
     return ok;
   }
   /// Finishes and releases in one round trip, each recorded and checked as
@@ -793,10 +814,12 @@ class store {
     ++w_->finish_batches;
     const finish_request* first = nullptr;
     std::size_t finished = 0;
+    std::vector<std::size_t> refusals;
     for (const finish_request& f : batch) {
       const bool ok = f.status ? w_->mem.finish(f.run, f.token, *f.status) : w_->mem.release(f.run, f.token);
-      fenced_write(f.status ? store_op::kind::finish : store_op::kind::release, f.run, f.token, ok,
-                   w_->finish_batches);
+      const std::size_t op = fenced_write(f.status ? store_op::kind::finish : store_op::kind::release, f.run, f.token,
+                                          ok, w_->finish_batches);
+      if (!ok) refusals.push_back(op);
       if (ok && f.status == run_status::failed) w_->failed.insert(f.run);
       if (ok) w_->announce(f.run.job, f.status ? std::optional(f.run.slot) : std::nullopt);
       if (ok) wrote();
@@ -809,6 +832,7 @@ class store {
     }
     if (first != nullptr) ended_on_primary(first->run, *first->status, finished, false);
     depart();
+    for (const std::size_t op : refusals) heard(op);
     return out;
   }
   /// PushStore: this instance's listener for announced releases and ends.
@@ -866,6 +890,7 @@ class store {
     arrive();
     auto out = w_->mem.get(run);
     depart();
+    w_->hist.news.push_back({w_->hist.events.size(), w_->hist.ops.size(), instance_, run, std::nullopt, out});
     if (out) w_->learn_fence(instance_, run.job, out->fence);
     return out;
   }
@@ -1289,11 +1314,12 @@ class store {
     op.after = w_->mem.get(run);
     return op;
   }
-  void renewal(const run_key& run, std::string_view token, bool ok) {
-    fenced_write(store_op::kind::heartbeat, run, token, ok);
+  std::size_t renewal(const run_key& run, std::string_view token, bool ok) {
+    return fenced_write(store_op::kind::heartbeat, run, token, ok);
   }
   /// I2: after attempt n+1 is won, nothing with attempt n's token is accepted.
-  void fenced_write(store_op::kind k, const run_key& run, std::string_view token, bool ok, std::uint64_t batch = 0) {
+  /// Returns the call's index in hist.ops.
+  std::size_t fenced_write(store_op::kind k, const run_key& run, std::string_view token, bool ok, std::uint64_t batch = 0) {
     store_op op = record(k, run, token);
     op.accepted = ok;
     op.batch = batch;
@@ -1301,6 +1327,12 @@ class store {
       w_->violation("I2: " + to_text(run) + " accepted a write from " + instance_ + " with a token that is not the latest won one");
     w_->hist.ops.push_back(std::move(op));
     check_table();
+    return w_->hist.ops.size() - 1;
+  }
+  /// The refusal recorded at `op` reached its caller (its reply was read).
+  void heard(std::size_t op) {
+    const store_op& o = w_->hist.ops.at(op);
+    w_->hist.news.push_back({w_->hist.events.size(), w_->hist.ops.size(), instance_, o.run, op, o.after});
   }
   /// I1 (skip: at most one live run per job), I3 (attempts − handovers ≤
   /// max_attempts) and I7 (no state deleted while a claim could still arrive).
