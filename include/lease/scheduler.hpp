@@ -389,6 +389,7 @@ class scheduler {
     /// read-back has answered since: the next retry reads back, never resends.
     bool end_in_doubt = false;
     bool removed_hand_over = false;  // stop requested by remove(name, true)
+    std::uint32_t handovers = 0;     // the run's hand-overs when this attempt was won
     duration lease_len{};  // the job's lease and heartbeat when the attempt began
     duration hb{};
     duration margin{};
@@ -536,7 +537,15 @@ class scheduler {
   void start_registry();
   void register_soon();
   void on_registration(std::uint64_t once);
-  bool stopped_by_operator(const attempt& a);
+  /// Why a heartbeat, finish or release of an attempt was refused, as its
+  /// run reads back (registry.hpp, refused_because).
+  enum class refusal : std::uint8_t {
+    lost,     ///< the run is gone, another attempt's, or ended by someone else
+    stopped,  ///< an operator's stop handed it over under this attempt's token
+    ended,    ///< this attempt's own finish or release had applied (an earlier copy, late)
+    unread,   ///< the read-back failed: nothing is known
+  };
+  refusal refused_because(attempt& a);
   template <class It>
   void operator_stopped(It it);
 

@@ -148,6 +148,142 @@ TEST_CASE("a release applied after its stop gave up on it hands the run over") {
   CHECK(t.sim.violations().empty());
 }
 
+// ---- what the events say of an end whose first copy applied late -----------
+
+namespace {
+
+/// The kinds of the events that end attempt `attempt` of the first run on
+/// instance `who`, in order.
+std::vector<event_kind> ends_told(const lease::sim::cluster<>& sim, const std::string& who, std::uint32_t attempt) {
+  std::vector<event_kind> out;
+  for (const auto& e : sim.recorded().events)
+    if (e.instance == who && e.attempt == attempt &&
+        (e.kind == event_kind::success || e.kind == event_kind::failed || e.kind == event_kind::handed_over ||
+         e.kind == event_kind::stopped || e.kind == event_kind::lost || e.kind == event_kind::abandoned))
+      out.push_back(e.kind);
+  return out;
+}
+
+}  // namespace
+
+// Review finding F1. A release whose reply is lost (outcome unknown) is read
+// back first: still in the network, it reads as not applied, and the
+// read-back clears the doubt. Its first copy then applies (PostgreSQL: a
+// transaction committed late on the old connection) before the resend,
+// which is refused. Reading the run back, the runner finds it released
+// under its own token, still running, and took that for an operator's stop:
+// `stopped` ("stays stopped until leasectl resume"), though no operator
+// touched the job and a backup takes the run over at once. It is the
+// hand-over this attempt asked for.
+TEST_CASE("a release applied late, then its resend refused, is a hand-over, not a stop") {
+  sim_of t(1, {0ms, 0ms});
+  t.sim.announce_releases(false);  // the backup finds the hand-over at a check, after the resend
+  t.sim.run_for(60s + 100ms);
+  const std::size_t r = first_winner(t.sim);
+  const std::string runner = t.sim.instance_at(r).instance();
+  // The release (at 60.1 s) times out after 200 ms, its outcome unknown;
+  // the read-back finds it not applied; the store applies the first copy
+  // 50 ms later, before the resend (100 to 150 ms after the failure).
+  t.sim.late_copy_store(r, 200ms, 50ms, 1, lease::errc::outcome_unknown);
+  t.sim.stop(r, 2s);  // the handler ends at once, by a throw: a release
+  t.sim.run_for(10s);
+  INFO(t.sim.describe());
+  const auto& h = t.sim.recorded();
+  const auto releases = ops_of(t.sim, h.handlers[0].token, lease::sim::store_op::kind::release);
+  REQUIRE(releases.size() == 2);
+  CHECK(releases[0].accepted);  // the late copy
+  CHECK_FALSE(releases[1].accepted);  // the resend
+  CHECK(ends_told(t.sim, runner, 1) == std::vector<event_kind>{event_kind::handed_over});
+  REQUIRE(h.handlers.size() == 2);  // the backup takes it over, as after any hand-over
+  CHECK(h.handlers[1].attempt == 2);
+  CHECK(t.sim.backing_store().get(h.handlers[1].run)->handovers == 1);
+  CHECK_FALSE(t.sim.backing_store().paused("report"));
+  CHECK(t.sim.violations().empty());
+}
+
+// The same first copy applied late, learned from a heartbeat refused before
+// the resend: the runner keeps its lease renewed while the release is
+// retried, and the refusal reads back the run released under its token.
+TEST_CASE("a release applied late, then a heartbeat refused, is a hand-over, not a stop") {
+  sim_of t(1, {0ms, 0ms});
+  t.sim.announce_releases(false);
+  t.sim.run_for(60s + 100ms);
+  const std::size_t r = first_winner(t.sim);
+  const std::string runner = t.sim.instance_at(r).instance();
+  // Timed out at 60.45 s, read back (not applied), resent 100 to 150 ms
+  // later; the first copy applies at 60.48 s and the renewal of 60.5 s is
+  // refused first.
+  t.sim.late_copy_store(r, 350ms, 30ms, 1, lease::errc::outcome_unknown);
+  t.sim.stop(r, 2s);
+  t.sim.run_for(10s);
+  INFO(t.sim.describe());
+  const auto& h = t.sim.recorded();
+  const auto renewals = ops_of(t.sim, h.handlers[0].token, lease::sim::store_op::kind::heartbeat);
+  REQUIRE_FALSE(renewals.empty());
+  CHECK_FALSE(renewals.back().accepted);
+  CHECK(ends_told(t.sim, runner, 1) == std::vector<event_kind>{event_kind::handed_over});
+  REQUIRE(h.handlers.size() == 2);
+  CHECK(h.handlers[1].attempt == 2);
+  CHECK(t.sim.violations().empty());
+}
+
+// The same, with the release announced (PushStore, as PostgreSQL's NOTIFY):
+// the backup takes the run over at once, before the resend, which reads
+// back the next attempt. It is the hand-over this attempt asked for (one
+// more hand-over counted than when it was won), not a run lost to another
+// instance. (Found by the property of event kind accuracy, as `lost`.)
+TEST_CASE("a release applied late and taken over before its resend is a hand-over, not lost") {
+  sim_of t(1, {0ms, 0ms});
+  t.sim.run_for(60s + 100ms);
+  const std::size_t r = first_winner(t.sim);
+  const std::string runner = t.sim.instance_at(r).instance();
+  t.sim.late_copy_store(r, 200ms, 50ms, 1, lease::errc::outcome_unknown);
+  t.sim.stop(r, 2s);
+  t.sim.run_for(10s);
+  INFO(t.sim.describe());
+  const auto& h = t.sim.recorded();
+  REQUIRE(h.handlers.size() == 2);
+  const auto releases = ops_of(t.sim, h.handlers[0].token, lease::sim::store_op::kind::release);
+  REQUIRE(releases.size() == 2);
+  CHECK(releases[0].accepted);
+  CHECK(releases[0].at <= h.handlers[1].start);  // taken over between the late copy and the resend
+  CHECK(h.handlers[1].start < releases[1].at);
+  CHECK_FALSE(releases[1].accepted);
+  CHECK(ends_told(t.sim, runner, 1) == std::vector<event_kind>{event_kind::handed_over});
+  CHECK(t.sim.violations().empty());
+}
+
+// The same for a finish (found by the property of event kind accuracy, as
+// `lost` after a refused finish): its first copy applied late records the
+// result, and the resend or the next renewal is refused. The runner said
+// `lost`, "another instance took the run over; its result is not recorded",
+// though the store recorded it and nobody else ran the slot.
+TEST_CASE("a finish applied late, then its resend refused, is a success, not lost") {
+  lease::sim::cluster<> sim(1, sim_options(), sim_start);
+  sim.add_job("report", lease::every(60s), [](const lease::run_context&) {
+    return lease::sim::script{.runs_for = 20200ms, .honours_stop = 0ms};
+  });
+  for (const char* n : {"n0", "n1"}) sim.add_instance(n);
+  sim.start_all();
+  sim.run_for(80s + 100ms);  // the handler (from 60 s) ends at 80.2 s, between renewals
+  const std::size_t r = first_winner(sim);
+  const std::string runner = sim.instance_at(r).instance();
+  // The finish times out after 200 ms, outcome unknown; read back: not
+  // applied; the first copy applies 50 ms later, before the next renewal
+  // (80.5 s) and the resend.
+  sim.late_copy_store(r, 200ms, 50ms, 1, lease::errc::outcome_unknown);
+  sim.run_for(10s);
+  INFO(sim.describe());
+  const auto& h = sim.recorded();
+  REQUIRE(h.handlers.size() == 1);
+  const auto finishes = ops_of(sim, h.handlers[0].token, lease::sim::store_op::kind::finish);
+  REQUIRE_FALSE(finishes.empty());
+  CHECK(finishes[0].accepted);  // the late copy
+  CHECK(ends_told(sim, runner, 1) == std::vector<event_kind>{event_kind::success});
+  CHECK(sim.backing_store().get(h.handlers[0].run)->status == lease::run_status::success);
+  CHECK(sim.violations().empty());
+}
+
 // ---- an executor that takes a task late -------------------------------------
 
 TEST_CASE("a busy executor starts a held lease's handler late, and never one whose lease was lost") {

@@ -52,6 +52,7 @@ void scheduler<S, C, E, P>::begin_attempt(std::uint32_t j, const claim_request& 
   a.reason = req.reason;
   a.lease_len = lease_len;
   a.margin = margin;
+  a.handovers = rec.handovers;
   const job_settings& cfg = jobs_[j].cfg;
   a.hb = cfg.lease == lease_len ? cfg.heartbeat : std::max(std::min(duration{5'000}, lease_len / 6), duration{1});
   a.lease = std::make_shared<detail::attempt_lease>(steady_, sent + lease_len - margin);
@@ -204,19 +205,26 @@ void scheduler<S, C, E, P>::on_heartbeat(duration interval) {
     if (it == attempts_.end() || !acked[i]) continue;
     if (*acked[i]) {
       it->second.lease->extend(sent + it->second.lease_len - it->second.margin);
-    } else if (stopped_by_operator(it->second)) {
-      operator_stopped(it);
-    } else if (it->second.end_in_doubt) {
-      // Its finish or release may have applied with its reply lost: then the
-      // store refuses a renewal of an ended run, and the attempt is not lost
-      // (a review found a recorded success reported as lost, "another
-      // instance took the run over"). Read back; if that fails too, its
-      // retry reads back again, and its lease check ends it if nothing does.
-      if (std::optional<bool> applied = read_back(it->second)) end_answered(ids[i], *applied);
-    } else {
-      lose(it, "heartbeat refused by the store: this attempt's token is no longer current (another "
-               "instance took the run over, or it was replaced or interrupted, or the store lost it); the "
-               "handler's stop token is requested and nothing more is sent for this attempt");
+      continue;
+    }
+    // Refused: read back why. Its finish or release may have applied, with
+    // its reply lost or its first copy applied late, after a read-back that
+    // said "not applied" (a review found a recorded success reported as
+    // lost, "another instance took the run over", and a release applied so
+    // reported as an operator's stop): then the attempt ended as it asked.
+    switch (refused_because(it->second)) {
+      case refusal::stopped: operator_stopped(it); break;
+      case refusal::ended: end_answered(ids[i], true); break;
+      case refusal::unread:
+        // In doubt, its retry reads back again, and its lease check ends it
+        // if nothing does; otherwise nothing is known but the refusal.
+        if (it->second.end_in_doubt) break;
+        [[fallthrough]];
+      case refusal::lost:
+        lose(it, "heartbeat refused by the store: this attempt's token is no longer current (another "
+                 "instance took the run over, or it was replaced or interrupted, or the store lost it); the "
+                 "handler's stop token is requested and nothing more is sent for this attempt");
+        break;
     }
   }
 }
@@ -408,17 +416,24 @@ void scheduler<S, C, E, P>::end_answered(std::uint64_t id, bool ok) {
   const bool release = a.at == step::releasing;
   const std::string detail_msg = a.why.empty() ? std::string{} : " (" + a.why + ")";
   if (!ok) {
-    // Refused because an operator's stop handed the run over first (its
-    // finish or release was being retried): said as the stop it was, and
-    // watched.
-    if (stopped_by_operator(a)) {
-      operator_stopped(it);
-      return;
+    switch (refused_because(a)) {
+      case refusal::stopped:
+        // An operator's stop handed the run over first (its finish or
+        // release was being retried): said as the stop it was, and watched.
+        operator_stopped(it);
+        return;
+      case refusal::ended:
+        // An earlier copy of this very finish or release had applied (its
+        // reply lost, or applied late after a read-back said it had not):
+        // the resend is refused, and the attempt ended as it asked.
+        break;
+      case refusal::lost:
+      case refusal::unread:
+        lose(it, std::string(release ? "release" : "finish") +
+                     " refused by the store: this attempt's token is no longer current (another instance "
+                     "took the run over); its result" + detail_msg + " is not recorded");
+        return;
     }
-    lose(it, std::string(release ? "release" : "finish") +
-                 " refused by the store: this attempt's token is no longer current (another instance "
-                 "took the run over); its result" + detail_msg + " is not recorded");
-    return;
   }
   if (release)
     emit(event_kind::handed_over, a.run, a.number, a.fence,

@@ -17,7 +17,9 @@
 //   token with `released` set by no release of its own, asks the handler to
 //   stop (as for a lost lease) and says why in a `stopped` event — not a
 //   generic `lost`. So does a runner whose handler had ended, its finish or
-//   release being retried when the stop came. It then watches the run as a
+//   release being retried when the stop came (a release: only if the job is
+//   paused, since its own release, applied late, reads back the same way:
+//   refused_because). It then watches the run as a
 //   backup: while the job is paused every takeover check is answered
 //   `paused`; after a resume one instance takes it over as the next attempt
 //   (a hand-over does not count against max_attempts).
@@ -79,36 +81,78 @@ void scheduler<S, C, E, P>::on_registration(std::uint64_t once) {
   }
 }
 
-/// After a refused heartbeat, finish or release: was the run handed over by
-/// an operator's stop? Only a StopStore can do that; the run read back still
-/// carries this attempt's token, released, and this instance released
-/// nothing (its handler is still running, or it ended and its finish or
-/// release is being retried: a review found such a stop reported `lost`,
-/// "another instance took the run over", and the stopped run not watched).
-/// A failed read says no: the generic `lost`.
+/// After a refused heartbeat, finish or release: why? The run is read back
+/// (get, one round trip, only after a refusal):
+///
+/// * Under this attempt's token, ended with the result its finish sends, or
+///   released while it was handing the run over: its own finish or release
+///   had applied — an earlier copy whose reply was lost, or one that applied
+///   late, after a read-back had found it not applied (PostgreSQL commits a
+///   transaction its client gave up on; end_in_doubt was cleared by then).
+///   `ended`: the attempt ended as it asked.
+/// * Released under this token while it was not handing the run over (its
+///   handler still running, or its finish being retried): only an
+///   operator's stop does that (StopStore): `stopped` (a review found such
+///   a stop reported `lost`, "another instance took the run over", and the
+///   stopped run not watched). While it was handing the run over, its own
+///   release and a stop both read back so: a stop pauses the job, so a
+///   paused job is `stopped` (it stays so until a resume, whichever of the
+///   two released it), a job not paused `ended` (review finding F1: a
+///   release applied late was said as an operator's stop, "stays stopped
+///   until leasectl resume", and the run watched as paused).
+/// * Under the next attempt's token, with one more hand-over than when
+///   this attempt was won, while it was handing the run over: released
+///   (by its own release applied late, or by a stop and a resume), then
+///   taken over — the hand-over it asked for: `ended`.
+/// * Anything else (gone, another attempt's, ended by someone else): `lost`.
+///   A failed read: `unread`.
+///
+/// Without a StopStore, a refused heartbeat of a handler still running can
+/// only be `lost`: no read is made.
 template <Store S, Clock C, Executor E, OverlapPolicy P>
-bool scheduler<S, C, E, P>::stopped_by_operator(const attempt& a) {
-  if constexpr (StopStore<S>) {
-    // A release whose outcome is unknown may have applied, its reply lost:
-    // then the run reads back released under this token by this instance,
-    // not by an operator. Its read-back says which it was (handed_over).
-    // Once a read-back answered, every send since was refused or not
-    // applied, so a release under this token is someone else's: the stop.
-    if (a.at == step::releasing && a.end_in_doubt) return false;
-    try {
-      std::optional<run_record> rec = store_.get(a.run);
-      store_answered();
-      return rec && rec->token == a.token && rec->released && rec->status == run_status::running;
-    } catch (const store_error& e) {
-      store_failed("read-back of a refused heartbeat's run", a.run, e);
-      return false;
-    } catch (const std::exception&) {
-      return false;
-    }
-  } else {
-    (void)a;
-    return false;
+typename scheduler<S, C, E, P>::refusal scheduler<S, C, E, P>::refused_because(attempt& a) {
+  if constexpr (!StopStore<S>)
+    if (a.at == step::running) return refusal::lost;
+  std::optional<run_record> rec;
+  try {
+    rec = store_.get(a.run);
+    store_answered();
+  } catch (const store_error& e) {
+    store_failed("read-back of a refused call's run", a.run, e);
+    return refusal::unread;
+  } catch (const std::exception& e) {  // a store's bug (law L6): nothing is known either
+    store_failed("read-back of a refused call's run", a.run,
+                 store_error(make_error_code(errc::outcome_unknown),
+                             std::string("get threw something other than a store_error: ") + e.what()));
+    return refusal::unread;
   }
+  a.end_in_doubt = false;  // answered: whatever it says, the outcome is known
+  const bool releasing = a.at == step::releasing;
+  if (!rec) return refusal::lost;
+  // This attempt's record: its token and its fence. A token may have won an
+  // earlier attempt too (a claim resent with it after that win was handed
+  // back, short of a replica): a store restored to that earlier attempt
+  // reads back under the same token, released, and lost this one.
+  if (rec->token != a.token || rec->fence != a.fence)
+    return releasing && rec->attempt == a.number + 1 && rec->handovers == a.handovers + 1 ? refusal::ended
+                                                                                           : refusal::lost;
+  if (a.at == step::finishing && rec->status == a.result) return refusal::ended;
+  if (releasing && rec->released) {
+    if constexpr (StopStore<S>) {
+      try {
+        const bool paused = store_.paused(a.run.job);
+        store_answered();
+        if (paused) return refusal::stopped;
+      } catch (const store_error& e) {  // the release applied, by whichever hand: a hand-over
+        store_failed("read of a job's pause after a refused release", a.run, e);
+      } catch (const std::exception&) {
+      }
+    }
+    return refusal::ended;
+  }
+  if constexpr (StopStore<S>)
+    if (rec->released && rec->status == run_status::running) return refusal::stopped;
+  return refusal::lost;
 }
 
 /// The run of attempt `it` was stopped by an operator: its handler is asked
@@ -131,8 +175,8 @@ void scheduler<S, C, E, P>::operator_stopped(It it) {
          "while this instance was handing the run over (" +
              (a.started ? std::string("its handler had stopped") : std::string("its handler was never started")) +
              (a.why.empty() ? std::string{} : ": " + a.why) +
-             "; its release was being retried after a store error): the operator's stop released the run first, so "
-             "this instance's release is not needed and nothing more is sent for attempt " +
+             "; its release was being retried after a store error): the run is released under this attempt's "
+             "token and the job is paused in the store, so nothing more is sent for attempt " +
              std::to_string(a.number) + until,
          {.handler_duration = a.handler_time(steady())});
   else if (a.at == step::finishing)
