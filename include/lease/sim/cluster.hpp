@@ -748,6 +748,12 @@ class cluster {
                             ": the send of a renewal answered true + lease - margin)");
             break;
           }
+          // At or after its self-abort deadline, `lost` is what the runner
+          // must say, whatever it read before (a catch-up read of a job
+          // added again reads the run too, and need not act on it).
+          if (const auto it = world_->renewed_until.find(*token);
+              it != world_->renewed_until.end() && !(m.steady < it->second))
+            break;
           // Its own finish or release applied before that news (and no
           // loss of the job's state forgot it since): the attempt ended as
           // it asked, whatever the run shows now (a release's run may have
