@@ -761,13 +761,17 @@ class cluster {
           // is still under its token, handed over by an operator's stop.
           // (Calls before it: those before the refused call, or before the read.)
           const std::size_t before = news->refusal ? *news->refusal : news->ops;
-          std::optional<std::size_t> fin = own_end(*token, before, store_op::kind::finish);
-          std::optional<std::size_t> rel = own_end(*token, before, store_op::kind::release);
-          auto forgotten = [&](std::optional<std::size_t>& end) {
-            if (!end) return;
+          // Indices into h.ops, `none` for no such call (a plain index, not
+          // an optional: g++ 12 -O1 with TSan warns an optional's value may
+          // be read uninitialized here).
+          constexpr std::size_t none = static_cast<std::size_t>(-1);
+          std::size_t fin = own_end(*token, before, store_op::kind::finish).value_or(none);
+          std::size_t rel = own_end(*token, before, store_op::kind::release).value_or(none);
+          auto forgotten = [&](std::size_t& end) {
+            if (end == none) return;
             for (std::size_t f = 0; f < m.faults && f < h.faults.size(); ++f)
-              if (h.faults[f].first >= h.ops[*end].at && world::lost_state_of(h.faults[f].second, e.run.job))
-                end.reset();
+              if (h.faults[f].first >= h.ops[end].at && world::lost_state_of(h.faults[f].second, e.run.job))
+                end = none;
           };
           forgotten(fin);
           forgotten(rel);
@@ -775,12 +779,12 @@ class cluster {
           // too): a read cannot tell its own release from its lease running
           // out, and `lost` is all it can say. Right after it, one more
           // hand-over than when it was won tells it.
-          if (rel && !mine && (!news->record || news->record->attempt != e.attempt + 1)) rel.reset();
-          if (fin && !news->record) fin.reset();  // deleted since (retention): nothing to read
+          if (rel != none && !mine && (!news->record || news->record->attempt != e.attempt + 1)) rel = none;
+          if (fin != none && !news->record) fin = none;  // deleted since (retention): nothing to read
           // (A stopped run ended since, interrupted say, is no longer its own.)
           const bool stop = mine && news->record->status == run_status::running &&
                             stopped_under(e.run, *token, m.faults, before);
-          if (!fin && !rel && !stop) break;  // taken over, superseded, forgotten, or ended by something else
+          if (fin == none && rel == none && !stop) break;  // taken over, superseded, forgotten, or ended by something else
           // After a refusal, its read-back of the run failed: it cannot tell.
           bool unread = false;
           if (news->refusal) {
@@ -799,8 +803,8 @@ class cluster {
                                   : h.ops[*news->refusal].op == store_op::kind::finish    ? "finish was refused"
                                                                                            : "release was refused";
           out.push_back("event kind: " + what + " (\"no longer owns its attempt\") after its " + how + ", but " +
-                        (fin   ? "its own finish had applied (at " + std::to_string(h.ops[*fin].at.time_since_epoch().count()) + ")"
-                         : rel ? "its own release had applied (at " + std::to_string(h.ops[*rel].at.time_since_epoch().count()) + ")"
+                        (fin != none   ? "its own finish had applied (at " + std::to_string(h.ops[fin].at.time_since_epoch().count()) + ")"
+                         : rel != none ? "its own release had applied (at " + std::to_string(h.ops[rel].at.time_since_epoch().count()) + ")"
                                : std::string("the run was still under its token, handed over by an operator's stop")));
           break;
         }
