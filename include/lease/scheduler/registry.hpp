@@ -100,10 +100,16 @@ void scheduler<S, C, E, P>::on_registration(std::uint64_t once) {
 ///   two released it), a job not paused `ended` (review finding F1: a
 ///   release applied late was said as an operator's stop, "stays stopped
 ///   until leasectl resume", and the run watched as paused).
-/// * Under the next attempt's token, with one more hand-over than when
-///   this attempt was won, while it was handing the run over: released
-///   (by its own release applied late, or by a stop and a resume), then
-///   taken over — the hand-over it asked for: `ended`.
+/// * Under a later attempt's token, while it was handing the run over,
+///   with more hand-overs since this attempt was won than the later
+///   attempts alone can have made (one each at most, the current one only
+///   if it is released itself): this attempt was released (by its own
+///   release applied late, or by a stop and a resume), then taken over —
+///   the hand-over it asked for: `ended`. With no more than those, the
+///   later attempts may have made them all, this one having expired: `lost`.
+///   (A property found the next attempt's winner handing it back at once,
+///   short of a replica, before the resend: counting only "one more
+///   hand-over, one attempt later" said that `lost`.)
 /// * Anything else (gone, another attempt's, ended by someone else): `lost`.
 ///   A failed read: `unread`.
 ///
@@ -133,9 +139,12 @@ typename scheduler<S, C, E, P>::refusal scheduler<S, C, E, P>::refused_because(a
   // earlier attempt too (a claim resent with it after that win was handed
   // back, short of a replica): a store restored to that earlier attempt
   // reads back under the same token, released, and lost this one.
-  if (rec->token != a.token || rec->fence != a.fence)
-    return releasing && rec->attempt == a.number + 1 && rec->handovers == a.handovers + 1 ? refusal::ended
-                                                                                           : refusal::lost;
+  if (rec->token != a.token || rec->fence != a.fence) {
+    if (!releasing || rec->attempt <= a.number || rec->handovers < a.handovers) return refusal::lost;
+    const std::uint32_t later = rec->attempt - a.number;  // attempts won after this one
+    const std::uint32_t by_later = later - 1 + (rec->released ? 1 : 0);
+    return rec->handovers - a.handovers > by_later ? refusal::ended : refusal::lost;
+  }
   if (a.at == step::finishing && rec->status == a.result) return refusal::ended;
   if (releasing && rec->released) {
     if constexpr (StopStore<S>) {
