@@ -770,8 +770,10 @@ class cluster {
           auto forgotten = [&](std::size_t& end) {
             if (end == none) return;
             for (std::size_t f = 0; f < m.faults && f < h.faults.size(); ++f)
-              if (h.faults[f].first >= h.ops[end].at && world::lost_state_of(h.faults[f].second, e.run.job))
+              if (h.faults[f].first >= h.ops[end].at && world::lost_state_of(h.faults[f].second, e.run.job)) {
                 end = none;
+                return;  // (h.ops[none] is past the end: UBSan found it, after two losses of the job's state)
+              }
           };
           forgotten(fin);
           forgotten(rel);
