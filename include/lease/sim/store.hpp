@@ -365,6 +365,23 @@ struct world {
     return r;
   }
 
+  /// After a rollback (a restored backup, a failover): a pending trigger it
+  /// brought back at a slot no request of the history has any more (a
+  /// request moved past a loss's horizon since keeps its record at its new
+  /// slot) is recorded as a request of its own, made now: the run that
+  /// answers it is no manual run without a trigger. (A failover after such
+  /// a move brought the older slot back, and its run was said to have no
+  /// trigger.)
+  void record_restored_triggers() {
+    std::set<std::string> jobs;
+    for (const trigger_request& t : hist.triggers) jobs.insert(t.job);
+    for (const std::string& job : jobs)
+      for (const run_key& k : mem.triggers(std::span(&job, 1)))
+        if (std::none_of(hist.triggers.begin(), hist.triggers.end(),
+                         [&](const trigger_request& t) { return t.job == k.job && t.slot == k.slot; }))
+          hist.triggers.push_back({clock.now(), k.job, k.slot, "a rollback of the store"});
+  }
+
   /// An operator's "trigger now" of `job` (TriggerStore), from instance `by`
   /// or from outside ("operator"): recorded in the history when it made a
   /// new request, announced to every listener; returns the store's answer.
@@ -540,6 +557,7 @@ struct world {
     hist.pauses.push_back({clock.now(), hist.ops.size(), {}, false});  // the backup's pauses, below
     for (const auto& [job, js] : backup->jobs)
       if (js.paused) hist.pauses.push_back({clock.now(), hist.ops.size(), job, true});
+    record_restored_triggers();
     last = mem.snapshot();  // rolled back on purpose: not an I7 breach
   }
 
@@ -650,6 +668,7 @@ struct world {
     replica.reset();
     unreplicated_ends.clear();
     failovers.push_back(std::move(f));
+    record_restored_triggers();
     last = mem.snapshot();  // rolled back on purpose: not an I7 breach
     return true;
   }
