@@ -565,6 +565,29 @@ class cluster {
     settle();
   }
   void run_for(duration d) { run_until(now() + d); }
+  /// The store time at which instance `i`'s wall clock reads job `name`'s
+  /// first slot after it reads now (its skew and steps; drift moves only
+  /// its monotonic clock).
+  [[nodiscard]] time_point slot_time_on(std::size_t i, const std::string& name) const {
+    const duration off = instances_.at(i)->clock->offset();
+    for (const job_spec& j : jobs_)
+      if (j.name == name) return j.slots.next(now() + off) - off;
+    throw std::logic_error("slot_time_on: no job " + name);
+  }
+  /// Runs until the millisecond before `t`, sets the store's clock to `t`
+  /// and calls `f` before anything due at `t` happens: an operator's call
+  /// that comes first in its millisecond, ahead of that millisecond's
+  /// timers (a real loop takes the two in either order; run_until takes the
+  /// timers first).
+  template <class F>
+  void first_at(time_point t, F&& f) {
+    if (t > now()) run_until(t - std::chrono::milliseconds{1});
+    // (A slow store call run meanwhile may have carried the clock past `t`:
+    // never set it back. The call comes late then, as it would.)
+    if (t > now()) world_->clock.set(t);
+    f();
+    settle();
+  }
 
   /// The store's clock.
   [[nodiscard]] time_point now() const { return world_->clock.now(); }
@@ -685,6 +708,9 @@ class cluster {
       bool paused = false;
       for (const pause_change& p : h.pauses) {
         if (p.before_op > to) break;
+        // Paused when the window opened (a later change, a loss of the
+        // job's state say, undid it only after: that pause counts).
+        if (paused && p.before_op >= from) return true;
         if (p.job.empty() || p.job == job) paused = p.paused && !p.job.empty();
         if (paused && p.before_op >= from) return true;
       }
@@ -1462,7 +1488,8 @@ class cluster {
         if (!excused)
           out.push_back("registration cost: " + who + " registered at " + std::to_string(t1.time_since_epoch().count()) +
                         " and again at " + std::to_string(t2.time_since_epoch().count()) +
-                        ", less than register_every apart, with no start or add between");
+                        ", less than register_every apart, with no start or add between (the one before: " +
+                        (k >= 2 ? std::to_string(before.time_since_epoch().count()) : std::string("none")) + ")");
       }
   }
 
@@ -1574,7 +1601,10 @@ class cluster {
         auto check = [&](time_point to, bool stopped) {
           if (!from) return;
           const time_point last_due = stopped ? to : to - settle;
-          for (time_point s = js.slots.next(*from + off); s - off < last_due; s = js.slots.next(s)) {
+          // From the stretch's first millisecond: a slot due at the very
+          // instant of a start or an add is due (doc/protocol.md).
+          for (time_point s = js.slots.next(*from + off - std::chrono::milliseconds{1}); s - off < last_due;
+               s = js.slots.next(s)) {
             ++slots_accounted_;
             if (told.count(s) == 0)
               out.push_back("a slot without a word: " + to_text({js.name, s}) + " came due on " + in.name +
