@@ -1439,6 +1439,17 @@ class cluster {
     for (const auto& inp : instances_) {
       const instance& in = *inp;
       if (in.crashed || in.frozen_until || in.blocked > 0 || in.sched->stopped()) continue;
+      // Stopping (a handler still running within its stop timeout): it
+      // claims nothing more, and registers no more either (the soak found
+      // one stopping for 2.6 s with register_every 1 s).
+      bool stopping = false;
+      for (const auto& [at, what] : world_->hist.faults)
+        if (what.size() > in.name.size() &&
+            what.compare(what.size() - in.name.size() - 1, std::string::npos, " " + in.name) == 0) {
+          if (what.rfind("stop ", 0) == 0) stopping = true;
+          if (what.rfind("start ", 0) == 0 || what.rfind("restart ", 0) == 0) stopping = false;
+        }
+      if (stopping) continue;
       bool excused = in.held_until >= from;  // its loop was held (frozen, in a slow call) within the bound
       for (const auto& [at, what] : world_->hist.faults)
         if (at >= from && what.size() > in.name.size() &&
