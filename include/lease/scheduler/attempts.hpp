@@ -22,6 +22,15 @@ namespace lease {
 template <Store S, Clock C, Executor E, OverlapPolicy P>
 void scheduler<S, C, E, P>::begin_attempt(std::uint32_t j, const claim_request& req, const run_record& rec,
                                           steady_point sent, std::optional<duration> takeover_latency) {
+  // One claim, one attempt: a second answer for the same claim (the same
+  // token, winning the same attempt) starts nothing more. A batch that
+  // carried one takeover claim twice (a backup check and a re-check in one
+  // loop turn, resending the same claim in doubt) answered it `won`, then
+  // `running` with its own token — taken as the win it also is — and its
+  // handler was started twice (I5, found by the asan soak of the properties).
+  if (own_attempt(rec.key()))
+    for (const auto& [id, a] : attempts_)
+      if (a.run == rec.key() && a.token == req.token && a.fence == rec.fence) return;
   unwatch(rec.key());
   // The lease this claim asked for (an add() may have changed the job's since).
   const duration lease_len = req.lease;

@@ -103,6 +103,10 @@ void scheduler<S, C, E, P>::on_backup(std::uint32_t j, time_point slot, std::uin
   const claim_request req = resend ? *w.in_doubt : make_request(j, run, claim_reason::takeover);
   const steady_point sent = resend ? w.in_doubt_sent : steady();
   if constexpr (BatchClaimStore<S>) {
+    // Once per batch: a check and a re-check in one loop turn would send
+    // the same claim twice (begin_attempt starts it once all the same).
+    for (const batched_claim& b : claim_batch_)
+      if (b.backup && b.req.run == run) return;
     claim_batch_.push_back({true, 0, j, req, sent});
     if (claim_batch_.size() >= max_claim_batch) flush_turn();
   } else {
