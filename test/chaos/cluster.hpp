@@ -251,6 +251,9 @@ class cluster {
     if (r.overlaps_after_store_step > 0)
       o << " (" << r.overlaps_after_store_step << " overlap(s) of one job within two leases of a stated step of the "
         << "store's clock: excused)";
+    if (r.double_runs_after_store_step > 0)
+      o << " (" << r.double_runs_after_store_step << " double run(s) shorter than a lease, within two leases of a "
+        << "stated step ahead of the store's clock beyond lease - 2 heartbeats: excused, doc/protocol.md §2)";
     o << "\n";
     o << "   events:";
     for (auto& [k, n] : r.events) o << " " << k << "=" << n;
