@@ -266,6 +266,9 @@ class cluster {
   [[nodiscard]] std::uint64_t late_starts(bool after_loss = false) const noexcept {
     return after_loss ? late_starts_refused_ : late_starts_;
   }
+  /// Wins whose reply reached their instance after the store lost the
+  /// run's state: dispatched, and held to I5 by the win (take_dispatched).
+  [[nodiscard]] std::uint64_t wins_answered_after_loss() const noexcept { return wins_answered_after_loss_; }
   /// The store loses every run and fence (a restart without persistence, a
   /// FLUSHALL) and notices it: claims are quarantined for a lease
   /// (rules::lose_state) — at once, or, after notice_losses_beside_claims,
@@ -951,7 +954,7 @@ class cluster {
     struct queued_task {
       time_point at;                  ///< when the executor takes it
       task t;
-      std::size_t faults_at_dispatch;  ///< history::faults' size when it was dispatched (its win)
+      std::size_t faults_at_win;  ///< history::faults' size at its win
     };
     std::vector<queued_task> queued;
     std::deque<std::pair<duration, int>> start_delays;  // (delay, tasks left) of delay_starts, in order
@@ -1125,20 +1128,29 @@ class cluster {
   void take_dispatched(instance& in) {
     for (task& t : *in.exec.dispatched) {
       const run_context& c = t.context();
-      // I5: only the current winner runs. Checked at dispatch, the instant
-      // of the win: a task the executor takes later may meet a store that
-      // lost its state meanwhile, while its lease is still held.
+      // I5: only the current winner runs. Checked at dispatch, by the win: a
+      // win's reply may come late (slow, or resent after it was lost), and
+      // a task the executor takes late may meet a store that lost its state
+      // meanwhile, while its lease is still held. The loss forgot the run,
+      // and its quarantine and horizon keep every other instance off it,
+      // which check_no_start_across_loss holds them to, by the same win.
+      const auto win = world_->faults_at_win.find(c.token);
+      const std::size_t won_at = win == world_->faults_at_win.end() ? world_->hist.faults.size() : win->second;
       std::optional<run_record> rec = world_->mem.get(c.run());
-      if (!rec || rec->token != c.token)
-        world_->violation("I5: " + in.name + " dispatched " + to_text(c.run()) + " without holding its current attempt");
+      if (!rec || rec->token != c.token) {
+        if (lost_since(won_at, c.run().job))
+          ++wins_answered_after_loss_;
+        else
+          world_->violation("I5: " + in.name + " dispatched " + to_text(c.run()) + " without holding its current attempt");
+      }
       if (!in.start_delays.empty()) {
         auto& [d, left] = in.start_delays.front();
-        in.queued.push_back({now() + d, std::move(t), world_->hist.faults.size()});
+        in.queued.push_back({now() + d, std::move(t), won_at});
         ++late_starts_;
         if (--left <= 0) in.start_delays.pop_front();
         continue;
       }
-      begin_handler(in, std::move(t));
+      begin_handler(in, std::move(t), won_at);
     }
     in.exec.dispatched->clear();
   }
@@ -1148,6 +1160,15 @@ class cluster {
   /// after its lease was lost is run at once (it posts its completion
   /// without calling the handler; handler_of tells if it does call it);
   /// otherwise the handler starts now, and the task is run at its end.
+  /// Whether the store lost `job`'s state (every job's, or its alone)
+  /// after history::faults held `from` faults.
+  [[nodiscard]] bool lost_since(std::size_t from, const std::string& job) const {
+    const auto& faults = world_->hist.faults;
+    for (std::size_t i = from; i < faults.size(); ++i)
+      if (world::lost_state_of(faults[i].second, job)) return true;
+    return false;
+  }
+
   bool take_queued(instance& in) {
     bool any = false;
     for (std::size_t k = 0; k < in.queued.size();) {
@@ -1156,11 +1177,11 @@ class cluster {
         continue;
       }
       task t = std::move(in.queued[k].t);
-      const std::size_t dispatched = in.queued[k].faults_at_dispatch;
+      const std::size_t won_at = in.queued[k].faults_at_win;
       in.queued.erase(in.queued.begin() + static_cast<std::ptrdiff_t>(k));
       any = true;
       if (t.context().lease_held()) {
-        begin_handler(in, std::move(t), dispatched);
+        begin_handler(in, std::move(t), won_at);
         continue;
       }
       ++late_starts_refused_;
@@ -1175,14 +1196,13 @@ class cluster {
   }
 
   /// The handler of task `t` starts now; the task is run when its script
-  /// ends. `dispatched`: history::faults' size when it was dispatched, if
-  /// a busy executor took it late (delay_starts).
-  void begin_handler(instance& in, task t, std::optional<std::size_t> dispatched = std::nullopt) {
+  /// ends. `won_at`: history::faults' size when its attempt won.
+  void begin_handler(instance& in, task t, std::size_t won_at) {
     const run_context& c = t.context();
     handler_run h{in.name, c.run(), c.attempt, c.token, c.fence, now(), std::nullopt, {}};
     h.active_until = now();
     h.faults_before = world_->hist.faults.size();
-    h.faults_at_dispatch = dispatched.value_or(h.faults_before);
+    h.faults_at_win = won_at;
     world_->hist.handlers.push_back(h);
     running_handler r{std::move(t), script{}, now(), std::nullopt, world_->hist.handlers.size() - 1};
     for (const auto& j : jobs_)
@@ -1324,11 +1344,11 @@ class cluster {
     return paused;
   }
 
-  /// I5 across a loss of the store's state: a run whose handler was
-  /// dispatched before the loss (and started, then or later) is never
-  /// dispatched again after it, in any attempt. (Dispatched: won. Both sides
-  /// go by the win: an attempt won before the loss whose task a busy
-  /// executor takes after it, its lease still held, is a start from before
+  /// I5 across a loss of the store's state: a run whose attempt was
+  /// won before the loss (and started, then or later) is never won and
+  /// started again after it, in any attempt. (Both sides go by the win: an
+  /// attempt won before the loss whose reply came after it, or whose task a
+  /// busy executor takes after it, its lease still held, is a start from before
   /// the loss — not a start the loss allowed, and not one the check may
   /// leave out of "before": a later win of its run is a second run.) The loss
   /// forgot the run, and a slot inside the loss's horizon (every slot that
@@ -1345,9 +1365,9 @@ class cluster {
       // in the loss's very millisecond is on one side of it.
       std::set<run_key> before;
       for (const handler_run& r : h.handlers)
-        if (r.faults_at_dispatch <= i && (all || what == world::lost_job_fault(r.run.job))) before.insert(r.run);
+        if (r.faults_at_win <= i && (all || what == world::lost_job_fault(r.run.job))) before.insert(r.run);
       for (const handler_run& r : h.handlers)
-        if (r.faults_at_dispatch > i && before.count(r.run) != 0)
+        if (r.faults_at_win > i && before.count(r.run) != 0)
           out.push_back("I5: " + to_text(r.run) + " started before the store lost its state at " +
                         std::to_string(at.time_since_epoch().count()) + " and was won again after it (attempt " +
                         std::to_string(r.attempt) + " on " + r.instance + ")");
@@ -1863,6 +1883,7 @@ class cluster {
   std::size_t registration_checks_ = 0;
   std::int64_t slowest_ppm_ = clock_type::ppm_one;  // the slowest monotonic clock any instance had
   std::uint64_t late_starts_ = 0, late_starts_refused_ = 0;  // delay_starts: tasks taken late, and after the loss
+  std::uint64_t wins_answered_after_loss_ = 0;                // take_dispatched: wins whose reply came after a loss of their state
   std::set<std::string> unanswered_reported_;  // tokens check_lease_answered told of (once each)
 };
 

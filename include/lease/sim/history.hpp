@@ -48,9 +48,10 @@ struct handler_run {
   /// How many faults history::faults held when it started: orders it against
   /// a fault in the same millisecond (a start and a loss at one store time).
   std::size_t faults_before = 0;
-  /// The same when its task was dispatched (its attempt won): earlier than
-  /// faults_before when a busy executor took the task late (delay_starts).
-  std::size_t faults_at_dispatch = 0;
+  /// The same when its attempt won in the store: earlier than
+  /// faults_before when the win's reply came late or a busy executor took
+  /// the task late (delay_starts).
+  std::size_t faults_at_win = 0;
 };
 
 /// An operator's pause or resume of a job in the store (or, with an empty

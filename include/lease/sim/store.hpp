@@ -145,6 +145,10 @@ struct world {
   std::function<void(const std::string&, time_point)> block;
   rules::run_table last;                                    ///< the table after the previous call
   std::map<run_key, std::string> won_token;                 ///< latest won attempt's token per run
+  /// history::faults' size when each token's claim won: a reply that comes
+  /// late (a slow or lost one, resent) is dispatched after its win, and the
+  /// checks of I5 go by the win.
+  std::map<std::string, std::size_t> faults_at_win;
   std::set<std::pair<run_key, std::uint32_t>> winners;      ///< (run, attempt) won so far
   std::set<run_key> failed;                                 ///< runs recorded failed
   std::set<std::string> refused;                            ///< tokens whose heartbeat was refused
@@ -1267,6 +1271,7 @@ class store {
       if (w_->failed.count(req.run) != 0 && !blind)
         w_->violation("I3: " + to_text(req.run) + " won again after it failed");
       w_->won_token[req.run] = req.token;
+      w_->faults_at_win.emplace(req.token, w_->hist.faults.size());
     }
     w_->hist.ops.push_back(std::move(op));
     check_table();
