@@ -369,6 +369,9 @@ class scheduler {
     std::optional<time_point> lease_end_seen{};  // the latest lease end the store answered (store clock)
     steady_point next_check{};                   // when the live backup timer fires
     bool paused_told = false;  // a takeover check was answered `paused` and said so once
+    /// The attempt start() named in its `backup` event: a claim answered
+    /// `running` by that attempt of this instance's id is not said again.
+    std::uint32_t told_on_start = 0;
   };
   enum class step : std::uint8_t { running, finishing, releasing };
   /// One attempt this instance won and has not finished.

@@ -57,6 +57,7 @@ void scheduler<S, C, E, P>::on_recover(std::uint32_t j, std::uint64_t life) {
                      : " runs on " + r.runner + " with a live lease; this instance is its backup"),
            {.runner = r.runner});
       watch_run(j, r.key(), false, lease_seen{r.lease_end, store_now});
+      if (auto w = watches_.find(r.key()); w != watches_.end()) w->second.told_on_start = r.attempt;
     } else if (r.slot >= latest) {
       watch_run(j, r.key(), true, lease_seen{r.lease_end, store_now});  // dead and still the latest: take it over now
     }

@@ -490,19 +490,29 @@ void scheduler<S, C, E, P>::on_claim(std::uint32_t j, const claim_request& req, 
   }
   switch (res.outcome) {
     case claim_outcome::won: break;
-    case claim_outcome::running:
-      // A run an earlier process under this instance's id holds, which
-      // start() found and said it watches (catch_up.hpp): not said again as
-      // another instance's (a restart at the very millisecond of the slot
-      // it had won claims that slot too).
-      if (req.reason != claim_reason::takeover && !own_attempt(rec.key()) &&
-          !(rec.runner == opts_.instance && watches_.contains(rec.key())))
+    case claim_outcome::running: {
+      // An attempt of an earlier process under this instance's id, which
+      // start() found and named in its own event (catch_up.hpp), is not said
+      // again as another instance's (a restart at the very millisecond of
+      // the slot it had won claims that slot too). An attempt under this
+      // id that start() did not name is said: a takeover claim start() sent
+      // for a dead run, applied though its answer was lost, or won and
+      // given back as not replicated — this claim's slot gets its word.
+      const auto w = watches_.find(rec.key());
+      const bool told =
+          rec.runner == opts_.instance && w != watches_.end() && w->second.told_on_start == rec.attempt;
+      if (req.reason != claim_reason::takeover && !own_attempt(rec.key()) && !told)
         emit(event_kind::backup, rec.key(), rec.attempt, rec.fence,
-             what + "attempt " + std::to_string(rec.attempt) + " runs on " + rec.runner +
-                 " with a live lease; this instance is its backup",
+             what + "attempt " + std::to_string(rec.attempt) +
+                 (rec.runner == opts_.instance
+                      ? " holds a live lease under this instance's id (" + rec.runner +
+                            ") but runs nowhere in this process; this instance is its backup and takes it over "
+                            "once the lease runs out"
+                      : " runs on " + rec.runner + " with a live lease; this instance is its backup"),
              answer_facts(rec.runner));
       watch_run(j, rec.key(), false, lease_seen{rec.lease_end, res.store_now});
       break;
+    }
     case claim_outcome::overlap:
       if (req.reason == claim_reason::manual) {
         manual_overlap(j, req, res);
