@@ -1629,6 +1629,7 @@ class cluster {
         // counts every slot due before it when the stretch ended in a stop.
         std::optional<time_point> from;
         bool running = false, has_job = true;
+        time_point frozen_until = time_point::min();  // the end of its latest freeze (this process's)
         auto check = [&](time_point to, bool stopped) {
           if (!from) return;
           const time_point last_due = stopped ? to : to - settle;
@@ -1660,11 +1661,14 @@ class cluster {
           } else if (what == "crash") {
             check(at, false);
             running = false;
+            frozen_until = time_point::min();
+          } else if (what.rfind("freeze ", 0) == 0) {
+            frozen_until = std::max(frozen_until, at + duration{std::stoll(what.substr(7))});
           } else if (what.rfind("stop ", 0) == 0 && running) {
             // A crash in the same instant, or while a freeze that began then
-            // lasts, comes before the loop has taken the stop.
+            // or before lasts, comes before the loop has taken the stop.
             bool crashed_at_once = false;
-            time_point until = at;
+            time_point until = std::max(at, frozen_until);
             for (std::size_t g = f + 1; g < mine.size() && mine[g].first <= until && !crashed_at_once; ++g) {
               const std::string& next = mine[g].second;
               crashed_at_once = next == "crash";
