@@ -498,9 +498,10 @@ void scheduler<S, C, E, P>::on_claim(std::uint32_t j, const claim_request& req, 
       // id that start() did not name is said: a takeover claim start() sent
       // for a dead run, applied though its answer was lost, or won and
       // given back as not replicated — this claim's slot gets its word.
-      const auto w = watches_.find(rec.key());
-      const bool told =
-          rec.runner == opts_.instance && w != watches_.end() && w->second.told_on_start == rec.attempt;
+      const bool told = rec.runner == opts_.instance && [&] {
+        const auto w = watches_.find(rec.key());
+        return w != watches_.end() && w->second.told_on_start == rec.attempt;
+      }();
       if (req.reason != claim_reason::takeover && !own_attempt(rec.key()) && !told)
         emit(event_kind::backup, rec.key(), rec.attempt, rec.fence,
              what + "attempt " + std::to_string(rec.attempt) +
