@@ -1,19 +1,19 @@
 // test/chaos/check.hpp — the checker: reads every instance's audit lines and
 // reports what must never happen, whatever the fault:
 //   1. double run: two handlers of one run (job + slot) whose
-//      [start, last side effect] intervals overlap on CLOCK_MONOTONIC;
-//   2. a fence that does not strictly increase across a job's won attempts
-//      in the order they started;
-//   3. a slot due in the test window with neither a handler start nor an
-//      event that explains it (late, skip, superseded, early, store_error,
-//      interrupted, lost, abandoned, failed) on some instance;
+//      [start, last side effect] intervals overlap on CLOCK_MONOTONIC.
 //      Excused, and counted, only when it began within two leases of an
 //      instance saying the store's clock was stepped ahead and lasted less
 //      than a lease: that step broke a stated precondition, and
 //      doc/protocol.md §2 says what it costs (a backup takes the run over
 //      up to a heartbeat before the runner's refused heartbeat stops it).
 //      On SQLite the host's step is the store's: libfaketime brings it to
-//      each process up to 1 s apart, so the backup may see it first.
+//      each process up to 1 s apart, so the backup may see it first;
+//   2. a fence that does not strictly increase across a job's won attempts
+//      in the order they started;
+//   3. a slot due in the test window with neither a handler start nor an
+//      event that explains it (late, skip, superseded, early, store_error,
+//      interrupted, lost, abandoned, failed) on some instance;
 //   4. two handlers of one job (any slots) whose intervals overlap: the
 //      instances run in skip mode, one run of a job at a time. Excused only
 //      where an instance said the store's clock was stepped ahead (a stated
@@ -150,6 +150,13 @@ inline report check(const std::vector<line>& lines, std::int64_t window_from, st
     explained.insert({e.job, e.slot});
   }
 
+  // A start within two leases of a notice that the store's clock was stepped
+  // ahead: the stated exception of the header's checks 1 and 4.
+  const auto near_store_step = [&](std::int64_t start) {
+    return std::any_of(store_steps.begin(), store_steps.end(), [&](std::int64_t t) {
+      return t >= start - 2 * lease_ms * 1000 && t <= start + 2 * lease_ms * 1000;
+    });
+  };
   // 1. Double runs: any two executions of one run whose intervals meet.
   for (std::size_t i = 0; i < runs.size(); ++i)
     for (std::size_t j = i + 1; j < runs.size(); ++j) {
@@ -157,17 +164,14 @@ inline report check(const std::vector<line>& lines, std::int64_t window_from, st
       if (a.job != b.job || a.slot != b.slot) continue;
       if (b.start <= a.last_effect && a.start <= b.last_effect) {
         const std::int64_t overlap = std::min(a.last_effect, b.last_effect) - b.start;
-        const bool stepped = std::any_of(store_steps.begin(), store_steps.end(), [&](std::int64_t t) {
-          return t >= b.start - 2 * lease_ms * 1000 && t <= b.start + 2 * lease_ms * 1000;
-        });
-        if (stepped && overlap < lease_ms * 1000) {
+        if (near_store_step(b.start) && overlap < lease_ms * 1000) {
           ++r.double_runs_after_store_step;
           continue;
         }
         ++r.double_runs;
         r.violations.push_back("DOUBLE RUN of job " + a.job + " slot " + std::to_string(a.slot) + ": " +
                                describe(a, origin) + "  OVERLAPS  " + describe(b, origin) + "; overlap " +
-                               std::to_string((std::min(a.last_effect, b.last_effect) - b.start) / 1000) + " ms");
+                               std::to_string(overlap / 1000) + " ms");
       }
     }
   // 2. Fences: strictly increasing per job, in start order.
@@ -188,10 +192,7 @@ inline report check(const std::vector<line>& lines, std::int64_t window_from, st
       const execution &a = runs[i], &b = runs[j];
       if (a.job != b.job || a.slot == b.slot) continue;  // the same run: check 1
       if (!(b.start <= a.last_effect && a.start <= b.last_effect)) continue;
-      const bool stepped = std::any_of(store_steps.begin(), store_steps.end(), [&](std::int64_t t) {
-        return t >= b.start - 2 * lease_ms * 1000 && t <= b.start + 2 * lease_ms * 1000;
-      });
-      if (stepped) {
+      if (near_store_step(b.start)) {
         ++r.overlaps_after_store_step;
         continue;
       }
