@@ -479,6 +479,62 @@ TEST_CASE("a slot answered by an attempt under this instance's id that runs nowh
   CHECK(t.sim.violations().empty());
 }
 
+// A backup's takeover whose answer was lost is resent with its token at the
+// next check, in the loop turn's claim batch. A store call that blocks the
+// loop (here a hung heartbeat of another run) lets the check after it fall
+// due in the same turn, before the batch goes out: it must not add the same
+// claim again. Sent twice in one batch, both copies were answered with the
+// win under this token, and the attempt was started twice (found by the
+// clang properties, RC_PARAMS="seed=12163876787103684138").
+TEST_CASE("a takeover in doubt goes into a turn's claim batch once while hung heartbeats hold the loop") {
+  lease::sim::cluster<> sim(1, sim_options(), sim_start);
+  const lease::time_point t0 = sim_start - 1ms;  // slot "1 h"
+  sim.add_job("report", lease::every(60s), [](const lease::run_context&) {
+    return lease::sim::script{.runs_for = 20s, .honours_stop = 0ms};
+  });
+  // Slots at 1 h + 90 s, 180 s: n1 runs 90 s's all through, and renews it every 500 ms.
+  sim.add_job("sweep", lease::every(90s), [](const lease::run_context&) {
+    return lease::sim::script{.runs_for = 60s, .honours_stop = 0ms};
+  });
+  sim.add_instance("n0");
+  sim.add_instance("n1");
+  sim.start_all();
+  sim.run_until(t0 + 89900ms);
+  sim.freeze(0, 1s);  // n1 wins sweep's slot at 90 s
+  sim.run_until(t0 + 119950ms);
+  sim.freeze(1, 100ms);  // n0 wins report's slot at 120 s; n1 is its backup
+  sim.run_until(t0 + 120500ms);
+  sim.crash(0);  // its last renewal, at 120.5 s, holds the lease to 123.5 s
+  sim.run_until(t0 + 123450ms);
+  // n1's takeover, a little after the lease's end, fails after 200 ms and
+  // is applied 100 ms later: n1's token holds attempt 2, and n1 does not
+  // know it.
+  sim.late_copy_store(1, 200ms, 100ms, 1, lease::errc::unavailable, /*claims_only=*/true);
+  sim.run_until(t0 + 123900ms);
+  const lease::run_key run{"report", t0 + 120s};
+  REQUIRE(sim.backing_store().get(run)->attempt == 2);
+  REQUIRE(sim.backing_store().get(run)->runner == "n1");
+  REQUIRE(sim.late_copies_applied(true) == 1);
+  // n1's next two store calls take 1 s each: the heartbeat at 124.05 s
+  // holds the loop past the next backup check (its resend goes into the
+  // batch) and the next tick, whose heartbeat holds it past the check after.
+  sim.slow_store(1, 1s, 2);
+  sim.run_for(20s);
+  INFO(sim.describe());
+  const auto& h = sim.recorded();
+  std::vector<lease::sim::handler_run> report;
+  for (const auto& r : h.handlers)
+    if (r.run == run) report.push_back(r);
+  REQUIRE(report.size() == 2);  // n0's attempt 1, n1's attempt 2: once
+  CHECK(report[1].instance == "n1");
+  CHECK(report[1].attempt == 2);
+  // The resends of n1's token: never two in one batch (one instant).
+  const auto copies = ops_of(sim, report[1].token, lease::sim::store_op::kind::claim);
+  REQUIRE(copies.size() >= 2);  // the late copy, and a resend
+  for (std::size_t i = 1; i < copies.size(); ++i) CHECK(copies[i].at != copies[i - 1].at);
+  CHECK(sim.violations().empty());
+}
+
 // ---- a finding ----------------------------------------------------------------
 
 // A restore of the store that nothing notices (a PostgreSQL database or a
