@@ -343,6 +343,39 @@ TEST_CASE("a busy executor starts a held lease's handler late, and never one who
 }
 
 
+// The task checks its lease before it calls the handler, once: a handler
+// that began with its lease held and runs on past its loss (frozen here)
+// returns a result the scheduler sends to a store that has handed the run
+// over. The simulation runs a task at its handler's end, and its check then
+// saw the loss and posted "not started" — so a handler returning after its
+// lease's loss was never simulated.
+TEST_CASE("a handler stopped at its lease's loss while its loop waits on slow calls is not said to have never started") {
+  lease::sim::cluster<> sim(1, sim_options(), sim_start);
+  sim.add_job("report", lease::every(60s), [](const lease::run_context&) {
+    return lease::sim::script{.runs_for = 20s, .honours_stop = 0ms};
+  });
+  sim.add_instance("n0");
+  sim.start_all();
+  sim.run_for(60s);  // 1 h + 60 s + 1 ms: n0 runs the slot
+  // Its next six store calls (renewals) take 1.5 s each: each is sent late,
+  // the lease runs out while the loop waits, the watchdog stops the
+  // handler, and the handler throws on its stop at once, its lease lost.
+  sim.slow_store(0, 1500ms, 6);
+  sim.run_for(20s);
+  INFO(sim.describe());
+  CHECK(sim.outlived_lease() >= 1);
+  const auto& h = sim.recorded();
+  REQUIRE(!h.handlers.empty());
+  bool said = false;
+  for (const auto& e : h.events) {
+    if (e.run != h.handlers[0].run || e.attempt != 1) continue;
+    CHECK(e.message.find("not started") == std::string::npos);
+    said = said || e.kind == event_kind::handed_over || e.kind == event_kind::lost;
+  }
+  CHECK(said);
+  CHECK(sim.violations().empty());
+}
+
 // I5 across a loss counts a run as started again after the loss only when
 // its attempt was won after it. A takeover won before the loss, whose task a
 // busy executor takes after it (its lease still held: its heartbeats'

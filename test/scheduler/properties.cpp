@@ -77,6 +77,7 @@ struct coverage_counts {
   std::size_t partial_losses = 0, stale_partial_losses = 0, fence_proofs = 0, explained_proofs = 0, stale_proofs = 0;
   std::size_t handed_back = 0, resent_handed_back = 0;
   std::size_t late_copies = 0, late_claim_wins = 0, late_starts = 0, late_starts_refused = 0, wins_answered_after_loss = 0;
+  std::size_t outlived_lease = 0, outlived_lease_returned = 0;
   std::size_t replicated_histories = 0, lags = 0, histories_with_lag = 0, failovers = 0, histories_with_failover = 0;
   std::size_t unreplicated_claims = 0, unreplicated_heartbeats = 0, unreplicated_finishes = 0, unreplicated_other = 0;
   std::size_t finishes_lost = 0, accepted_reruns = 0;
@@ -95,7 +96,7 @@ struct coverage_counts {
               << manual_started << " manual runs started, " << manual_takeovers << " manual attempts taken over, "
               << triggers_refused << " with a skip or paused event (not run, or waited in buffer_one); " << trigger_polls << " trigger polls, " << unheard_triggers << " pushed while every listener was cut, " << aimed_loss_triggers << " in a slot's millisecond just after a loss of state); " << losses_inside_claims << " losses inside a claim round trip; " << restored_backups << " backups restored (" << unnoticed_restores << " noticed only by a fence); " << partial_losses << " losses of one job's state, unnoticed (" << stale_partial_losses << " after a noticed loss, with an instance frozen since before it), " << fence_proofs << " losses proved by a fence an instance remembered (" << explained_proofs << " explained by the recorded loss; " << stale_proofs << " losses of one job's state first proved by a fence from before a recorded loss); " << spared_claims << " claims not sent, their run's finish announced; " << store_steps << " steps of the store's clock ahead and " << store_back_steps << " back (in histories without a loss of state); " << handed_back << " answers won on a forgotten state handed back by the marker beside them (" << resent_handed_back << " of them resent claims answered running with their own token); " << stops << " operator stops that handed over a run ("
               << stopped_taken_over << " stopped runs taken over after a resume); " << registration_calls
-              << " registrations; " << late_copies << " store requests applied after their caller gave up on them (" << late_claim_wins << " claims that won); " << late_starts << " handler tasks taken late by a busy executor (" << late_starts_refused << " after their lease was lost, not started); " << wins_answered_after_loss << " wins answered after a loss of their state; " << aimed_slot_calls << " adds, remove-and-adds and starts in a slot's very millisecond; events:";
+              << " registrations; " << late_copies << " store requests applied after their caller gave up on them (" << late_claim_wins << " claims that won); " << late_starts << " handler tasks taken late by a busy executor (" << late_starts_refused << " after their lease was lost, not started); " << outlived_lease << " handlers that ended after their lease was lost (" << outlived_lease_returned << " returned); " << wins_answered_after_loss << " wins answered after a loss of their state; " << aimed_slot_calls << " adds, remove-and-adds and starts in a slot's very millisecond; events:";
     for (std::size_t k = 0; k < kinds.size(); ++k)
       std::cout << ' ' << lease::to_string(static_cast<lease::event_kind>(k)) << '=' << kinds[k];
     std::cout << std::endl;
@@ -639,6 +640,8 @@ void random_history(coverage_counts& coverage, bool long_jobs, store_steps ahead
   coverage.late_starts += sim.late_starts();
   coverage.late_starts_refused += sim.late_starts(true);
   coverage.wins_answered_after_loss += sim.wins_answered_after_loss();
+  coverage.outlived_lease += sim.outlived_lease();
+  coverage.outlived_lease_returned += sim.outlived_lease(true);
   for (const auto& e : h.events)
     coverage.spared_claims += e.kind == lease::event_kind::skip &&
                               e.message.find("claim not sent: the store announced") != std::string::npos;
@@ -692,6 +695,7 @@ TEST_CASE("random histories of 3 to 5 instances with faults and clock skew satis
   CHECK(coverage.stale_proofs > 0);  // a fence from before a recorded loss proved a later loss of one job's state
   CHECK(coverage.late_claim_wins > 0);  // a claim's late copy won after its caller had given up on it
   CHECK(coverage.late_starts_refused > 0);  // a task taken after its lease was lost
+  CHECK(coverage.outlived_lease_returned > 0);  // a handler that returned after its lease was lost
   CHECK(coverage.failovers > 0);  // a primary failed over to its lagging replica
   CHECK(coverage.unreplicated_claims > 0);  // wins released short of the replica
   CHECK(coverage.unreplicated_heartbeats > 0);  // renewals not counted

@@ -266,6 +266,13 @@ class cluster {
   [[nodiscard]] std::uint64_t late_starts(bool after_loss = false) const noexcept {
     return after_loss ? late_starts_refused_ : late_starts_;
   }
+  /// Handlers that ran on past their lease's loss (frozen, never checking
+  /// it, slow to honour their stop) and ended after it; of those, the ones
+  /// that returned (their success then sent to a store that may have
+  /// handed the run over).
+  [[nodiscard]] std::uint64_t outlived_lease(bool returned = false) const noexcept {
+    return returned ? outlived_lease_returned_ : outlived_lease_;
+  }
   /// Wins whose reply reached their instance after the store lost the
   /// run's state: dispatched, and held to I5 by the win (take_dispatched).
   [[nodiscard]] std::uint64_t wins_answered_after_loss() const noexcept { return wins_answered_after_loss_; }
@@ -940,6 +947,7 @@ class cluster {
     time_point natural_end{};
     std::optional<time_point> stop_seen;
     std::size_t record = 0;  // index into history.handlers
+    bool held_at_start = false;  // the task's own lease check, as made when the handler began
   };
   struct instance {
     std::string name;
@@ -1101,6 +1109,20 @@ class cluster {
           in.throw_next = throws;
           running_handler done = std::move(r);
           in.running.erase(in.running.begin() + static_cast<std::ptrdiff_t>(k));
+          // The task checks lease_held() before it calls the handler: in a
+          // process, when the handler begins. Here the task is run at the
+          // handler's end, when its lease may be lost by now, and it then
+          // posted "not started" for a handler that ran, as a hand-over,
+          // whatever its script said: a handler that returns after its
+          // lease ran out (its result then refused or recorded by the
+          // store) was never simulated. The task's check sees the answer
+          // it had at the start. (The context is the task's own, not const:
+          // only the accessor is.)
+          if (done.held_at_start && !done.t.context().lease_held()) {
+            ++outlived_lease_;
+            outlived_lease_returned_ += !throws;
+            const_cast<run_context&>(done.t.context()).lease_state.reset();
+          }
           done.t();  // posts the completion; the next poll picks it up
           end_handler(done, throws ? "threw" : "returned");
           progressed = true;
@@ -1205,6 +1227,7 @@ class cluster {
     h.faults_at_win = won_at;
     world_->hist.handlers.push_back(h);
     running_handler r{std::move(t), script{}, now(), std::nullopt, world_->hist.handlers.size() - 1};
+    r.held_at_start = r.t.context().lease_held();
     for (const auto& j : jobs_)
       if (j.name == r.t.context().job) r.sc = j.plan(r.t.context());
     r.natural_end = now() + r.sc.runs_for;
@@ -1886,7 +1909,8 @@ class cluster {
   mutable std::size_t kinds_checked_ = 0;  // check_event_kinds
   std::size_t registration_checks_ = 0;
   std::int64_t slowest_ppm_ = clock_type::ppm_one;  // the slowest monotonic clock any instance had
-  std::uint64_t late_starts_ = 0, late_starts_refused_ = 0;  // delay_starts: tasks taken late, and after the loss
+  std::uint64_t late_starts_ = 0, late_starts_refused_ = 0;
+  std::uint64_t outlived_lease_ = 0, outlived_lease_returned_ = 0;  // handlers that ended after their lease's loss  // delay_starts: tasks taken late, and after the loss
   std::uint64_t wins_answered_after_loss_ = 0;                // take_dispatched: wins whose reply came after a loss of their state
   std::set<std::string> unanswered_reported_;  // tokens check_lease_answered told of (once each)
 };
