@@ -343,12 +343,12 @@ TEST_CASE("a busy executor starts a held lease's handler late, and never one who
 }
 
 
-// The task checks its lease before it calls the handler, once: a handler
-// that began with its lease held and runs on past its loss (frozen here)
-// returns a result the scheduler sends to a store that has handed the run
-// over. The simulation runs a task at its handler's end, and its check then
-// saw the loss and posted "not started" — so a handler returning after its
-// lease's loss was never simulated.
+// The task checks its lease once, before it calls the handler. A handler
+// that began with its lease held and ends after its loss ends as it does:
+// here it throws on the stop the watchdog requested. The simulation runs a
+// task at its handler's end, and the task's check then saw the loss and
+// posted "the handler was not started", whatever the handler did — so a
+// handler that returned after its lease's loss was never simulated.
 TEST_CASE("a handler stopped at its lease's loss while its loop waits on slow calls is not said to have never started") {
   lease::sim::cluster<> sim(1, sim_options(), sim_start);
   sim.add_job("report", lease::every(60s), [](const lease::run_context&) {
@@ -514,12 +514,12 @@ TEST_CASE("a slot answered by an attempt under this instance's id that runs nowh
 
 // A backup's takeover whose answer was lost is resent with its token at the
 // next check, in the loop turn's claim batch. A store call that blocks the
-// loop (here a hung heartbeat of another run) lets the check after it fall
+// loop (here a slow heartbeat of another run) lets the check after it fall
 // due in the same turn, before the batch goes out: it must not add the same
 // claim again. Sent twice in one batch, both copies were answered with the
 // win under this token, and the attempt was started twice (found by the
 // clang properties, RC_PARAMS="seed=12163876787103684138").
-TEST_CASE("a takeover in doubt goes into a turn's claim batch once while hung heartbeats hold the loop") {
+TEST_CASE("a takeover in doubt goes into a turn's claim batch once while slow heartbeats hold the loop") {
   lease::sim::cluster<> sim(1, sim_options(), sim_start);
   const lease::time_point t0 = sim_start - 1ms;  // slot "1 h"
   sim.add_job("report", lease::every(60s), [](const lease::run_context&) {

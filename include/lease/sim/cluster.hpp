@@ -1909,8 +1909,8 @@ class cluster {
   mutable std::size_t kinds_checked_ = 0;  // check_event_kinds
   std::size_t registration_checks_ = 0;
   std::int64_t slowest_ppm_ = clock_type::ppm_one;  // the slowest monotonic clock any instance had
-  std::uint64_t late_starts_ = 0, late_starts_refused_ = 0;
-  std::uint64_t outlived_lease_ = 0, outlived_lease_returned_ = 0;  // handlers that ended after their lease's loss  // delay_starts: tasks taken late, and after the loss
+  std::uint64_t late_starts_ = 0, late_starts_refused_ = 0;  // delay_starts: tasks taken late, and after the loss
+  std::uint64_t outlived_lease_ = 0, outlived_lease_returned_ = 0;  // handlers that ended after their lease's loss
   std::uint64_t wins_answered_after_loss_ = 0;                // take_dispatched: wins whose reply came after a loss of their state
   std::set<std::string> unanswered_reported_;  // tokens check_lease_answered told of (once each)
 };
