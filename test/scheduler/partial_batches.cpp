@@ -182,3 +182,123 @@ TEST_CASE("a refusal answered in a partial batch stops its runner at once") {
   CHECK(b.front().ended == "returned");
   CHECK(t.sim.violations().empty());
 }
+
+namespace {
+
+/// n0 alone, three jobs due at the same instant (1 h + 1 min), claimed in
+/// one batch; the batch is answered in part by `pattern` (two bits an
+/// element, as above) in the first `batches` claim batches from then on.
+struct three_claims {
+  lease::sim::cluster<> sim;
+  static constexpr lease::time_point slot = lease::time_point{} + 1h + 1min;
+  three_claims(std::uint64_t seed, int batches, std::uint64_t pattern) : sim(seed, [] {
+    lease::options o;
+    o.lease = 3s;
+    o.catch_up = 0ms;
+    o.claim_jitter = 0ms;
+    return o;
+  }(), lease::time_point{} + 1h + 1ms) {
+    for (const char* job : {"a", "b", "c"})
+      sim.add_job(job, lease::every(60s), [](const lease::run_context&) {
+        return lease::sim::script{.runs_for = 5s, .honours_stop = 0ms};
+      });
+    sim.add_instance("n0");
+    sim.start(0);
+    sim.run_for(30s);  // the start's slot (1 h) run and ended
+    sim.answer_claims_in_part(0, batches, pattern);
+    sim.run_for(30s + 20s);
+  }
+  /// The claims the store received for slot 1 h + 1 min, in order.
+  [[nodiscard]] std::vector<store_op> claims() const {
+    std::vector<store_op> out;
+    for (const auto& op : sim.recorded().ops)
+      if (op.op == store_op::kind::claim && op.run.slot == slot) out.push_back(op);
+    return out;
+  }
+  /// The handler runs of slot 1 h + 1 min of `job`.
+  [[nodiscard]] std::vector<lease::sim::handler_run> runs_of(const std::string& job) const {
+    std::vector<lease::sim::handler_run> out;
+    for (const auto& r : sim.recorded().handlers)
+      if (r.run.job == job && r.run.slot == slot) out.push_back(r);
+    return out;
+  }
+};
+
+// The batch's elements in order: a, b, c (checked in each test).
+constexpr std::uint64_t second_never_received = 3U << 2;
+constexpr std::uint64_t second_reply_lost = 2U << 2;
+
+}  // namespace
+
+TEST_CASE("a claim batch answered in part starts the answered claims at once and resends only the other") {
+  three_claims t(4, 1, second_never_received);
+  INFO(t.sim.describe());
+  CHECK(t.sim.partial_claim_batches() == 1);
+  CHECK(t.sim.unanswered_claims(false) == 1);
+  const auto claims = t.claims();
+  REQUIRE(claims.size() == 3);  // a and c in the batch, then b resent alone
+  CHECK(claims[0].run.job == "a");
+  CHECK(claims[1].run.job == "c");
+  CHECK(claims[0].batch == claims[1].batch);
+  CHECK(claims[2].run.job == "b");
+  CHECK(claims[2].batch == 0);
+  CHECK(claims[2].at > claims[0].at);
+  // a and c started at the batch's instant: their answers were acted on,
+  // not thrown away with b's failure.
+  for (const char* job : {"a", "c"}) {
+    const auto runs = t.runs_of(job);
+    REQUIRE(runs.size() == 1);
+    CHECK(runs.front().start == claims[0].at);
+    CHECK(runs.front().attempt == 1);
+  }
+  // b ran once, from its resend.
+  const auto b = t.runs_of("b");
+  REQUIRE(b.size() == 1);
+  CHECK(b.front().start == claims[2].at);
+  CHECK(b.front().token == claims[2].token);
+  CHECK(t.sim.violations().empty());
+}
+
+TEST_CASE("a claim applied with its reply lost in a partial batch starts once, on its resend's answer") {
+  three_claims t(5, 1, second_reply_lost);
+  INFO(t.sim.describe());
+  CHECK(t.sim.partial_claim_batches() == 1);
+  CHECK(t.sim.unanswered_claims(true) == 1);
+  const auto claims = t.claims();
+  REQUIRE(claims.size() == 4);  // a, b and c in the batch, then b resent alone
+  CHECK(claims[1].run.job == "b");
+  CHECK(claims[1].outcome == lease::claim_outcome::won);
+  CHECK(claims[3].run.job == "b");
+  CHECK(claims[3].token == claims[1].token);  // resent with its token: the store knows it as its own
+  CHECK(claims[3].outcome == lease::claim_outcome::running);
+  for (const char* job : {"a", "c"}) {
+    const auto runs = t.runs_of(job);
+    REQUIRE(runs.size() == 1);
+    CHECK(runs.front().start == claims[0].at);
+  }
+  const auto b = t.runs_of("b");
+  REQUIRE(b.size() == 1);
+  CHECK(b.front().start == claims[3].at);
+  CHECK(b.front().attempt == 1);
+  CHECK(t.sim.violations().empty());
+}
+
+TEST_CASE("a master down for many claim batches delays only its own job's slots") {
+  // Every claim batch of n0 for the next two minutes leaves b unanswered:
+  // a and c run each minute on time; b runs once its claim goes alone.
+  three_claims t(6, 1000, second_never_received);
+  t.sim.run_for(2min);
+  INFO(t.sim.describe());
+  CHECK(t.sim.partial_claim_batches() >= 3);
+  for (const char* job : {"a", "c"}) {
+    std::size_t on_time = 0;
+    for (const auto& r : t.sim.recorded().handlers)
+      if (r.run.job == job && r.run.slot >= three_claims::slot) on_time += r.start == r.run.slot ? 1 : 0;
+    CHECK(on_time == 3);  // slots 1 h + 1, 2 and 3 min
+  }
+  std::size_t b_runs = 0;
+  for (const auto& r : t.sim.recorded().handlers)
+    if (r.run.job == "b" && r.run.slot >= three_claims::slot) ++b_runs;
+  CHECK(b_runs == 3);
+  CHECK(t.sim.violations().empty());
+}

@@ -82,6 +82,7 @@ struct coverage_counts {
   std::size_t unreplicated_claims = 0, unreplicated_heartbeats = 0, unreplicated_finishes = 0, unreplicated_other = 0;
   std::size_t finishes_lost = 0, accepted_reruns = 0;
   std::size_t partial_batches = 0, unanswered_applied = 0, unanswered_dropped = 0, partial_refusals = 0;
+  std::size_t partial_claim_batches = 0, unanswered_claims_applied = 0, unanswered_claims_dropped = 0;
   std::size_t aimed_slot_calls = 0;  // adds, remove-and-adds and starts in a slot's very millisecond
   std::size_t kinds_checked = 0;  // attempts' last events held to the store's truth (check_event_kinds)
   std::array<std::size_t, static_cast<std::size_t>(lease::event_kind::stopped) + 1> kinds{};
@@ -105,6 +106,8 @@ struct coverage_counts {
     std::cout << "  heartbeat batches answered in part: " << partial_batches << " (" << unanswered_applied
               << " unanswered renewals applied, " << unanswered_dropped << " never received; " << partial_refusals
               << " runners stopped by a refusal answered in one)" << std::endl;
+    std::cout << "  claim batches answered in part: " << partial_claim_batches << " (" << unanswered_claims_applied
+              << " unanswered claims applied, " << unanswered_claims_dropped << " never received)" << std::endl;
     if (replicated_histories > 0)
       std::cout << "  replicas = 1: " << replicated_histories << " histories on a primary with one replica, "
                 << histories_with_lag << " with a lag (" << lags << " lags), " << histories_with_failover
@@ -258,6 +261,7 @@ void random_history(coverage_counts& coverage, bool long_jobs, store_steps ahead
     if (pick(0, 16) == 0) fault = 37;
     if (pick(0, 16) == 0) fault = 38;
     if (pick(0, 12) == 0) fault = 39;
+    if (pick(0, 16) == 0) fault = 40;
     const bool late_heartbeat = fault == 5 || fault == 7 || fault == 8 || fault == 9 || fault == 10 || fault == 13 ||
                                 fault == 30 || fault == 34 || fault == 35 || fault == 37 || fault == 38;
     if (ahead == store_steps::within_heartbeat && late_heartbeat) fault = 28;
@@ -572,6 +576,11 @@ void random_history(coverage_counts& coverage, bool long_jobs, store_steps ahead
         ++coverage.aimed_slot_calls;
         break;
       }
+      // A claim batch answered in part (a Redis Cluster with the master of
+      // some jobs down): some claims answered, and acted on, the others
+      // failed, each applied with its reply lost or never received, and
+      // resent with its token.
+      case 40: sim.answer_claims_in_part(who, pick(1, 5), *rc::gen::arbitrary<std::uint64_t>()); break;
     }
     sim.check_registrations_now();
     // Now and then a trigger right after another step (a run in progress, a
@@ -671,6 +680,9 @@ void random_history(coverage_counts& coverage, bool long_jobs, store_steps ahead
   coverage.unanswered_applied += sim.unanswered_renewals(true);
   coverage.unanswered_dropped += sim.unanswered_renewals(false);
   coverage.partial_refusals += sim.partial_refusals();
+  coverage.partial_claim_batches += sim.partial_claim_batches();
+  coverage.unanswered_claims_applied += sim.unanswered_claims(true);
+  coverage.unanswered_claims_dropped += sim.unanswered_claims(false);
   coverage.timed_takeovers += sim.takeover_checks();
   coverage.slots_accounted += sim.slots_accounted();
   coverage.kinds_checked += sim.kinds_checked();
@@ -703,6 +715,9 @@ TEST_CASE("random histories of 3 to 5 instances with faults and clock skew satis
   CHECK(coverage.partial_batches > 0);  // heartbeat batches answered in part
   CHECK(coverage.unanswered_applied > 0);  // an unanswered renewal the store had applied
   CHECK(coverage.unanswered_dropped > 0);  // and one it never received
+  CHECK(coverage.partial_claim_batches > 0);  // claim batches answered in part
+  CHECK(coverage.unanswered_claims_applied > 0);  // an unanswered claim the store had applied
+  CHECK(coverage.unanswered_claims_dropped > 0);  // and one it never received
   CHECK(coverage.kinds_checked > 0);  // attempts' last events were held to the store's truth
 }
 

@@ -230,7 +230,9 @@ bool scheduler<S, C, E, P>::announced_ended(std::uint32_t j, const claim_request
 
 /// Sends the claims gathered in this loop turn in one round trip; each
 /// answer goes where a single claim's would. A failed batch is a failed
-/// send of each claim: each is resent later with its own token.
+/// send of each claim: each is resent later with its own token. A batch
+/// answered in part (partial_batch_error) is both: the answered claims are
+/// acted on, the others resent.
 ///
 /// The batch's two arrays (up to max_claim_batch elements, tens of kB each)
 /// are kept for the next turn instead of freed: freeing a block that large
@@ -280,6 +282,24 @@ void scheduler<S, C, E, P>::flush_claims() {
     };
     try {
       answers = store_.claim_many(std::span<const claim_request>(batch));
+    } catch (const partial_batch_error<claim_result>& e) {
+      // Some claims answered (on a Redis Cluster, those of the masters that
+      // are up): each acted on now, and only the others resent. (Answers
+      // that do not match the batch are a store bug: all resent.) Failing
+      // the whole batch resent every claim, and while one master stayed
+      // down every resend failed again with it: the other masters' slots
+      // were dropped at their deadlines.
+      if (e.answers().size() != items.size()) {
+        failed(e);
+        return;
+      }
+      std::size_t first_failed = 0, first_answered = items.size();
+      for (std::size_t i = items.size(); i-- > 0;) (e.answers()[i] ? first_answered : first_failed) = i;
+      store_failed("batch of " + std::to_string(batch.size()) + " claims (answered in part)", batch[first_failed].run, e);
+      if (first_answered < items.size())
+        observe_store_clock(sent, steady(), batch[first_answered].run, e.answers()[first_answered]->store_now);
+      for (std::size_t i = 0; i < items.size(); ++i) answer(i, e.answers()[i]);
+      return;
     } catch (const store_error& e) {
       failed(e);
       return;

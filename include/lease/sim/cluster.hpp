@@ -10,10 +10,10 @@
 // instance's loop while the rest of the world goes on (its handlers and its
 // watchdog too), store calls that time out while their request is still in
 // the network and is applied later (late_copy_store), an executor whose busy
-// workers start handler tasks late (delay_starts), heartbeat batches
-// answered in part (answer_heartbeats_in_part), wall-clock steps of one
-// instance, a monotonic clock that
-// runs slow or fast (drift_clock), a store that loses its
+// workers start handler tasks late (delay_starts), heartbeat and claim
+// batches answered in part (answer_heartbeats_in_part,
+// answer_claims_in_part), wall-clock steps of one instance, a monotonic
+// clock that runs slow or fast (drift_clock), a store that loses its
 // state, a store whose clock is stepped ahead or back, lost announcements of
 // a release (push hand-over), and a trigger listener cut for a while (pushes
 // lost until it reconnects). Everything is
@@ -220,7 +220,7 @@ class cluster {
   /// renewals are answered only in part, as by a Redis Cluster with one
   /// master down or cut off: some renewals answered (true or false), the
   /// others failed, each of those applied by the store with its reply lost
-  /// or never received — by the bits of `pattern` (world::partial_heartbeats).
+  /// or never received — by the bits of `pattern` (world::partial_answers).
   /// The call throws partial_batch_error<bool>. Queued after any such
   /// batches already set for it.
   void answer_heartbeats_in_part(std::size_t i, int batches, std::uint64_t pattern) {
@@ -229,6 +229,24 @@ class cluster {
     world_->hist.faults.push_back({now(), "heartbeat batches of " + instances_.at(i)->name + " to be answered in part (" +
                                               std::to_string(batches) + ")"});
     world_->partial_heartbeat_faults[instances_.at(i)->name].push_back({batches, pattern});
+  }
+  /// Instance `i`'s next `batches` claim batches of two or more claims are
+  /// answered only in part, as by a Redis Cluster with the master of some
+  /// of their jobs down or cut off: the others answered, each unanswered
+  /// one applied with its reply lost or never received, by the bits of
+  /// `pattern` (world::partial_answers). The call throws
+  /// partial_batch_error<claim_result>. Queued after any such batches
+  /// already set for it.
+  void answer_claims_in_part(std::size_t i, int batches, std::uint64_t pattern) {
+    world_->hist.faults.push_back({now(), "claim batches of " + instances_.at(i)->name + " to be answered in part (" +
+                                              std::to_string(batches) + ")"});
+    world_->partial_claim_faults[instances_.at(i)->name].push_back({batches, pattern});
+  }
+  /// Claim batches answered in part, and of their unanswered claims, those
+  /// the store applied (`applied`) or never received.
+  [[nodiscard]] std::uint64_t partial_claim_batches() const noexcept { return world_->partial_claim_batches; }
+  [[nodiscard]] std::uint64_t unanswered_claims(bool applied) const noexcept {
+    return applied ? world_->unanswered_claims_applied : world_->unanswered_claims_dropped;
   }
   /// Heartbeat batches answered in part (partial_batch_error thrown), and
   /// of their unanswered renewals, those the store applied (`applied`) or

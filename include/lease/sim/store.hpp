@@ -76,18 +76,22 @@ struct world {
     bool claims_only = false;  ///< heartbeats, finishes and releases pass it by
   };
   std::map<std::string, std::deque<late_copy_fault>> late_copy_faults;  ///< instance → its next such calls
-  /// A heartbeat batch answered in part, as a Redis Cluster answers it with
-  /// one master down or cut off while the others answer (router::eval_each):
-  /// the renewals of the other masters' runs are answered, the rest fail,
-  /// and each of those was applied (it reached its master, the reply was
-  /// lost) or not (it never did). Which element meets which fate comes from
-  /// `pattern`, two bits an element (store::part_of); a batch of one
-  /// renewal, which cannot fail in part, passes the fault by.
-  struct partial_heartbeats {
-    int batches = 0;  ///< batches of two or more renewals left to answer in part
+  /// A heartbeat or claim batch answered in part, as a Redis Cluster
+  /// answers it with one master down or cut off while the others answer
+  /// (router::routed): the elements of the other masters' jobs are
+  /// answered, the rest fail, and each of those was applied (it reached its
+  /// master, the reply was lost) or not (it never did). Which element meets
+  /// which fate comes from `pattern`, two bits an element (store::part_of);
+  /// a batch of one element, which cannot fail in part, passes the fault by.
+  struct partial_answers {
+    int batches = 0;  ///< batches of two or more elements left to answer in part
     std::uint64_t pattern = 0;
   };
-  std::map<std::string, std::deque<partial_heartbeats>> partial_heartbeat_faults;  ///< instance → its next such batches
+  std::map<std::string, std::deque<partial_answers>> partial_heartbeat_faults;  ///< instance → its next such batches
+  std::map<std::string, std::deque<partial_answers>> partial_claim_faults;      ///< instance → its next such batches
+  std::uint64_t partial_claim_batches = 0;     ///< claim batches answered in part (partial_batch_error thrown)
+  std::uint64_t unanswered_claims_applied = 0;  ///< of their unanswered claims, those the store applied
+  std::uint64_t unanswered_claims_dropped = 0;  ///< and those it never received
   std::uint64_t partial_batches = 0;       ///< heartbeat batches answered in part (partial_batch_error thrown)
   std::uint64_t unanswered_applied = 0;    ///< of their unanswered renewals, those the store applied
   std::uint64_t unanswered_dropped = 0;    ///< and those it never received
@@ -722,14 +726,14 @@ class store {
     return ok;
   }
   /// As redis_store::heartbeat_many: each renewal answered, or, when the
-  /// batch failed in part (world::partial_heartbeats, or renewals short of
+  /// batch failed in part (world::partial_answers, or renewals short of
   /// the replica beside refusals), partial_batch_error<bool> with the
   /// answers that reached the caller; a batch with none throws store_error.
   std::vector<bool> heartbeat_many(std::span<const heartbeat_request> batch) {
     if (late_copy_due()) lose_heartbeats(batch);
     const std::optional<steady_point> sent = w_->steady_of ? w_->steady_of(instance_) : std::nullopt;
     arrive();
-    const std::optional<std::uint64_t> split = next_partial(batch.size());
+    const std::optional<std::uint64_t> split = next_partial(w_->partial_heartbeat_faults, batch.size());
     std::vector<std::optional<bool>> answers(batch.size());
     std::vector<std::size_t> op_of(batch.size());
     std::vector<std::string> proved;
@@ -1044,7 +1048,7 @@ class store {
                        "again after its lease");
   }
 
-  /// What became of one renewal of a batch answered in part.
+  /// What became of one element of a batch answered in part.
   enum class part : unsigned char { answered, reply_lost, never_arrived };
   /// Element i's fate under `pattern`: its two bits, 0 or 1 answered, 2
   /// applied with its reply lost, 3 never arrived.
@@ -1055,14 +1059,15 @@ class store {
       default: return part::answered;
     }
   }
-  /// The pattern that answers this batch of `n` renewals in part, if this
-  /// instance has such a fault waiting and the batch has two or more (one
-  /// renewal alone fails whole, which fail_store models): consumed here.
-  /// The pattern is adjusted so that at least one element is answered and
-  /// one is not: otherwise it would not be a partial batch.
-  std::optional<std::uint64_t> next_partial(std::size_t n) {
-    auto it = w_->partial_heartbeat_faults.find(instance_);
-    if (n < 2 || it == w_->partial_heartbeat_faults.end() || it->second.empty()) return std::nullopt;
+  /// The pattern that answers this batch of `n` elements in part, if this
+  /// instance has such a fault waiting in `faults` and the batch has two or
+  /// more (one element alone fails whole, which fail_store models):
+  /// consumed here. The pattern is adjusted so that at least one element is
+  /// answered and one is not: otherwise it would not be a partial batch.
+  std::optional<std::uint64_t> next_partial(std::map<std::string, std::deque<world::partial_answers>>& faults,
+                                            std::size_t n) {
+    auto it = faults.find(instance_);
+    if (n < 2 || it == faults.end() || it->second.empty()) return std::nullopt;
     std::uint64_t pattern = it->second.front().pattern;
     if (--it->second.front().batches <= 0) it->second.pop_front();
     bool answered = false, unanswered = false;
@@ -1157,14 +1162,26 @@ class store {
       loss_after = w_->loss_beside_claims ? it->second : 0;
       w_->loss_inside_claims.erase(it);
     }
+    // A batch answered in part (world::partial_answers): the marker's
+    // master answers, some claims' masters do not.
+    const std::optional<std::uint64_t> split = batched ? next_partial(w_->partial_claim_faults, batch.size())
+                                                       : std::nullopt;
+    auto fate = [&](std::size_t i) { return split ? part_of(*split, i) : part::answered; };
     std::vector<claim_result> out;
     out.reserve(batch.size());
     std::vector<std::pair<std::string, std::uint64_t>> proofs;  // (job, the fence that proved its loss)
     for (const auto& req : batch) {
       if (loss_after == out.size()) w_->lose_state();
+      const part p = fate(out.size());
+      if (p == part::never_arrived) {
+        out.emplace_back();  // no answer: never read
+        continue;
+      }
       // The handle's fence of the job travels with the claim, checked
       // first, in the same atomic step (Redis: inside the claim script).
-      if (w_->prove(instance_, req.run.job)) proofs.emplace_back(req.run.job, w_->fence_seen(instance_, req.run.job));
+      // A lost reply loses only the proof's report, as a heartbeat's does.
+      if (w_->prove(instance_, req.run.job) && p == part::answered)
+        proofs.emplace_back(req.run.job, w_->fence_seen(instance_, req.run.job));
       out.push_back(apply_claim(req, batched ? w_->claim_batches : 0));
     }
     if (loss_after && *loss_after >= out.size()) w_->lose_state();
@@ -1173,17 +1190,64 @@ class store {
     // The reply arrived: the handle learns the fences in it, and sends
     // each proof to the marker script (a call of its own).
     for (std::size_t i = 0; i < batch.size(); ++i)
-      if (out[i].record.job == batch[i].run.job) w_->learn_fence(instance_, batch[i].run.job, out[i].record.fence);
+      if (fate(i) == part::answered && out[i].record.job == batch[i].run.job)
+        w_->learn_fence(instance_, batch[i].run.job, out[i].record.fence);
     if (w_->loss_beside_claims && marker_gone) w_->notice_loss(instance_);
     for (const auto& [job, fence] : proofs) w_->record_proof(instance_, job, fence);
     if (w_->loss_beside_claims) {
       known_lost_ = w_->mem.lost_at();
-      for (std::size_t i = 0; i < batch.size(); ++i) out[i] = beside_loss(batch[i], std::move(out[i]), sent_lost);
+      for (std::size_t i = 0; i < batch.size(); ++i)
+        if (fate(i) == part::answered) out[i] = beside_loss(batch[i], std::move(out[i]), sent_lost);
     }
+    if (split) answer_in_part(batch, std::move(out), *split, sent);  // throws
     if (w_->replicas) wait_for_replica(batch, out);
     for (std::size_t i = 0; i < batch.size(); ++i)
       if (starts_handler(batch[i], out[i])) w_->acknowledged(batch[i].token, sent, batch[i].lease);
     return out;
+  }
+
+  /// The end of a claim batch answered in part, as redis_store::claim_many
+  /// ends it: the answered claims wait for the replica as a whole batch
+  /// would (short: the call throws not_replicated, every claim resent),
+  /// then the call throws partial_batch_error<claim_result> with them.
+  [[noreturn]] void answer_in_part(std::span<const claim_request> batch, std::vector<claim_result> out,
+                                   std::uint64_t split, std::optional<steady_point> sent) {
+    std::vector<claim_request> asked;
+    std::vector<claim_result> answered;
+    std::size_t lost_replies = 0, dropped = 0;
+    std::set<std::string> unanswered;
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      const part p = part_of(split, i);
+      if (p == part::answered) {
+        asked.push_back(batch[i]);
+        answered.push_back(out[i]);
+        continue;
+      }
+      unanswered.insert(batch[i].token);
+      ++(p == part::reply_lost ? lost_replies : dropped);
+    }
+    ++w_->partial_claim_batches;
+    w_->unanswered_claims_applied += lost_replies;
+    w_->unanswered_claims_dropped += dropped;
+    // Named after its instance, last: a fault of that instance, but it
+    // hinders only the runs it left unanswered (cluster::check_healthy_kept).
+    w_->unanswered_in[w_->hist.faults.size()] = std::move(unanswered);
+    w_->hist.faults.push_back({w_->clock.now(), "claim batch answered in part (" + std::to_string(asked.size()) +
+                                                    " of " + std::to_string(batch.size()) + "; " +
+                                                    std::to_string(lost_replies) + " applied, reply lost) " +
+                                                    instance_});
+    if (w_->replicas) wait_for_replica(asked, answered);
+    std::vector<std::optional<claim_result>> answers(batch.size());
+    for (std::size_t i = 0, k = 0; i < batch.size(); ++i) {
+      if (part_of(split, i) != part::answered) continue;
+      if (starts_handler(batch[i], out[i])) w_->acknowledged(batch[i].token, sent, batch[i].lease);
+      answers[i] = std::move(answered[k++]);
+    }
+    throw partial_batch_error<claim_result>(
+        make_error_code(lost_replies > 0 ? errc::outcome_unknown : errc::unavailable),
+        "simulated partial batch: the master of " + std::to_string(batch.size() - asked.size()) +
+            " claims' jobs did not answer",
+        std::move(answers));
   }
 
   /// What redis_store::claim and claim_many do after the reply, with

@@ -101,7 +101,10 @@ concept BatchHeartbeatStore = Store<S> && requires(S& s, std::span<const heartbe
 /// transaction). Each claim is still its own atomic operation with its own
 /// answer, exactly as claim() would give in that order; a store_error means
 /// the outcome of every claim in the batch is unknown (the scheduler resends
-/// each with its token, as after a failed claim()).
+/// each with its token, as after a failed claim()). A batch that failed only
+/// in part (a Redis Cluster with one master down) throws
+/// partial_batch_error<claim_result>: the answered claims are acted on, the
+/// others resent.
 template <class S>
 concept BatchClaimStore = Store<S> && requires(S& s, std::span<const claim_request> batch) {
   { s.claim_many(batch) } -> std::same_as<std::vector<claim_result>>;
