@@ -540,6 +540,125 @@ TEST_CASE("on a redis cluster a frozen master fails only its own renewals in a b
   CHECK(renewed == std::vector<bool>{true, true, true, true, false, true});
 }
 
+// The same for a batch of claims: one master frozen fails only the claims
+// of the jobs it serves; the others are answered in a partial_batch_error
+// and the scheduler starts them. Before, the whole batch failed, and every
+// resend failed again with it while the master stayed down: the slots of
+// the healthy masters' jobs were dropped at their deadlines.
+TEST_CASE("on a redis cluster a frozen master fails only its own claims in a batch") {
+  redis_cluster& c = shared_cluster();
+  const std::string prefix = lease::testing::fresh_prefix("frozenclaim");
+  lease::redis_options o = cluster_options(prefix);
+  o.command_timeout = 300ms;
+  lease::redis_store store{std::move(o)};
+  const auto jobs = jobs_on_every_master(prefix, 2);
+  const auto slot0 = time_point{lease::duration{1'700'000'000'000}};
+  std::vector<claim_request> batch;
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    batch.push_back(request(jobs[i], slot0, "t" + std::to_string(i)));
+    batch.back().deadline = time_point::max() - 1h;
+  }
+  for (const auto& job : jobs) CHECK_FALSE(store.get({job, slot0}));  // connected to every master
+  // Freeze a master that does not hold the store's marker (its answer is
+  // needed by every claim: that master down fails the batch whole).
+  const int marker_shard =
+      c.shard_of(c.owner_of(lease::detail::redis::key_slot(lease::detail::redis::store_key(prefix))));
+  const std::size_t frozen_shard = marker_shard == 0 ? 1 : 0;
+  const int frozen = c.owner_of(slot_of(prefix, jobs[2 * frozen_shard]));
+  redis_cluster::expect_ok(c.node(frozen).command({"CLIENT", "PAUSE", "1000", "ALL"}), "CLIENT PAUSE");
+  std::vector<std::optional<lease::claim_result>> answers;
+  std::string what;
+  try {
+    (void)store.claim_many(batch);
+  } catch (const lease::partial_batch_error<lease::claim_result>& e) {
+    answers = e.answers();
+    what = e.what();
+  }
+  CAPTURE(what);
+  REQUIRE(answers.size() == batch.size());
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    CAPTURE(i);
+    if (i / 2 == frozen_shard) {
+      CHECK_FALSE(answers[i].has_value());  // no answer within command_timeout
+    } else {
+      REQUIRE(answers[i].has_value());
+      CHECK(answers[i]->outcome == claim_outcome::won);
+      CHECK(answers[i]->record.token == batch[i].token);
+    }
+  }
+  CHECK(what.find("timed out") != std::string::npos);
+  // The master awake: the unanswered claims, resent with their tokens, are
+  // this caller's (applied on waking, or now), and the answered ones stay
+  // answered: no second winner, no attempt lost.
+  // (Resent until the master answers, whatever the error: a claim resent
+  // with its token is always safe.)
+  std::vector<lease::claim_result> again;
+  REQUIRE(wait_for([&] {
+    try {
+      again = store.claim_many(batch);
+      return true;
+    } catch (const lease::store_error&) {
+      return false;
+    }
+  }));
+  REQUIRE(again.size() == batch.size());
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    CAPTURE(i);
+    CHECK(again[i].record.token == batch[i].token);
+    CHECK(again[i].record.attempt == 1);
+    if (i / 2 != frozen_shard) CHECK(again[i].outcome == claim_outcome::running);
+  }
+}
+
+// The store's marker key is read after every batch of claims: a loss of
+// state it shows holds every answer of the batch. Its master frozen, no
+// claim can be answered, even those of the masters that are up.
+TEST_CASE("on a redis cluster a frozen master of the store's marker fails the whole claim batch") {
+  redis_cluster& c = shared_cluster();
+  const std::string prefix = lease::testing::fresh_prefix("frozenmarker");
+  lease::redis_options o = cluster_options(prefix);
+  o.command_timeout = 300ms;
+  lease::redis_store store{std::move(o)};
+  const auto jobs = jobs_on_every_master(prefix, 1);
+  const auto slot0 = time_point{lease::duration{1'700'000'000'000}};
+  for (const auto& job : jobs) CHECK_FALSE(store.get({job, slot0}));  // connected to every master
+  const int marker = c.owner_of(lease::detail::redis::key_slot(lease::detail::redis::store_key(prefix)));
+  std::vector<claim_request> batch;
+  for (std::size_t i = 0; i < jobs.size(); ++i)
+    if (static_cast<int>(i) != c.shard_of(marker)) {
+      batch.push_back(request(jobs[i], slot0, "t" + std::to_string(i)));
+      batch.back().deadline = time_point::max() - 1h;
+    }
+  REQUIRE(batch.size() == 2);
+  redis_cluster::expect_ok(c.node(marker).command({"CLIENT", "PAUSE", "1000", "ALL"}), "CLIENT PAUSE");
+  bool partial = false, failed = false;
+  try {
+    (void)store.claim_many(batch);
+  } catch (const lease::partial_batch_error<lease::claim_result>&) {
+    partial = true;
+  } catch (const lease::store_error&) {
+    failed = true;
+  }
+  CHECK(failed);
+  CHECK_FALSE(partial);
+  // Resent with their tokens once the master is awake: each claim this
+  // caller's, at attempt 1.
+  std::vector<lease::claim_result> again;
+  REQUIRE(wait_for([&] {
+    try {
+      again = store.claim_many(batch);
+      return true;
+    } catch (const lease::store_error&) {
+      return false;
+    }
+  }));
+  REQUIRE(again.size() == batch.size());
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    CHECK(again[i].record.token == batch[i].token);
+    CHECK(again[i].record.attempt == 1);
+  }
+}
+
 TEST_CASE("on a redis cluster a master killed mid-finish: the replica takes over, the store follows, no second winner") {
   redis_cluster& c = shared_cluster();
   const std::string prefix = lease::testing::fresh_prefix("failover");

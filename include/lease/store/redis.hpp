@@ -208,7 +208,12 @@ class redis_store {
   /// BatchClaimStore: the claims pipelined in one round trip, each its own
   /// script call, answered in order. A lost reply fails the whole batch
   /// (the scheduler resends each claim with its token, which recognises a
-  /// claim that was applied). With options().replicas, one WAIT (on a
+  /// claim that was applied). On a cluster, a master that fails (down, cut
+  /// off) fails only its own claims: the call throws
+  /// partial_batch_error<claim_result> with the others' answers, so one
+  /// master down does not hold up the jobs of the others (each of their
+  /// batches failed whole before, resent with it, and failed again until
+  /// their deadlines passed). With options().replicas, one WAIT (on a
   /// cluster one per master, all at once) covers the batch when a claim in
   /// it would start a handler, as claim() waits only then; when a master
   /// that ran such a claim is short of replicas, every won claim is
@@ -222,18 +227,19 @@ class redis_store {
     if (batch.size() == 1) return {claim(batch.front())};
     conn_->forget_writes();
     std::vector<std::size_t> where;
-    std::vector<claim_result> out = send_claims(batch, &where);
-    if (opts_.replicas == 0) return out;
-    bool starts = false;
-    for (std::size_t i = 0; i < batch.size(); ++i) starts = starts || starts_handler(batch[i], out[i]);
-    if (!starts) return out;
+    std::optional<store_error> failed;
+    std::vector<std::optional<claim_result>> out = send_claims(batch, &where, &failed);
+    auto starts = [&](std::size_t i) { return out[i] && starts_handler(batch[i], *out[i]); };
+    bool any_starts = false;
+    for (std::size_t i = 0; i < batch.size(); ++i) any_starts = any_starts || starts(i);
+    if (opts_.replicas == 0 || !any_starts) return answers_or_throw(std::move(out), failed);
     const auto acked = replicated_each();
     bool short_of_replicas = false;
     for (std::size_t i = 0; i < batch.size(); ++i)
-      short_of_replicas = short_of_replicas || (starts_handler(batch[i], out[i]) && !enough(acked, where[i]));
+      short_of_replicas = short_of_replicas || (starts(i) && !enough(acked, where[i]));
     if (short_of_replicas) {
       for (std::size_t i = 0; i < batch.size(); ++i)
-        if (starts_handler(batch[i], out[i])) release_unreplicated(batch[i]);
+        if (starts(i)) release_unreplicated(batch[i]);
       not_replicated(batch.front(), batch.size());
     }
     // A resent claim answered `running` with its own token: its first copy
@@ -241,13 +247,13 @@ class redis_store {
     // Each waits for its own (rare: only after a lost reply); one short of
     // replicas is released, and marked so that no handler starts on it.
     for (std::size_t i = 0; i < batch.size(); ++i) {
-      if (!starts_handler(batch[i], out[i]) || out[i].outcome != claim_outcome::running) continue;
+      if (!starts(i) || out[i]->outcome != claim_outcome::running) continue;
       if (!write_before_wait(batch[i]) || !replicated()) {
         release_unreplicated(batch[i]);
-        out[i].record.released = true;
+        out[i]->record.released = true;
       }
     }
-    return out;
+    return answers_or_throw(std::move(out), failed);
   }
 
   /// What this store learnt that an operator should read (NoticeStore): its
@@ -1031,14 +1037,20 @@ class redis_store {
   /// last on the server: if it shows no loss this handle did not know of,
   /// none came before the claim either; if it shows one, it may have come
   /// before the claim, and the answer is held to it (unless_quarantined).
-  claim_result send_claim(const claim_request& req) { return std::move(send_claims(std::span(&req, 1)).front()); }
+  claim_result send_claim(const claim_request& req) { return std::move(*send_claims(std::span(&req, 1)).front()); }
 
   /// send_claim() for each request, pipelined before one HMGET: one round
   /// trip, each claim its own script call (atomic on its own), in order.
   /// `where`, if given: the node each claim ran on, a resent one's too
   /// (send_finishes says why the WAIT can cover it).
-  std::vector<claim_result> send_claims(std::span<const claim_request> batch,
-                                        std::vector<std::size_t>* where = nullptr) {
+  /// Without `failed`, every claim is answered or the call throws. With it,
+  /// on a cluster a master that fails (down, cut off, an error reply) fails
+  /// only its own claims: nullopt, and `failed` holds the first such error.
+  /// The marker's answer is needed by all (no answer could be held to a
+  /// loss without it): its master failing fails the call.
+  std::vector<std::optional<claim_result>> send_claims(std::span<const claim_request> batch,
+                                                       std::vector<std::size_t>* where = nullptr,
+                                                       std::optional<store_error>* failed = nullptr) {
     conn_->open();  // connect (and check the server) before reading what this handle knows
     const std::optional<std::int64_t> sent_lost = watch_->lost_at;
     const std::string now = now_arg(), lost = sent_lost ? std::to_string(*sent_lost) : std::string();
@@ -1060,24 +1072,31 @@ class redis_store {
       claim_args(a, hold, *keys.back(), req, now, known.back(), lost);
     }
     cmds.push_back({"HMGET", store_key_, "id", "lost"});
-    auto replies = conn_->exchange(cmds, where);
+    auto replies = failed != nullptr ? conn_->exchange_each(cmds, *failed, where) : conn_->exchange(cmds, where);
+    if (!replies.back() && failed != nullptr && *failed) throw **failed;  // the marker's master failed
     if (where != nullptr) where->resize(batch.size());  // the HMGET's dropped
-    std::vector<claim_result> out;
-    out.reserve(batch.size());
+    std::vector<std::optional<claim_result>> out(batch.size());
     for (std::size_t i = 0; i < batch.size(); ++i) {
       detail::redis::reply_ptr reply = std::move(replies[i]);
-      if (detail::redis::connection::error_code_of(reply.get()) == redis_errc::noscript) {  // it did not run
-        reply = conn_->eval(
-            detail::redis::script::claim,
-            [&](argv_t& a) {
-              claim_args(a, hold, *keys[i], batch[i], now, known[i], lost);  // reloads the scripts
-            },
-            where != nullptr ? &(*where)[i] : nullptr);
+      if (!reply) continue;  // its master failed (only with `failed`)
+      try {
+        if (detail::redis::connection::error_code_of(reply.get()) == redis_errc::noscript) {  // it did not run
+          reply = conn_->eval(
+              detail::redis::script::claim,
+              [&](argv_t& a) {
+                claim_args(a, hold, *keys[i], batch[i], now, known[i], lost);  // reloads the scripts
+              },
+              where != nullptr ? &(*where)[i] : nullptr);
+        }
+        out[i] = parse_claim(batch[i], reply.get(), std::string(known[i]));
+      } catch (const store_error& e) {
+        if (failed == nullptr) throw;
+        if (!*failed) failed->emplace(e);
       }
-      out.push_back(parse_claim(batch[i], reply.get(), std::string(known[i])));
     }
     check_marker(replies.back().get(), sent_lost);
-    for (std::size_t i = 0; i < batch.size(); ++i) out[i] = unless_quarantined(batch[i], std::move(out[i]), sent_lost);
+    for (std::size_t i = 0; i < batch.size(); ++i)
+      if (out[i]) out[i] = unless_quarantined(batch[i], std::move(*out[i]), sent_lost);
     return out;
   }
 

@@ -72,6 +72,16 @@ class router {
     return routed(cmds, nullptr, where);
   }
 
+  /// exchange(), command by command: on a cluster a node that fails (down,
+  /// its connection lost) fails only its own commands: their replies stay
+  /// null, and `failed` holds the first such error. On one server every
+  /// command shares its fate, and a failure is thrown.
+  std::vector<reply_ptr> exchange_each(std::span<const argv_t> cmds, std::optional<store_error>& failed,
+                                       std::vector<std::size_t>* where = nullptr) {
+    if (!cluster_) return exchange(cmds, where);
+    return routed(cmds, &failed, where);
+  }
+
   /// EVALSHA of `which` for each element of `batch`, routed; error replies thrown.
   /// `where`, if given: the node each element ran on (wait_each's keys).
   template <class MakeArgs>
