@@ -2,7 +2,10 @@
 // part (cluster::answer_heartbeats_in_part), as a Redis Cluster answers it
 // with one master down: the runs on the other masters keep their leases, a
 // refusal among the answers stops its runner at once, and an unanswered
-// renewal, applied by the store or not, never counts as renewed.
+// renewal, applied by the store or not, never counts as renewed. Likewise
+// a claim batch answered in part (cluster::answer_claims_in_part): the
+// answered claims start at once, and an unanswered one, applied by the
+// store or not, starts once, on its resend's answer.
 #include <catch2/catch.hpp>
 
 #include <optional>
@@ -283,9 +286,12 @@ TEST_CASE("a claim applied with its reply lost in a partial batch starts once, o
   CHECK(t.sim.violations().empty());
 }
 
-TEST_CASE("a master down for many claim batches delays only its own job's slots") {
+TEST_CASE("a master down for many claim batches does not hold up the other jobs' slots") {
   // Every claim batch of n0 for the next two minutes leaves b unanswered:
-  // a and c run each minute on time; b runs once its claim goes alone.
+  // a and c run each minute on time. (What becomes of b is the model's:
+  // it answers a claim sent alone whole, as it does one renewal, where a
+  // real cluster would fail it with its master. The checks of
+  // violations() hold either way: every slot of b says why.)
   three_claims t(6, 1000, second_never_received);
   t.sim.run_for(2min);
   INFO(t.sim.describe());
@@ -296,9 +302,5 @@ TEST_CASE("a master down for many claim batches delays only its own job's slots"
       if (r.run.job == job && r.run.slot >= three_claims::slot) on_time += r.start == r.run.slot ? 1 : 0;
     CHECK(on_time == 3);  // slots 1 h + 1, 2 and 3 min
   }
-  std::size_t b_runs = 0;
-  for (const auto& r : t.sim.recorded().handlers)
-    if (r.run.job == "b" && r.run.slot >= three_claims::slot) ++b_runs;
-  CHECK(b_runs == 3);
   CHECK(t.sim.violations().empty());
 }

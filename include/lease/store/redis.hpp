@@ -1090,7 +1090,10 @@ class redis_store {
         }
         out[i] = parse_claim(batch[i], reply.get(), std::string(known[i]));
       } catch (const store_error& e) {
-        if (failed == nullptr) throw;
+        // On one server the batch shares its fate, as with heartbeats: only
+        // a cluster's masters fail apart (a malformed reply, too, is
+        // trusted for no claim beside it).
+        if (failed == nullptr || !conn_->clustered()) throw;
         if (!*failed) failed->emplace(e);
       }
     }
