@@ -85,6 +85,22 @@ std::vector<std::string> jobs_on_every_master(const std::string& prefix, int per
   return out;
 }
 
+/// `batch` claimed again until every master answers (within wait_for's
+/// bound), whatever the error meanwhile: a claim resent with its token is
+/// always safe.
+std::vector<lease::claim_result> claim_until_answered(lease::redis_store& store, const std::vector<claim_request>& batch) {
+  std::vector<lease::claim_result> out;
+  REQUIRE(wait_for([&] {
+    try {
+      out = store.claim_many(batch);
+      return true;
+    } catch (const lease::store_error&) {
+      return false;
+    }
+  }));
+  return out;
+}
+
 /// Events from several loop threads, behind one lock.
 struct recorder {
   std::mutex m;
@@ -590,17 +606,7 @@ TEST_CASE("on a redis cluster a frozen master fails only its own claims in a bat
   // The master awake: the unanswered claims, resent with their tokens, are
   // this caller's (applied on waking, or now), and the answered ones stay
   // answered: no second winner, no attempt lost.
-  // (Resent until the master answers, whatever the error: a claim resent
-  // with its token is always safe.)
-  std::vector<lease::claim_result> again;
-  REQUIRE(wait_for([&] {
-    try {
-      again = store.claim_many(batch);
-      return true;
-    } catch (const lease::store_error&) {
-      return false;
-    }
-  }));
+  const auto again = claim_until_answered(store, batch);
   REQUIRE(again.size() == batch.size());
   for (std::size_t i = 0; i < batch.size(); ++i) {
     CAPTURE(i);
@@ -643,15 +649,7 @@ TEST_CASE("on a redis cluster a frozen master of the store's marker fails the wh
   CHECK_FALSE(partial);
   // Resent with their tokens once the master is awake: each claim this
   // caller's, at attempt 1.
-  std::vector<lease::claim_result> again;
-  REQUIRE(wait_for([&] {
-    try {
-      again = store.claim_many(batch);
-      return true;
-    } catch (const lease::store_error&) {
-      return false;
-    }
-  }));
+  const auto again = claim_until_answered(store, batch);
   REQUIRE(again.size() == batch.size());
   for (std::size_t i = 0; i < batch.size(); ++i) {
     CHECK(again[i].record.token == batch[i].token);
