@@ -83,6 +83,7 @@ struct coverage_counts {
   std::size_t finishes_lost = 0, accepted_reruns = 0;
   std::size_t partial_batches = 0, unanswered_applied = 0, unanswered_dropped = 0, partial_refusals = 0;
   std::size_t partial_claim_batches = 0, unanswered_claims_applied = 0, unanswered_claims_dropped = 0;
+  std::size_t partial_finish_batches = 0, unanswered_ends_applied = 0, unanswered_ends_dropped = 0;
   std::size_t aimed_slot_calls = 0;  // adds, remove-and-adds and starts in a slot's very millisecond
   std::size_t kinds_checked = 0;  // attempts' last events held to the store's truth (check_event_kinds)
   std::array<std::size_t, static_cast<std::size_t>(lease::event_kind::stopped) + 1> kinds{};
@@ -108,6 +109,9 @@ struct coverage_counts {
               << " runners stopped by a refusal answered in one)" << std::endl;
     std::cout << "  claim batches answered in part: " << partial_claim_batches << " (" << unanswered_claims_applied
               << " unanswered claims applied, " << unanswered_claims_dropped << " never received)" << std::endl;
+    std::cout << "  finish batches answered in part: " << partial_finish_batches << " (" << unanswered_ends_applied
+              << " unanswered finishes and releases applied, " << unanswered_ends_dropped << " never received)"
+              << std::endl;
     if (replicated_histories > 0)
       std::cout << "  replicas = 1: " << replicated_histories << " histories on a primary with one replica, "
                 << histories_with_lag << " with a lag (" << lags << " lags), " << histories_with_failover
@@ -201,10 +205,17 @@ void random_history(coverage_counts& coverage, bool long_jobs, store_steps ahead
                           std::is_same_v<typename Sim::store_type, lease::sim::store> && pick(0, 2) == 0;
   sim.wait_for_replica(replicated);
   coverage.replicated_histories += replicated ? 1 : 0;
-  const int jobs = pick(1, 3);
+  // Now and then two or three jobs alike, due together with one length
+  // for every run: an instance that wins them in one claim batch ends
+  // them together, and their finishes go in one batch too.
+  const bool alike = pick(0, 3) == 0;
+  const bool same_length = alike;
+  const int jobs = alike ? pick(2, 4) : pick(1, 3);
   std::vector<duration> intervals;
   for (int j = 0; j < jobs; ++j) {
-    const duration interval = long_jobs ? ms(one_of(30000, 60000)) : ms(one_of(1000, 2000, 5000, 15000));
+    const duration interval = alike && j > 0 ? intervals.front()
+                              : long_jobs    ? ms(one_of(30000, 60000))
+                                             : ms(one_of(1000, 2000, 5000, 15000));
     intervals.push_back(interval);
     // A few scripts per job; each attempt picks one from its token, so the
     // choice is as deterministic as the seed.
@@ -213,6 +224,7 @@ void random_history(coverage_counts& coverage, bool long_jobs, store_steps ahead
     for (int i = 0; i < k; ++i) {
       lease::sim::script s;
       s.runs_for = ms(long_jobs ? pick(1000, 20000) : pick(50, 8000));
+      if (same_length) s.runs_for = long_jobs ? 5s : 700ms;
       s.ends = pick(0, 5) == 0 ? lease::sim::script::ending::throws : lease::sim::script::ending::returns;
       if (pick(0, 3) != 0) s.honours_stop = ms(pick(0, 2000));
       s.on_stop = pick(0, 2) == 0 ? lease::sim::script::ending::returns : lease::sim::script::ending::throws;
@@ -262,6 +274,7 @@ void random_history(coverage_counts& coverage, bool long_jobs, store_steps ahead
     if (pick(0, 16) == 0) fault = 38;
     if (pick(0, 12) == 0) fault = 39;
     if (pick(0, 16) == 0) fault = 40;
+    if (pick(0, 10) == 0) fault = 41;
     const bool late_heartbeat = fault == 5 || fault == 7 || fault == 8 || fault == 9 || fault == 10 || fault == 13 ||
                                 fault == 30 || fault == 34 || fault == 35 || fault == 37 || fault == 38;
     if (ahead == store_steps::within_heartbeat && late_heartbeat) fault = 28;
@@ -581,6 +594,10 @@ void random_history(coverage_counts& coverage, bool long_jobs, store_steps ahead
       // failed, each applied with its reply lost or never received, and
       // resent with its token.
       case 40: sim.answer_claims_in_part(who, pick(1, 5), *rc::gen::arbitrary<std::uint64_t>()); break;
+      // A batch of finishes and releases answered in part: the answered
+      // ones end their attempts, the others are read back (their reply
+      // lost) or retried (never received) while their runs are renewed.
+      case 41: sim.answer_finishes_in_part(who, pick(1, 5), *rc::gen::arbitrary<std::uint64_t>(), true); break;
     }
     sim.check_registrations_now();
     // Now and then a trigger right after another step (a run in progress, a
@@ -683,6 +700,9 @@ void random_history(coverage_counts& coverage, bool long_jobs, store_steps ahead
   coverage.partial_claim_batches += sim.partial_claim_batches();
   coverage.unanswered_claims_applied += sim.unanswered_claims(true);
   coverage.unanswered_claims_dropped += sim.unanswered_claims(false);
+  coverage.partial_finish_batches += sim.partial_finish_batches();
+  coverage.unanswered_ends_applied += sim.unanswered_ends(true);
+  coverage.unanswered_ends_dropped += sim.unanswered_ends(false);
   coverage.timed_takeovers += sim.takeover_checks();
   coverage.slots_accounted += sim.slots_accounted();
   coverage.kinds_checked += sim.kinds_checked();
@@ -718,6 +738,9 @@ TEST_CASE("random histories of 3 to 5 instances with faults and clock skew satis
   CHECK(coverage.partial_claim_batches > 0);  // claim batches answered in part
   CHECK(coverage.unanswered_claims_applied > 0);  // an unanswered claim the store had applied
   CHECK(coverage.unanswered_claims_dropped > 0);  // and one it never received
+  CHECK(coverage.partial_finish_batches > 0);  // finish batches answered in part
+  CHECK(coverage.unanswered_ends_applied > 0);  // an unanswered finish or release the store had applied
+  CHECK(coverage.unanswered_ends_dropped > 0);  // and one it never received
   CHECK(coverage.kinds_checked > 0);  // attempts' last events were held to the store's truth
 }
 

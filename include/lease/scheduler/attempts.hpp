@@ -370,6 +370,30 @@ void scheduler<S, C, E, P>::flush_ends() {
     };
     try {
       answers = store_.finish_many(batch);
+    } catch (const partial_batch_error<bool>& e) {
+      // Some ends answered (on a Redis Cluster, those of the masters that
+      // are up): each acted on now; the others fail as a failed batch's do
+      // (read back when their outcome is unknown, else retried). Failing the
+      // whole batch retried every end, in one batch again, and while one
+      // master stayed down each retry failed with it: the other masters'
+      // finished runs stayed running, and their jobs' next slots were
+      // skipped as overlaps. (Answers that do not match the batch are a
+      // store bug: every outcome unknown.)
+      if (e.answers().size() != ids.size()) {
+        failed(store_error(make_error_code(errc::outcome_unknown),
+                           "finish_many answered " + std::to_string(e.answers().size()) + " of " +
+                               std::to_string(ids.size()) + " finishes and releases: " + e.what()));
+        return;
+      }
+      std::size_t first_failed = 0;
+      while (first_failed < ids.size() && e.answers()[first_failed]) ++first_failed;
+      store_failed("batch of " + std::to_string(batch.size()) + " finishes and releases (answered in part)",
+                   batch[first_failed < ids.size() ? first_failed : 0].run, e);
+      for (std::size_t i = 0; i < ids.size(); ++i) {
+        if (e.answers()[i]) end_answered(ids[i], *e.answers()[i]);
+        else end_failed(ids[i], e, true);
+      }
+      return;
     } catch (const store_error& e) {
       failed(e);
       return;

@@ -242,6 +242,25 @@ class cluster {
                                               std::to_string(batches) + ")"});
     world_->partial_claim_faults[instances_.at(i)->name].push_back({batches, pattern});
   }
+  /// Instance `i`'s next `batches` batches of two or more finishes and
+  /// releases are answered only in part, as by a Redis Cluster with the
+  /// master of some of their jobs down or cut off: the others answered,
+  /// each unanswered one applied with its reply lost or never received, by
+  /// the bits of `pattern` (world::partial_answers). The call throws
+  /// partial_batch_error<bool>. Queued after any such batches already set
+  /// for it. `varies`: each batch by the pattern rotated further (other
+  /// elements fail), not by the same one.
+  void answer_finishes_in_part(std::size_t i, int batches, std::uint64_t pattern, bool varies = false) {
+    world_->hist.faults.push_back({now(), "finish batches of " + instances_.at(i)->name + " to be answered in part (" +
+                                              std::to_string(batches) + ")"});
+    world_->partial_finish_faults[instances_.at(i)->name].push_back({batches, pattern, varies});
+  }
+  /// Finish batches answered in part, and of their unanswered finishes and
+  /// releases, those the store applied (`applied`) or never received.
+  [[nodiscard]] std::uint64_t partial_finish_batches() const noexcept { return world_->partial_finish_batches; }
+  [[nodiscard]] std::uint64_t unanswered_ends(bool applied) const noexcept {
+    return applied ? world_->unanswered_ends_applied : world_->unanswered_ends_dropped;
+  }
   /// Claim batches answered in part, and of their unanswered claims, those
   /// the store applied (`applied`) or never received.
   [[nodiscard]] std::uint64_t partial_claim_batches() const noexcept { return world_->partial_claim_batches; }

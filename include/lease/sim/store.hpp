@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <bit>
 #include <deque>
 #include <functional>
 #include <map>
@@ -86,9 +87,14 @@ struct world {
   struct partial_answers {
     int batches = 0;  ///< batches of two or more elements left to answer in part
     std::uint64_t pattern = 0;
+    bool varies = false;  ///< each batch by the pattern rotated 13 bits further
   };
   std::map<std::string, std::deque<partial_answers>> partial_heartbeat_faults;  ///< instance → its next such batches
   std::map<std::string, std::deque<partial_answers>> partial_claim_faults;      ///< instance → its next such batches
+  std::map<std::string, std::deque<partial_answers>> partial_finish_faults;     ///< instance → its next such batches
+  std::uint64_t partial_finish_batches = 0;    ///< finish batches answered in part (partial_batch_error thrown)
+  std::uint64_t unanswered_ends_applied = 0;   ///< of their unanswered finishes and releases, those the store applied
+  std::uint64_t unanswered_ends_dropped = 0;   ///< and those it never received
   std::uint64_t partial_claim_batches = 0;     ///< claim batches answered in part (partial_batch_error thrown)
   std::uint64_t unanswered_claims_applied = 0;  ///< of their unanswered claims, those the store applied
   std::uint64_t unanswered_claims_dropped = 0;  ///< and those it never received
@@ -832,35 +838,71 @@ class store {
     return ok;
   }
   /// Finishes and releases in one round trip, each recorded and checked as
-  /// its single call is.
+  /// its single call is. As redis_store::finish_many on a cluster with one
+  /// master down (world::partial_finish_faults), the batch may be answered
+  /// in part: partial_batch_error<bool> with the answers that reached the
+  /// caller, each unanswered end applied with its reply lost or never
+  /// received.
   std::vector<bool> finish_many(std::span<const finish_request> batch) {
     if (late_copy_due()) lose_ends(batch);
     arrive();
-    std::vector<bool> out;
-    out.reserve(batch.size());
+    // (Plain values, not the optional: see claim_many.)
+    bool in_part = false;
+    std::uint64_t pattern = 0;
+    if (const std::optional<std::uint64_t> split = next_partial(w_->partial_finish_faults, batch.size())) {
+      in_part = true;
+      pattern = *split;
+    }
+    auto fate = [&](std::size_t i) { return in_part ? part_of(pattern, i) : part::answered; };
+    std::vector<std::optional<bool>> out(batch.size());
     ++w_->finish_batches;
     const finish_request* first = nullptr;
-    std::size_t finished = 0;
+    std::size_t finished = 0, lost_replies = 0, dropped = 0;
     std::vector<std::size_t> refusals;
-    for (const finish_request& f : batch) {
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      const finish_request& f = batch[i];
+      const part p = fate(i);
+      if (p == part::never_arrived) {
+        ++dropped;
+        continue;
+      }
       const bool ok = f.status ? w_->mem.finish(f.run, f.token, *f.status) : w_->mem.release(f.run, f.token);
       const std::size_t op = fenced_write(f.status ? store_op::kind::finish : store_op::kind::release, f.run, f.token,
                                           ok, w_->finish_batches);
-      if (!ok) refusals.push_back(op);
       if (ok && f.status == run_status::failed) w_->failed.insert(f.run);
       if (ok) w_->announce(f.run.job, f.status ? std::optional(f.run.slot) : std::nullopt);
       if (ok) wrote();
+      if (ok && f.status) w_->finished_on_primary(f.run, *f.status);
+      if (p == part::reply_lost) {
+        ++lost_replies;
+        continue;
+      }
+      if (!ok) refusals.push_back(op);
       if (ok && f.status) {
-        w_->finished_on_primary(f.run, *f.status);
         if (first == nullptr) first = &f;
         ++finished;
       }
-      out.push_back(ok);
+      out[i] = ok;
     }
     if (first != nullptr) ended_on_primary(first->run, *first->status, finished, false);
     depart();
     for (const std::size_t op : refusals) heard(op);
-    return out;
+    std::optional<store_error> failed;
+    if (in_part) {
+      ++w_->partial_finish_batches;
+      w_->unanswered_ends_applied += lost_replies;
+      w_->unanswered_ends_dropped += dropped;
+      // Worded not to end with its instance's name: a finish left
+      // unanswered hinders no runner (its heartbeats go on until the end is
+      // known), so it excuses no takeover (cluster::check_healthy_kept).
+      w_->hist.faults.push_back({w_->clock.now(), "finish batch of " + instance_ + " answered in part (" +
+                                                      std::to_string(batch.size() - lost_replies - dropped) + " of " +
+                                                      std::to_string(batch.size()) + "; " +
+                                                      std::to_string(lost_replies) + " applied, reply lost)"});
+      failed.emplace(make_error_code(lost_replies > 0 ? errc::outcome_unknown : errc::unavailable),
+                     "simulated partial batch: a master of the cluster did not answer");
+    }
+    return answers_or_throw(std::move(out), failed);
   }
   /// PushStore: this instance's listener for announced releases and ends.
   void listen_releases(release_listener f) {
@@ -1069,6 +1111,9 @@ class store {
     auto it = faults.find(instance_);
     if (n < 2 || it == faults.end() || it->second.empty()) return std::nullopt;
     std::uint64_t pattern = it->second.front().pattern;
+    // A varying fault meets other fates in its next batch (random
+    // histories); a fixed one fails the same positions of every batch.
+    if (it->second.front().varies) it->second.front().pattern = std::rotl(pattern, 13);
     if (--it->second.front().batches <= 0) it->second.pop_front();
     bool answered = false, unanswered = false;
     for (std::size_t i = 0; i < n; ++i) (part_of(pattern, i) == part::answered ? answered : unanswered) = true;

@@ -114,7 +114,10 @@ concept BatchClaimStore = Store<S> && requires(S& s, std::span<const claim_reque
 /// finish(run, token, *status) — or release(run, token) when status is
 /// nullopt — in that order, each its own atomic operation with its own answer.
 /// A store_error means the outcome of every element is unknown (the scheduler
-/// reads each run back, as after a failed finish()). A PushStore announces
+/// reads each run back, as after a failed finish()). A batch that failed
+/// only in part (a Redis Cluster with one master down) throws
+/// partial_batch_error<bool>: the answered ends are acted on, the others
+/// handled as the error's code says (outcome_unknown: read back). A PushStore announces
 /// each ended run as its single calls would. Without it, a burst of handlers
 /// that end together, and stop()'s hand-over, cost one round trip per run.
 template <class S>
