@@ -31,6 +31,7 @@ using namespace std::chrono_literals;
 using lease::claim_outcome;
 using lease::claim_request;
 using lease::event_kind;
+using lease::run_status;
 using lease::time_point;
 using lease::testing::redis_cluster;
 using lease::testing::wait_for;
@@ -613,6 +614,89 @@ TEST_CASE("on a redis cluster a frozen master fails only its own claims in a bat
     CHECK(again[i].record.token == batch[i].token);
     CHECK(again[i].record.attempt == 1);
     if (i / 2 != frozen_shard) CHECK(again[i].outcome == claim_outcome::running);
+  }
+}
+
+// The same for a batch of finishes and releases: one master frozen leaves
+// only its own elements unanswered, their outcome unknown (sent, maybe
+// applied: the scheduler reads them back); the other masters' ends are
+// answered and acted on. Before, the whole batch failed, and its retries
+// failed with it while the master stayed down: the healthy masters'
+// finished runs stayed running, and their jobs' next slots were skipped as
+// overlaps.
+TEST_CASE("on a redis cluster a frozen master fails only its own finishes and releases in a batch") {
+  redis_cluster& c = shared_cluster();
+  const std::string prefix = lease::testing::fresh_prefix("frozenfinish");
+  lease::redis_options o = cluster_options(prefix);
+  o.command_timeout = 300ms;
+  lease::redis_store store{std::move(o)};
+  const auto jobs = jobs_on_every_master(prefix, 2);
+  const auto slot0 = time_point{lease::duration{1'700'000'000'000}};
+  std::vector<lease::finish_request> batch;
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    auto req = request(jobs[i], slot0, "t" + std::to_string(i));
+    req.deadline = time_point::max() - 1h;
+    REQUIRE(store.claim(req).outcome == claim_outcome::won);
+    // Even elements finish, odd ones release: both kinds on every master.
+    batch.push_back({req.run, req.token, i % 2 == 0 ? std::optional(run_status::success) : std::nullopt});
+  }
+  const int marker_shard =
+      c.shard_of(c.owner_of(lease::detail::redis::key_slot(lease::detail::redis::store_key(prefix))));
+  const std::size_t frozen_shard = marker_shard == 0 ? 1 : 0;  // ends read no marker; a claim's batch would
+  const int frozen = c.owner_of(slot_of(prefix, jobs[2 * frozen_shard]));
+  redis_cluster::expect_ok(c.node(frozen).command({"CLIENT", "PAUSE", "1000", "ALL"}), "CLIENT PAUSE");
+  std::vector<std::optional<bool>> answers;
+  std::string what;
+  std::error_code code;
+  try {
+    (void)store.finish_many(batch);
+  } catch (const lease::partial_batch_error<bool>& e) {
+    answers = e.answers();
+    what = e.what();
+    code = e.code();
+  }
+  CAPTURE(what);
+  REQUIRE(answers.size() == batch.size());
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    CAPTURE(i);
+    if (i / 2 == frozen_shard) CHECK_FALSE(answers[i].has_value());  // no answer within command_timeout
+    else CHECK(answers[i] == true);
+  }
+  CHECK(code == lease::errc::outcome_unknown);
+  CHECK(what.find("timed out") != std::string::npos);
+  // The master awake, as the scheduler does: an unanswered end is read back,
+  // and sent again only if it had not applied (its connection closed at the
+  // timeout, the paused master may have dropped it). Every end then stands
+  // as asked, once.
+  auto applied = [&](const lease::finish_request& f, const lease::run_record& r) {
+    return r.token == f.token && (f.status ? r.status == *f.status : r.released);
+  };
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    CAPTURE(i);
+    const auto& f = batch[i];
+    std::optional<lease::run_record> rec;
+    auto read = [&] {
+      return wait_for([&] {
+        try {
+          rec = store.get(f.run);
+          return true;
+        } catch (const lease::store_error&) {
+          return false;  // the master still paused: asked again
+        }
+      });
+    };
+    REQUIRE(read());
+    REQUIRE(rec);
+    if (!answers[i] && !applied(f, *rec)) {
+      CHECK(rec->status == run_status::running);  // not applied: nothing else ended it
+      const bool ended = f.status ? store.finish(f.run, f.token, *f.status) : store.release(f.run, f.token);
+      CHECK(ended);
+      REQUIRE(read());
+      REQUIRE(rec);
+    }
+    CHECK(applied(f, *rec));
+    CHECK(rec->attempt == 1);
+    CHECK(rec->handovers == (f.status ? 0U : 1U));
   }
 }
 

@@ -396,42 +396,54 @@ class redis_store {
   /// script (atomic on its own, on its job's slot) and announces its job as
   /// the single call does. A lost reply is resolved element by element as
   /// the single calls resolve theirs (read back, resend only what is proven
-  /// not applied); any store_error thrown leaves every outcome unknown.
+  /// not applied); any store_error thrown leaves every outcome unknown. On a
+  /// cluster a master that fails (down, cut off) leaves only its own
+  /// elements unanswered: partial_batch_error<bool> with the others'
+  /// answers, its code outcome_unknown (what was sent to that master may
+  /// have been applied), so one master down does not hold up the ends of
+  /// runs on the others.
   std::vector<bool> finish_many(std::span<const finish_request> batch) {
-    std::vector<bool> out(batch.size(), false);
-    if (batch.empty()) return out;
+    std::vector<std::optional<bool>> out(batch.size());
+    if (batch.empty()) return {};
     if (opts_.replicas > 0) conn_->forget_writes();
     bool read_back = false;
+    std::optional<store_error> failed;
     std::vector<std::size_t> where(batch.size(), unknown_node);
     try {
-      send_finishes(batch, out, where);
+      send_finishes(batch, out, where, failed);
     } catch (const detail::redis::transport_error& e) {
       if (!e.maybe_applied()) throw;
       read_back = true;
+      failed.reset();
       for (std::size_t i = 0; i < batch.size(); ++i) {
         const finish_request& f = batch[i];
         if (f.status == run_status::running) continue;
         out[i] = f.status ? resolve_finish(f.run, f.token, *f.status, e) : resolve_release(f.run, f.token, e);
       }
     }
-    auto finished = [&](std::size_t i) { return out[i] && batch[i].status.has_value(); };
+    auto finished = [&](std::size_t i) { return out[i] == true && batch[i].status.has_value(); };
     bool any = false;
     for (std::size_t i = 0; i < batch.size(); ++i) any = any || finished(i);
-    if (opts_.replicas <= 0 || !any) return out;
-    // Each master answers for its own finishes: the notice names those on a
-    // master short of replicas, not the whole batch (all of it when read
-    // back: no WAIT can reach a lost connection's writes).
-    std::map<std::size_t, std::int64_t> acked;
-    if (!read_back) acked = replicated_each();
-    std::size_t unreplicated = 0;
-    const finish_request* first = nullptr;
-    for (std::size_t i = 0; i < batch.size(); ++i)
-      if (finished(i) && (read_back || !enough(acked, where[i]))) {
-        ++unreplicated;
-        if (first == nullptr) first = &batch[i];
-      }
-    if (first != nullptr) end_not_replicated(first->run.job, unreplicated, read_back);
-    return out;
+    if (opts_.replicas > 0 && any) {
+      // Each master answers for its own finishes: the notice names those on
+      // a master short of replicas, not the whole batch (all of it when read
+      // back: no WAIT can reach a lost connection's writes).
+      std::map<std::size_t, std::int64_t> acked;
+      if (!read_back) acked = replicated_each();
+      std::size_t unreplicated = 0;
+      const finish_request* first = nullptr;
+      for (std::size_t i = 0; i < batch.size(); ++i)
+        if (finished(i) && (read_back || !enough(acked, where[i]))) {
+          ++unreplicated;
+          if (first == nullptr) first = &batch[i];
+        }
+      if (first != nullptr) end_not_replicated(first->run.job, unreplicated, read_back);
+    }
+    if (failed)
+      failed.emplace(make_error_code(errc::outcome_unknown),
+                     std::string(failed->what()) +
+                         "; the finishes and releases sent to that master may or may not have been applied");
+    return answers_or_throw(std::move(out), failed);
   }
 
   /// The job's running runs, whatever their lease, oldest first.
@@ -997,7 +1009,10 @@ class redis_store {
   /// notes its write with the connection it went out on, so the WAIT covers
   /// it, or counts its node short if that connection is not the one the
   /// batch wrote on (router::wait_each).
-  void send_finishes(std::span<const finish_request> batch, std::vector<bool>& out, std::vector<std::size_t>& where) {
+  /// On a cluster, a master that fails leaves its elements unanswered
+  /// (nullopt) and `failed` says why; on one server the failure is thrown.
+  void send_finishes(std::span<const finish_request> batch, std::vector<std::optional<bool>>& out,
+                     std::vector<std::size_t>& where, std::optional<store_error>& failed) {
     conn_->open();  // connect (and load the scripts) before reading their SHAs
     using detail::redis::script;
     std::deque<std::string> hold;  // argv_t holds views: the numbers live here
@@ -1006,7 +1021,10 @@ class redis_store {
     const std::string now = now_arg();
     for (std::size_t i = 0; i < batch.size(); ++i) {
       const finish_request& f = batch[i];
-      if (f.status == run_status::running) continue;
+      if (f.status == run_status::running) {
+        out[i] = false;  // refused without a round trip, as finish() does
+        continue;
+      }
       const script which = f.status ? script::finish : script::release;
       argv_t& a = cmds.emplace_back(argv_t{"EVALSHA", conn_->sha(which)});
       push_keys(a, keys_of(f.run.job), which);
@@ -1017,8 +1035,9 @@ class redis_store {
     }
     if (cmds.empty()) return;
     std::vector<std::size_t> nodes;
-    auto replies = conn_->exchange(cmds, &nodes);
+    auto replies = conn_->exchange_each(cmds, failed, &nodes);
     for (std::size_t k = 0; k < sent.size(); ++k) {
+      if (!replies[k]) continue;  // its master failed: unanswered
       const finish_request& f = batch[sent[k]];
       const char* what = f.status ? "finish" : "release";
       if (detail::redis::connection::error_code_of(replies[k].get()) == redis_errc::noscript) {
