@@ -417,7 +417,10 @@ class redis_store {
       failed.reset();
       for (std::size_t i = 0; i < batch.size(); ++i) {
         const finish_request& f = batch[i];
-        if (f.status == run_status::running) continue;
+        if (f.status == run_status::running) {
+          out[i] = false;  // refused without a round trip
+          continue;
+        }
         out[i] = f.status ? resolve_finish(f.run, f.token, *f.status, e) : resolve_release(f.run, f.token, e);
       }
     }
