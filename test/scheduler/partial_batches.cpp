@@ -357,7 +357,7 @@ TEST_CASE("a finish batch answered in part ends the answered runs at once and re
   CHECK(t.sim.partial_finish_batches() == 1);
   CHECK(t.sim.unanswered_ends(false) == 1);
   const auto finishes = t.finishes();
-  REQUIRE(finishes.size() == 3);  // a and c in the batch, then b retried
+  REQUIRE(finishes.size() == 3);  // a and c in the batch, then b read back, found running, and sent again
   CHECK(finishes[0].run.job == "a");
   CHECK(finishes[1].run.job == "c");
   CHECK(finishes[0].batch == finishes[1].batch);
@@ -408,5 +408,12 @@ TEST_CASE("a master down for many finish batches does not delay the other jobs' 
       REQUIRE(t.success_of(job, of));
       CHECK(*t.success_of(job, of) == of + 5s);  // started on time, ran 5 s, recorded at once
     }
+  // b's ends, read back (outcome unknown) and found not applied, were sent
+  // again: each of its runs is recorded too, later.
+  for (const lease::time_point of : {three_ends::slot, three_ends::slot + 1min, three_ends::slot + 2min}) {
+    INFO("b at slot " << of.time_since_epoch().count() << " ms");
+    REQUIRE(t.success_of("b", of));
+    CHECK(*t.success_of("b", of) > of + 5s);
+  }
   CHECK(t.sim.violations().empty());
 }

@@ -1043,14 +1043,25 @@ class redis_store {
       if (!replies[k]) continue;  // its master failed: unanswered
       const finish_request& f = batch[sent[k]];
       const char* what = f.status ? "finish" : "release";
-      if (detail::redis::connection::error_code_of(replies[k].get()) == redis_errc::noscript) {
-        std::size_t& node = where[sent[k]];
-        out[sent[k]] = f.status ? send_finish(f.run, f.token, *f.status, &node) : send_release(f.run, f.token, &node);
-        continue;
+      try {
+        if (detail::redis::connection::error_code_of(replies[k].get()) == redis_errc::noscript) {
+          std::size_t& node = where[sent[k]];
+          out[sent[k]] = f.status ? send_finish(f.run, f.token, *f.status, &node) : send_release(f.run, f.token, &node);
+          continue;
+        }
+        where[sent[k]] = nodes[k];
+        detail::redis::connection::throw_if_error(replies[k].get(), what);
+        out[sent[k]] = as_int(replies[k].get(), what) == 1;
+      } catch (const store_error& e) {
+        // On one server the batch shares its fate (a lost reply: read back
+        // by finish_many). A cluster's masters fail apart, as with claims:
+        // an error reply of one (CLUSTERDOWN past the command timeout,
+        // LOADING, READONLY) or its NOSCRIPT resend failing leaves only
+        // this element unanswered, its outcome unknown.
+        if (!conn_->clustered()) throw;
+        if (!failed) failed.emplace(e);
+        where[sent[k]] = unknown_node;
       }
-      where[sent[k]] = nodes[k];
-      detail::redis::connection::throw_if_error(replies[k].get(), what);
-      out[sent[k]] = as_int(replies[k].get(), what) == 1;
     }
   }
 

@@ -164,6 +164,7 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <span>
 #include <string>
@@ -328,6 +329,10 @@ class sqlite_store {
                                  ": run one release on the file");
       if (sqlite3_column_type(s, 1) != SQLITE_NULL) counted = detail::column_int(s, 1);
     }
+    if (counted == std::numeric_limits<std::int64_t>::max())
+      detail::throw_sqlite(sqlite_errc::bad_value, path_,
+                           "lease_meta holds a claim counter at its largest value: the file was changed by "
+                           "something else; an operator must repair or remove the row");
     out.claims = counted.value_or(0) + 1;
     {
       // A file written before the counter existed has no row: the first claim inserts it.
@@ -900,8 +905,8 @@ class sqlite_store {
       "DELETE FROM lease_runs WHERE job = ?1",
       "DELETE FROM lease_jobs WHERE job = ?1",
       "DELETE FROM lease_registrations WHERE job = ?1",
-      // Read in every claim transaction: a newer release may have upgraded
-      // the file since this store opened it (count_claim).
+      // Read when the store opens the file (each claim transaction reads
+      // it again with the claim counter: read_claim_counter).
       "SELECT version FROM lease_schema",
   };
 #undef LEASE_SQLITE_NOW
