@@ -63,10 +63,12 @@ struct takeover_recorder {
   using steady = std::chrono::steady_clock;
   std::mutex m;
   std::vector<std::pair<event_kind, steady::time_point>> seen;
+  std::vector<std::string> said;  ///< each event's instance and message, as seen
   void operator()(const event& e) {
     const auto t = steady::now();
     std::scoped_lock l(m);
     seen.emplace_back(e.kind, t);
+    said.push_back(e.instance + ": " + e.message.substr(0, 160));
   }
   std::optional<steady::time_point> at(event_kind k) {
     std::scoped_lock l(m);
@@ -147,7 +149,14 @@ double one_handover(int i, MakeStore make, PushReady push_ready, std::string& er
   const auto took = rec.wait(event_kind::takeover, 20s);
   b.stop(2s);
   if (!took) {
-    error = "B did not take over within 20 s";
+    // What each scheduler said, and when (ms from the stop() call): what
+    // to look at when a hand-over went wrong.
+    error = "B did not take over within 20 s; events:";
+    std::scoped_lock l(rec.m);
+    for (std::size_t k = 0; k < rec.seen.size(); ++k)
+      error += " [" + std::string(to_string(rec.seen[k].first)) + " at " +
+               std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(rec.seen[k].second - t0).count()) +
+               " ms, " + rec.said[k] + "]";
     return -1;
   }
   return std::chrono::duration<double>(*took - t0).count();
