@@ -16,15 +16,18 @@
 //              floor: UPDATE status by key (autocommit)
 //   heartbeat_many/16  sixteen renewals in one transaction
 //              floor: BEGIN IMMEDIATE; 16 x UPDATE lease_end by key; COMMIT
-//   file_check what every store operation now adds first: one stat() of the
-//              store's path, compared with the open file's device + inode
-//              (is the file still the one at the path?). Compare it with
-//              floor_heartbeat (the cheapest write) and floor_claim.
-//              Measured 2026-11-30 on a loaded 2-core machine (load 3-5),
-//              release build, --benchmark_min_time=1: file_check 1.8 us CPU,
-//              floor_heartbeat 6.9-8.7 us, floor_claim 45 us: the check is
-//              0.2-0.26 of the cheapest raw write and 0.04 of a raw claim;
-//              store_claim 52.7 us CPU here vs 51.4 us before the check.
+//   file_check_watched  what every store operation adds first on a local
+//              file system: has any name on the path of the open file come
+//              or gone? (store/sqlite/path_watch.hpp: one poll() of an
+//              inotify instance and the mount table)
+//   file_check_stat  what it adds where the watch cannot answer (a symlink
+//              in the path, NFS; and after any event): three stat() calls,
+//              the file, its -wal and its -shm, compared with the open
+//              files' device + inode. Compare both with floor_heartbeat (the
+//              cheapest write). Measured 2026-12-07 (2 cores, release build):
+//              file_check_stat ~2.8 us CPU, file_check_watched ~0.25 us,
+//              floor_heartbeat ~3.7 us: the three stat() calls were most of
+//              what store_heartbeat cost above its floor.
 //
 //   register_jobs/64  one instance's 64 jobs registered in one call (its
 //              scheduler does so every register_every, 60 s by default)
@@ -387,16 +390,32 @@ void store_list_jobs(benchmark::State& st) {
   st.SetItemsProcessed(st.iterations());
 }
 
-void file_check(benchmark::State& st) {
+void file_check_stat(benchmark::State& st) {
   fixture f;
   const std::string path = f.dir.file("jobs.db");
-  struct ::stat opened {};
-  if (::stat(path.c_str(), &opened) != 0) st.SkipWithError("stat");
+  const std::string paths[] = {path, path + "-wal", path + "-shm"};
+  struct ::stat opened[3] {};
+  for (int i = 0; i < 3; ++i)
+    if (::stat(paths[i].c_str(), &opened[i]) != 0) st.SkipWithError("stat");
   std::int64_t n = 0;
   for (auto _ : st) {
-    struct ::stat now {};
-    if (::stat(path.c_str(), &now) != 0 || now.st_ino != opened.st_ino || now.st_dev != opened.st_dev)
-      st.SkipWithError("the file changed");
+    for (int i = 0; i < 3; ++i) {
+      struct ::stat now {};
+      if (::stat(paths[i].c_str(), &now) != 0 || now.st_ino != opened[i].st_ino || now.st_dev != opened[i].st_dev)
+        st.SkipWithError("the file changed");
+    }
+    ++n;
+  }
+  st.SetItemsProcessed(n);
+}
+
+void file_check_watched(benchmark::State& st) {
+  fixture f;
+  lease::detail::path_watch w;
+  if (!w.start(f.dir.file("jobs.db"))) st.SkipWithError("the path cannot be watched here (path_watch.hpp)");
+  std::int64_t n = 0;
+  for (auto _ : st) {
+    if (!w.quiet()) st.SkipWithError("the path changed");
     ++n;
   }
   st.SetItemsProcessed(n);
@@ -404,7 +423,8 @@ void file_check(benchmark::State& st) {
 
 }  // namespace
 
-BENCHMARK(file_check);
+BENCHMARK(file_check_stat);
+BENCHMARK(file_check_watched);
 BENCHMARK(floor_claim);
 BENCHMARK(store_claim);
 BENCHMARK(floor_claim_running);

@@ -142,7 +142,7 @@ def section(name, path, out):
         for n, r in ok.items():
             if not n.startswith("store_") and not n.startswith("floor_"):
                 rows.append((n, spread([t_us(x, "cpu_time") for x in r], fmt_time) + " CPU", "", "",
-                             "compare with floor_heartbeat, the cheapest raw write"))
+                             "compare with floor_heartbeat, the cheapest raw write; the store runs one of these before each operation"))
     elif any(n.startswith("BM_poll_per_event") for n in ok):
         medians = []
         for n, r in ok.items():

@@ -100,6 +100,24 @@ TEST_CASE("a store file deleted while open is noticed at the next operation, and
   CHECK(won.record.fence > first.record.fence);  // invariant 10: fences never repeat
 }
 
+TEST_CASE("a directory above the store file renamed away, and the path made again, is noticed at the next operation") {
+  lease::testing::temp_dir dir;
+  const std::filesystem::path app = dir.path() / "app";
+  std::filesystem::create_directories(app / "data");
+  const std::string path = (app / "data" / "jobs.db").string();
+  lease::fake_clock clock{t0};
+  auto s = store_on(path, clock);
+  REQUIRE(s.claim(request("report", t0, "tok-a")).outcome == claim_outcome::won);
+  std::filesystem::rename(app, dir.path() / "app-old");  // a deployment moves the old tree aside
+  std::filesystem::create_directories(app / "data");
+  clock.advance(1s);
+  CHECK_FALSE(s.heartbeat({"report", t0}, "tok-a", 30s));  // the path names no file with that run now
+  CHECK(s.lost_at() == t0 + 1s);
+  const auto notices = s.take_notices();
+  REQUIRE(notices.size() == 1);
+  CHECK_THAT(notices[0], Contains(path) && Contains("was deleted"));
+}
+
 // rules::trigger_slot on SQLite: the trigger that notices the replaced file
 // takes a slot past every slot that may have run in the old one (a
 // scheduled run of its very millisecond, won early there, would otherwise

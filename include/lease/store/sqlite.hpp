@@ -56,8 +56,10 @@
 // opened: without a check, an instance would go on with an unlinked file while
 // an instance started afterwards creates a new one, and every slot would run
 // twice. So before every operation the store stat()s the path and compares
-// device + inode with the file it has open (one syscall; benchmark/sqlite
-// measures it). The path as the caller named it, made absolute once: not the
+// device + inode with the file it has open (benchmark/sqlite measures it),
+// unless an inotify watch of the path's directories says that no name on it
+// came or went since the last look (store/sqlite/path_watch.hpp: one poll()
+// in place of three stat() calls, and why that sees every change they do). The path as the caller named it, made absolute once: not the
 // one SQLite resolved through symlinks, so that a symlink in it retargeted
 // (`ln -sfn v2 current` under `current/jobs.db`) is a replacement too, where
 // the resolved path would keep naming the old file. On a mismatch it closes
@@ -182,6 +184,7 @@
 #include "lease/store/inspect.hpp"
 #include "lease/store/sqlite/error.hpp"
 #include "lease/store/sqlite/handle.hpp"
+#include "lease/store/sqlite/path_watch.hpp"
 #include "lease/store/sqlite/schema.hpp"
 #include "lease/store/sqlite/statement.hpp"
 
@@ -1283,6 +1286,11 @@ class sqlite_store {
       // in-memory database, which has no file to watch.
       const char* f = sqlite3_db_filename(o.db.get(), "main");
       const std::string resolved = f != nullptr ? f : "";
+      // Watched before the stat() calls below record which inodes are open:
+      // a change after them raises an event (check_file), one before them
+      // they see. Only a path SQLite resolved to itself (no symlink in it).
+      detail::path_watch watch;
+      if (!resolved.empty() && resolved == named_) (void)watch.start(named_);
       struct ::stat st {};
       if (!resolved.empty()) {
         // stat() the path as named and the resolved one: one inode (a
@@ -1309,6 +1317,7 @@ class sqlite_store {
       db_ = std::move(o.db);
       stmts_ = std::move(stmts);
       file_ = resolved.empty() ? std::string() : named_;
+      watch_ = std::move(watch);
       claims_seen_ = 0;  // another file, or the first: nothing seen in it yet
       dev_ = static_cast<std::uint64_t>(st.st_dev);
       ino_ = static_cast<std::uint64_t>(st.st_ino);
@@ -1371,11 +1380,13 @@ class sqlite_store {
   }
 
   /// Before every operation: does the path (as named: named_) still name the
-  /// file that is open? One stat(); on a mismatch, recover (file_replaced).
+  /// file that is open? Nothing on it changed (watch_: one poll()), or one
+  /// stat() of it and of each side file; on a mismatch, recover (file_replaced).
   void check_file() {
     if (loss_) return file_replaced();  // an earlier recovery did not finish: finish it first
     if (!db_) throw_moved_from();
     if (file_.empty()) return;  // a temporary or in-memory database: no path
+    if (watch_.quiet()) return;  // no name on the path came or went: the stat() calls would find the same inodes
     struct ::stat st {};
     if (::stat(file_.c_str(), &st) == 0) {
       if (static_cast<std::uint64_t>(st.st_ino) == ino_ && static_cast<std::uint64_t>(st.st_dev) == dev_)
@@ -1528,6 +1539,9 @@ class sqlite_store {
   std::string file_;       ///< the path check_file() watches: named_; "" for a temporary or in-memory database
   std::uint64_t dev_ = 0;  ///< the open file's device and inode, when it was opened
   std::uint64_t ino_ = 0;
+  /// Tells check_file() when nothing on file_'s path changed, so that it
+  /// need not stat() (inactive where it cannot tell: path_watch.hpp).
+  detail::path_watch watch_;
   /// The file was opened read-write: a reopen (a replaced file) must be too.
   bool writable_ = false;
   /// A loss noticed whose recovery has not finished (file_replaced).
