@@ -273,7 +273,8 @@ class sqlite_store {
     transaction tx(*this, "claim");
     const time_point at = now();
     rewind_check rewound = count_claim(at);
-    claim_result res = claim_one(req, at);
+    std::optional<loss_record> loss;
+    claim_result res = claim_one(req, at, loss);
     tx.commit();
     claimed(std::move(rewound));
     return res;
@@ -290,13 +291,39 @@ class sqlite_store {
     transaction tx(*this, "claim");
     const time_point at = now();
     rewind_check rewound = count_claim(at);
-    for (const claim_request& req : batch) out.push_back(claim_one(req, at));
+    std::optional<loss_record> loss;  // read once for the batch, if a claim needs it: none writes it
+    for (const claim_request& req : batch) out.push_back(claim_one(req, at, loss));
     tx.commit();
     claimed(std::move(rewound));
     return out;
   }
 
  private:
+  /// What the file records of a loss of state (lease_meta): lost_at, and
+  /// whether a loss was detected (rather than lost_at being only the
+  /// creation of a file the store made, quarantine_new_file).
+  struct loss_record {
+    std::optional<time_point> lost_at;
+    bool detected = false;
+
+    /// When a claim at `at` with `lease` would be quarantined, the end of
+    /// the quarantine (lost_at + lease, rules::claim); else empty.
+    [[nodiscard]] std::optional<time_point> quarantine_end(time_point at, duration lease) const {
+      if (lost_at && at < *lost_at + lease) return *lost_at + lease;
+      return std::nullopt;
+    }
+    /// A slot that could have had state before a detected loss (slot ≤
+    /// lost_at + early_tolerance, rules::claim) never starts as a new run:
+    /// it may have run already. The quarantine of a file this store created
+    /// (no 'lost_detected' row) is no detected loss: a first deployment
+    /// still runs its catch-up slot once the quarantine is over, and a
+    /// replaced file's old instances record the real loss within a
+    /// heartbeat, well inside that quarantine.
+    [[nodiscard]] bool forgotten(time_point slot) const {
+      return detected && lost_at && slot <= *lost_at + early_tolerance;
+    }
+  };
+
   /// What count_claim() found, applied by claimed() once the transaction
   /// has committed (a rolled-back one changed nothing in the file).
   struct rewind_check {
@@ -361,8 +388,15 @@ class sqlite_store {
     if (c.notice) notices_.push_back(std::move(*c.notice));
   }
 
-  /// One claim inside the caller's transaction, at store time `at`.
-  claim_result claim_one(const claim_request& req, time_point at) {
+  /// One claim inside the caller's transaction, at store time `at`. `loss`:
+  /// the loss the file records, read by the first claim of the transaction
+  /// that needs it (a claim that finds its run running does not; none
+  /// writes it: count_claim records a rewind before the first claim).
+  claim_result claim_one(const claim_request& req, time_point at, std::optional<loss_record>& loss) {
+    auto recorded = [&]() -> const loss_record& {
+      if (!loss) loss = read_loss();
+      return *loss;
+    };
     claim_result res;
     res.store_now = at;
     res.record.job = req.run.job;
@@ -388,7 +422,7 @@ class sqlite_store {
         set_status(req.run, run_status::interrupted);
         r.status = run_status::interrupted;
         res.outcome = claim_outcome::finished;
-      } else if (forgotten_slot(r.slot)) {
+      } else if (recorded().forgotten(r.slot)) {
         // Inside a detected loss's horizon (case 4a): a file restored from
         // a backup holds the runs that were running then, though they may
         // have run to the end since (their finish went with the loss). It
@@ -396,18 +430,18 @@ class sqlite_store {
         set_status(req.run, run_status::interrupted);
         r.status = run_status::interrupted;
         res.outcome = claim_outcome::finished;
-      } else if (const auto until = quarantine_end(at, req.lease)) {
+      } else if (const auto until = recorded().quarantine_end(at, req.lease)) {
         res.outcome = claim_outcome::quarantined;
         res.record.lease_end = *until;
         return res;
-      } else if (job_paused(req.run.job)) {
+      } else if (const job_row j = read_job(req.run.job); j.paused) {
         res.outcome = claim_outcome::paused;  // the expired run stays as it is
         return res;
       } else {
         r.attempt += 1;
         r.token = req.token;
         r.runner = req.runner;
-        r.fence = bump_fence(req.run.job, at);
+        r.fence = bump_fence(req.run.job, at, j.fence);
         r.status = run_status::running;
         r.lease_end = at + req.lease;
         r.released = false;
@@ -436,17 +470,17 @@ class sqlite_store {
       res.outcome = claim_outcome::overlap;
       res.record = std::move(*blocking.live);
       if (manual && req.overlap == overlap_mode::skip) answer_trigger(req.run);  // dropped, as a skipped slot
-    } else if (const auto until = quarantine_end(at, req.lease)) {
+    } else if (const auto until = recorded().quarantine_end(at, req.lease)) {
       res.outcome = claim_outcome::quarantined;
       res.record.lease_end = *until;
-    } else if (forgotten_slot(req.run.slot)) {
+    } else if (recorded().forgotten(req.run.slot)) {
       // A pending trigger inside the horizon was asked before the loss (a
       // file restored from a backup keeps the triggers pending then): its
       // slot may be a forgotten scheduled run's. Answered, not run.
       if (manual) answer_trigger(req.run);
       res.outcome = claim_outcome::quarantined;
       res.record.lease_end = time_point::max();
-    } else if (job_paused(req.run.job)) {
+    } else if (const job_row j = read_job(req.run.job); j.paused) {
       if (manual) answer_trigger(req.run);  // a paused job's trigger does not wait for the resume
       res.outcome = claim_outcome::paused;
     } else {
@@ -459,7 +493,7 @@ class sqlite_store {
       run_record& r = res.record;
       r.attempt = 1;
       r.token = req.token;
-      r.fence = bump_fence(req.run.job, at);
+      r.fence = bump_fence(req.run.job, at, j.fence);
       r.runner = req.runner;
       r.status = run_status::running;
       r.lease_end = at + req.lease;
@@ -837,7 +871,8 @@ class sqlite_store {
       "UPDATE lease_runs INDEXED BY lease_runs_running SET status = 3 "
       "WHERE job = ?1 AND status = 0 AND (lease_end <= ?2 OR (?3 AND slot < ?4))",
       "UPDATE lease_runs SET status = ?3 WHERE job = ?1 AND slot = ?2",
-      "SELECT fence FROM lease_jobs WHERE job = ?1",
+      // read_fence: the fence first (purge reads only it), then the pause (a claim's read_job).
+      "SELECT fence, paused FROM lease_jobs WHERE job = ?1",
       // An upsert, not INSERT OR REPLACE: that would reset the job's pause.
       "INSERT INTO lease_jobs (job, fence) VALUES (?1, ?2) ON CONFLICT (job) DO UPDATE SET fence = excluded.fence",
       "INSERT INTO lease_runs (" LEASE_SQLITE_COLUMNS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0, ?7, 0, ?8, ?9)",
@@ -1132,19 +1167,28 @@ class sqlite_store {
     detail::step(s, "cannot mark a run interrupted");
   }
 
-  /// The next fence for the job, stored: max(fence + 1, store-now in ms)
-  /// (rules::detail::next_fence), so fences keep growing even in a file that
+  /// The job's row as a claim reads it: its pause and fence counter (not
+  /// paused, 0 for a job without a row). One read for both: a claim that
+  /// wins needs both.
+  struct job_row {
+    bool paused = false;
+    std::int64_t fence = 0;
+  };
+  job_row read_job(std::string_view job) {
+    sqlite3_stmt* s = stmt(q::read_fence);
+    detail::stmt_use use(s);
+    detail::bind_bytes(s, 1, job);
+    if (!detail::step(s, "cannot read the job's fence and pause")) return {};
+    return {detail::column_int(s, 1) != 0, detail::column_int(s, 0)};
+  }
+
+  /// The next fence for the job, stored: max(`fence` + 1, store-now in ms)
+  /// (rules::detail::next_fence), where `fence` is its counter as read_job()
+  /// read it in this transaction; so fences keep growing even in a file that
   /// replaced a lost one. A read and a write rather than an UPSERT ...
   /// RETURNING, which costs SQLite three times as much; atomic all the same
   /// inside the claim's transaction.
-  std::uint64_t bump_fence(std::string_view job, time_point at) {
-    std::int64_t fence = 0;
-    {
-      sqlite3_stmt* s = stmt(q::read_fence);
-      detail::stmt_use use(s);
-      detail::bind_bytes(s, 1, job);
-      if (detail::step(s, "cannot read the job's fence")) fence = detail::column_int(s, 0);
-    }
+  std::uint64_t bump_fence(std::string_view job, time_point at, std::int64_t fence) {
     if (fence < 0) detail::throw_sqlite(sqlite_errc::bad_value, path_, "lease_jobs holds a negative fence");
     fence = std::max(fence + 1, ms(at));
     sqlite3_stmt* s = stmt(q::write_fence);
@@ -1234,35 +1278,22 @@ class sqlite_store {
     detail::step(s, "cannot prune old runs");
   }
 
-  /// When a claim at `at` with `lease` would be quarantined, the end of the
-  /// quarantine (lost_at + lease, rules::claim); else empty.
-  std::optional<time_point> quarantine_end(time_point at, duration lease) {
-    const auto lost = read_lost_at();
-    if (lost && at < *lost + lease) return *lost + lease;
-    return std::nullopt;
-  }
+  /// A slot that could have had state before a detected loss (rules::claim;
+  /// loss_record::forgotten).
+  bool forgotten_slot(time_point slot) { return read_loss().forgotten(slot); }
 
-  /// A slot that could have had state before a detected loss (slot ≤
-  /// lost_at + early_tolerance, rules::claim) never starts as a new run: it
-  /// may have run already. The quarantine of a file this store created
-  /// (lost_at = created_at, no 'lost_detected' row) is no detected loss: a first deployment still
-  /// runs its catch-up slot once the quarantine is over, and a replaced
-  /// file's old instances record the real loss within a heartbeat, well
-  /// inside that quarantine.
-  bool forgotten_slot(time_point slot) {
+  /// The loss the file records (lease_meta), read now.
+  loss_record read_loss() {
     sqlite3_stmt* s = stmt(q::read_lost_at);
     detail::stmt_use use(s);
-    if (!detail::step(s, "cannot read when the store lost its state")) return false;
-    if (detail::column_int(s, 1) == 0) return false;  // lost_at is only the file's creation
-    return slot <= time_point{duration{detail::column_int(s, 0)}} + early_tolerance;
+    loss_record out;
+    if (!detail::step(s, "cannot read when the store lost its state")) return out;
+    out.lost_at = time_point{duration{detail::column_int(s, 0)}};
+    out.detected = detail::column_int(s, 1) != 0;
+    return out;
   }
 
-  std::optional<time_point> read_lost_at() {
-    sqlite3_stmt* s = stmt(q::read_lost_at);
-    detail::stmt_use use(s);
-    if (!detail::step(s, "cannot read when the store lost its state")) return std::nullopt;
-    return time_point{duration{detail::column_int(s, 0)}};
-  }
+  std::optional<time_point> read_lost_at() { return read_loss().lost_at; }
 
   /// Opens (or creates) the file at path_ and prepares the statements; then
   /// remembers which file that is (device + inode), for check_file().
