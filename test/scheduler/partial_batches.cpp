@@ -191,13 +191,18 @@ TEST_CASE("a refusal answered in a partial batch stops its runner at once") {
 
 namespace {
 
-/// n0 alone, three jobs due at the same instant (1 h + 1 min), claimed in
-/// one batch; the batch is answered in part by `pattern` (two bits an
-/// element, as above) in the first `batches` claim batches from then on.
-struct three_claims {
+/// Which batches of n0 three_jobs answers in part.
+enum class in_part { claims, finishes };
+
+/// n0 alone, three jobs a, b, c due at the same instant (1 h + 1 min), each
+/// running 5 s: their claims go in one batch, and their finishes in
+/// another. After the start's slot (1 h) has run and ended, the first
+/// `batches` claim or finish batches are answered in part by `pattern`
+/// (two bits an element, as above; a, b, c in order, checked in each test).
+struct three_jobs {
   lease::sim::cluster<> sim;
   static constexpr lease::time_point slot = lease::time_point{} + 1h + 1min;
-  three_claims(std::uint64_t seed, int batches, std::uint64_t pattern) : sim(seed, [] {
+  three_jobs(std::uint64_t seed, in_part which, int batches, std::uint64_t pattern) : sim(seed, [] {
     lease::options o;
     o.lease = 3s;
     o.catch_up = 0ms;
@@ -211,15 +216,20 @@ struct three_claims {
     sim.add_instance("n0");
     sim.start(0);
     sim.run_for(30s);  // the start's slot (1 h) run and ended
-    sim.answer_claims_in_part(0, batches, pattern);
+    if (which == in_part::claims) sim.answer_claims_in_part(0, batches, pattern);
+    else sim.answer_finishes_in_part(0, batches, pattern);
     sim.run_for(30s + 20s);
   }
-  /// The claims the store received for slot 1 h + 1 min, in order.
-  [[nodiscard]] std::vector<store_op> claims() const {
+  /// The store operations of `kind` it received for `of`, in order.
+  [[nodiscard]] std::vector<store_op> ops(store_op::kind kind, lease::time_point of = slot) const {
     std::vector<store_op> out;
     for (const auto& op : sim.recorded().ops)
-      if (op.op == store_op::kind::claim && op.run.slot == slot) out.push_back(op);
+      if (op.op == kind && op.run.slot == of) out.push_back(op);
     return out;
+  }
+  [[nodiscard]] std::vector<store_op> claims() const { return ops(store_op::kind::claim); }
+  [[nodiscard]] std::vector<store_op> finishes(lease::time_point of = slot) const {
+    return ops(store_op::kind::finish, of);
   }
   /// The handler runs of slot 1 h + 1 min of `job`.
   [[nodiscard]] std::vector<lease::sim::handler_run> runs_of(const std::string& job) const {
@@ -227,6 +237,12 @@ struct three_claims {
     for (const auto& r : sim.recorded().handlers)
       if (r.run.job == job && r.run.slot == slot) out.push_back(r);
     return out;
+  }
+  /// When n0 said `job`'s run of `of` succeeded, if it did.
+  [[nodiscard]] std::optional<lease::time_point> success_of(const std::string& job, lease::time_point of = slot) const {
+    for (const auto& e : sim.recorded().events)
+      if (e.kind == event_kind::success && e.run.job == job && e.run.slot == of) return e.at;
+    return std::nullopt;
   }
 };
 
@@ -237,7 +253,7 @@ constexpr std::uint64_t second_reply_lost = 2U << 2;
 }  // namespace
 
 TEST_CASE("a claim batch answered in part starts the answered claims at once and resends only the other") {
-  three_claims t(4, 1, second_never_received);
+  three_jobs t(4, in_part::claims, 1, second_never_received);
   INFO(t.sim.describe());
   CHECK(t.sim.partial_claim_batches() == 1);
   CHECK(t.sim.unanswered_claims(false) == 1);
@@ -266,7 +282,7 @@ TEST_CASE("a claim batch answered in part starts the answered claims at once and
 }
 
 TEST_CASE("a claim applied with its reply lost in a partial batch starts once, on its resend's answer") {
-  three_claims t(5, 1, second_reply_lost);
+  three_jobs t(5, in_part::claims, 1, second_reply_lost);
   INFO(t.sim.describe());
   CHECK(t.sim.partial_claim_batches() == 1);
   CHECK(t.sim.unanswered_claims(true) == 1);
@@ -295,64 +311,21 @@ TEST_CASE("a master down for many claim batches does not hold up the other jobs'
   // it answers a claim sent alone whole, as it does one renewal, where a
   // real cluster would fail it with its master. The checks of
   // violations() hold either way: every slot of b says why.)
-  three_claims t(6, 1000, second_never_received);
+  three_jobs t(6, in_part::claims, 1000, second_never_received);
   t.sim.run_for(2min);
   INFO(t.sim.describe());
   CHECK(t.sim.partial_claim_batches() >= 3);
   for (const char* job : {"a", "c"}) {
     std::size_t on_time = 0;
     for (const auto& r : t.sim.recorded().handlers)
-      if (r.run.job == job && r.run.slot >= three_claims::slot) on_time += r.start == r.run.slot ? 1 : 0;
+      if (r.run.job == job && r.run.slot >= three_jobs::slot) on_time += r.start == r.run.slot ? 1 : 0;
     CHECK(on_time == 3);  // slots 1 h + 1, 2 and 3 min
   }
   CHECK(t.sim.violations().empty());
 }
 
-namespace {
-
-/// n0 alone, three jobs whose runs of slot 1 h + 1 min end at one instant
-/// (each runs 5 s), so that their finishes go in one batch; the first
-/// `batches` finish batches from then on are answered in part by `pattern`
-/// (two bits an element, as above; a, b, c in order, checked in each test).
-struct three_ends {
-  lease::sim::cluster<> sim;
-  static constexpr lease::time_point slot = lease::time_point{} + 1h + 1min;
-  three_ends(std::uint64_t seed, int batches, std::uint64_t pattern) : sim(seed, [] {
-    lease::options o;
-    o.lease = 3s;
-    o.catch_up = 0ms;
-    o.claim_jitter = 0ms;
-    return o;
-  }(), lease::time_point{} + 1h + 1ms) {
-    for (const char* job : {"a", "b", "c"})
-      sim.add_job(job, lease::every(60s), [](const lease::run_context&) {
-        return lease::sim::script{.runs_for = 5s, .honours_stop = 0ms};
-      });
-    sim.add_instance("n0");
-    sim.start(0);
-    sim.run_for(30s);  // the start's slot (1 h) run and ended
-    sim.answer_finishes_in_part(0, batches, pattern);
-    sim.run_for(30s + 20s);
-  }
-  /// The finishes the store received for `slot`, in order.
-  [[nodiscard]] std::vector<store_op> finishes(lease::time_point of = slot) const {
-    std::vector<store_op> out;
-    for (const auto& op : sim.recorded().ops)
-      if (op.op == store_op::kind::finish && op.run.slot == of) out.push_back(op);
-    return out;
-  }
-  /// When n0 said `job`'s run of `of` succeeded, if it did.
-  [[nodiscard]] std::optional<lease::time_point> success_of(const std::string& job, lease::time_point of = slot) const {
-    for (const auto& e : sim.recorded().events)
-      if (e.kind == event_kind::success && e.run.job == job && e.run.slot == of) return e.at;
-    return std::nullopt;
-  }
-};
-
-}  // namespace
-
 TEST_CASE("a finish batch answered in part ends the answered runs at once and retries only the other") {
-  three_ends t(7, 1, second_never_received);
+  three_jobs t(7, in_part::finishes, 1, second_never_received);
   INFO(t.sim.describe());
   CHECK(t.sim.partial_finish_batches() == 1);
   CHECK(t.sim.unanswered_ends(false) == 1);
@@ -376,7 +349,7 @@ TEST_CASE("a finish batch answered in part ends the answered runs at once and re
 }
 
 TEST_CASE("a finish applied with its reply lost in a partial batch is read back, not sent again") {
-  three_ends t(8, 1, second_reply_lost);
+  three_jobs t(8, in_part::finishes, 1, second_reply_lost);
   INFO(t.sim.describe());
   CHECK(t.sim.partial_finish_batches() == 1);
   CHECK(t.sim.unanswered_ends(true) == 1);
@@ -398,19 +371,19 @@ TEST_CASE("a master down for many finish batches does not delay the other jobs' 
   // return, each minute, not after a retry. (b's finish, retried alone, is
   // answered whole by the model, where a real cluster would fail it with
   // its master.)
-  three_ends t(9, 1000, second_never_received);
+  three_jobs t(9, in_part::finishes, 1000, second_never_received);
   t.sim.run_for(2min);
   INFO(t.sim.describe());
   CHECK(t.sim.partial_finish_batches() >= 3);
   for (const char* job : {"a", "c"})
-    for (const lease::time_point of : {three_ends::slot, three_ends::slot + 1min, three_ends::slot + 2min}) {
+    for (const lease::time_point of : {three_jobs::slot, three_jobs::slot + 1min, three_jobs::slot + 2min}) {
       INFO(job << " at slot " << of.time_since_epoch().count() << " ms");
       REQUIRE(t.success_of(job, of));
       CHECK(*t.success_of(job, of) == of + 5s);  // started on time, ran 5 s, recorded at once
     }
   // b's ends, read back (outcome unknown) and found not applied, were sent
   // again: each of its runs is recorded too, later.
-  for (const lease::time_point of : {three_ends::slot, three_ends::slot + 1min, three_ends::slot + 2min}) {
+  for (const lease::time_point of : {three_jobs::slot, three_jobs::slot + 1min, three_jobs::slot + 2min}) {
     INFO("b at slot " << of.time_since_epoch().count() << " ms");
     REQUIRE(t.success_of("b", of));
     CHECK(*t.success_of("b", of) > of + 5s);
