@@ -739,7 +739,7 @@ class store {
     if (late_copy_due()) lose_heartbeats(batch);
     const std::optional<steady_point> sent = w_->steady_of ? w_->steady_of(instance_) : std::nullopt;
     arrive();
-    const std::optional<std::uint64_t> split = next_partial(w_->partial_heartbeat_faults, batch.size());
+    const fates fate = fates_of(w_->partial_heartbeat_faults, batch.size());
     std::vector<std::optional<bool>> answers(batch.size());
     std::vector<std::size_t> op_of(batch.size());
     std::vector<std::string> proved;
@@ -747,7 +747,7 @@ class store {
     std::size_t lost_replies = 0, dropped = 0;
     std::set<std::string> unanswered;
     for (std::size_t i = 0; i < batch.size(); ++i) {
-      const part p = split ? part_of(*split, i) : part::answered;
+      const part p = fate(i);
       if (p != part::answered) unanswered.insert(batch[i].token);
       if (p == part::never_arrived) {
         ++dropped;
@@ -770,7 +770,7 @@ class store {
     depart();
     for (const auto& job : proved) w_->record_proof(instance_, job, w_->fence_seen(instance_, job));
     std::optional<store_error> failed;
-    if (split) {
+    if (fate.in_part) {
       ++w_->partial_batches;
       w_->unanswered_applied += lost_replies;
       w_->unanswered_dropped += dropped;
@@ -846,14 +846,7 @@ class store {
   std::vector<bool> finish_many(std::span<const finish_request> batch) {
     if (late_copy_due()) lose_ends(batch);
     arrive();
-    // (Plain values, not the optional: see claim_many.)
-    bool in_part = false;
-    std::uint64_t pattern = 0;
-    if (const std::optional<std::uint64_t> split = next_partial(w_->partial_finish_faults, batch.size())) {
-      in_part = true;
-      pattern = *split;
-    }
-    auto fate = [&](std::size_t i) { return in_part ? part_of(pattern, i) : part::answered; };
+    const fates fate = fates_of(w_->partial_finish_faults, batch.size());
     std::vector<std::optional<bool>> out(batch.size());
     ++w_->finish_batches;
     const finish_request* first = nullptr;
@@ -888,7 +881,7 @@ class store {
     depart();
     for (const std::size_t op : refusals) heard(op);
     std::optional<store_error> failed;
-    if (in_part) {
+    if (fate.in_part) {
       ++w_->partial_finish_batches;
       w_->unanswered_ends_applied += lost_replies;
       w_->unanswered_ends_dropped += dropped;
@@ -1103,6 +1096,20 @@ class store {
       default: return part::answered;
     }
   }
+  /// The fate of each element of one batch: answered, unless the batch is
+  /// answered in part by `pattern`. (Plain values, not an optional pattern:
+  /// g++ 12 at -O1 with ThreadSanitizer warned that the optional's value
+  /// may be read uninitialized.)
+  struct fates {
+    bool in_part = false;
+    std::uint64_t pattern = 0;
+    part operator()(std::size_t i) const { return in_part ? part_of(pattern, i) : part::answered; }
+  };
+  /// The fates of this instance's next batch of `n` elements (next_partial).
+  fates fates_of(std::map<std::string, std::deque<world::partial_answers>>& faults, std::size_t n) {
+    if (const std::optional<std::uint64_t> split = next_partial(faults, n)) return {true, *split};
+    return {};
+  }
   /// The pattern that answers this batch of `n` elements in part, if this
   /// instance has such a fault waiting in `faults` and the batch has two or
   /// more (one element alone fails whole, which fail_store models):
@@ -1211,16 +1218,7 @@ class store {
     }
     // A batch answered in part (world::partial_answers): the marker's
     // master answers, some claims' masters do not.
-    // (Plain values, not the optional: g++ 12 at -O1 with ThreadSanitizer
-    // warned that the optional's value may be read uninitialized.)
-    bool in_part = false;
-    std::uint64_t pattern = 0;
-    if (batched)
-      if (const std::optional<std::uint64_t> split = next_partial(w_->partial_claim_faults, batch.size())) {
-        in_part = true;
-        pattern = *split;
-      }
-    auto fate = [&](std::size_t i) { return in_part ? part_of(pattern, i) : part::answered; };
+    const fates fate = batched ? fates_of(w_->partial_claim_faults, batch.size()) : fates{};
     std::vector<claim_result> out;
     out.reserve(batch.size());
     std::vector<std::pair<std::string, std::uint64_t>> proofs;  // (job, the fence that proved its loss)
@@ -1253,7 +1251,7 @@ class store {
       for (std::size_t i = 0; i < batch.size(); ++i)
         if (fate(i) == part::answered) out[i] = beside_loss(batch[i], std::move(out[i]), sent_lost);
     }
-    if (in_part) answer_in_part(batch, std::move(out), pattern, sent);  // throws
+    if (fate.in_part) answer_in_part(batch, std::move(out), fate.pattern, sent);  // throws
     if (w_->replicas) wait_for_replica(batch, out);
     for (std::size_t i = 0; i < batch.size(); ++i)
       if (starts_handler(batch[i], out[i])) w_->acknowledged(batch[i].token, sent, batch[i].lease);
