@@ -1752,7 +1752,8 @@ class cluster {
   /// of that very millisecond), or the store forgot it (a loss of state) —
   /// or it is still pending at the end, which is allowed only if no
   /// instance ran with the job, unhindered, for `settle` (20 s) after it:
-  /// time for a poll, claim retries, a blocking run in buffer_one mode to end.
+  /// time for a poll, claim retries, a blocking run in buffer_one mode to end
+  /// (and for the store's clock to make up a step back after it).
   void check_triggers(std::vector<std::string>& out) const {
     triggers_checked_ = 0;
     const history& h = world_->hist;
@@ -1805,9 +1806,17 @@ class cluster {
                       ") is no longer pending, yet it was not started and no event names it");
         continue;
       }
-      if (t.at + settle > now()) continue;  // recent: instances may still be on it
+      // The store's clock stepped back after the trigger was asked puts its
+      // slot ahead of that clock: its claim is early until the clock has
+      // made up the step (it waits behind the job's earlier slot, whose
+      // `early` event says when it is claimed again), so the instances get
+      // that much longer.
+      time_point until = t.at + settle;
+      for (const auto& [at, d] : world_->store_steps)
+        if (at >= t.at && at < until && d < duration::zero()) until -= d;
+      if (until > now()) continue;  // recent: instances may still be on it
       for (const auto& inp : instances_)
-        if (up_with_job(*inp, t.job, t.at, t.at + settle))
+        if (up_with_job(*inp, t.job, t.at, until))
           out.push_back("a trigger left pending: " + to_text(key) + " (asked by " + t.by + ") is still pending, "
                         "though " + inp->name + " ran with the job, unhindered, for " +
                         std::to_string(settle.count()) + " ms after it");
