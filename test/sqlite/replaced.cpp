@@ -118,6 +118,28 @@ TEST_CASE("a directory above the store file renamed away, and the path made agai
   CHECK_THAT(notices[0], Contains(path) && Contains("was deleted"));
 }
 
+// The watch of the path said something changed, and the stat() that should
+// tell what failed (here ELOOP: a symlink to itself put in the file's place):
+// every operation fails until a stat() can tell, none runs on the old file
+// as though nothing had happened.
+TEST_CASE("a store file check that fails after the path changed fails every operation until it can tell") {
+  lease::testing::temp_dir dir;
+  const std::string path = dir.file("jobs.db");
+  lease::fake_clock clock{t0};
+  auto s = store_on(path, clock);
+  REQUIRE(s.claim(request("report", t0, "tok-a")).outcome == claim_outcome::won);
+  std::filesystem::rename(path, dir.file("aside.db"));
+  std::filesystem::create_symlink("jobs.db", path);  // ELOOP
+  CHECK_THROWS_WITH(s.heartbeat({"report", t0}, "tok-a", 30s), Contains("cannot check"));
+  CHECK_THROWS_WITH(s.heartbeat({"report", t0}, "tok-a", 30s), Contains("cannot check"));
+  std::filesystem::remove(path);
+  clock.advance(1s);
+  CHECK_FALSE(s.heartbeat({"report", t0}, "tok-a", 30s));  // a new file, which does not know the run
+  const auto notices = s.take_notices();
+  REQUIRE(notices.size() == 1);
+  CHECK_THAT(notices[0], Contains("was deleted"));
+}
+
 // rules::trigger_slot on SQLite: the trigger that notices the replaced file
 // takes a slot past every slot that may have run in the old one (a
 // scheduled run of its very millisecond, won early there, would otherwise

@@ -1348,7 +1348,9 @@ class sqlite_store {
       db_ = std::move(o.db);
       stmts_ = std::move(stmts);
       file_ = resolved.empty() ? std::string() : named_;
+      watchable_ = watch.active();
       watch_ = std::move(watch);
+      recheck_ = false;
       claims_seen_ = 0;  // another file, or the first: nothing seen in it yet
       dev_ = static_cast<std::uint64_t>(st.st_dev);
       ino_ = static_cast<std::uint64_t>(st.st_ino);
@@ -1417,7 +1419,14 @@ class sqlite_store {
     if (loss_) return file_replaced();  // an earlier recovery did not finish: finish it first
     if (!db_) throw_moved_from();
     if (file_.empty()) return;  // a temporary or in-memory database: no path
-    if (watch_.quiet()) return;  // no name on the path came or went: the stat() calls would find the same inodes
+    if (!recheck_ && watch_.quiet()) return;  // no name on the path came or went: the stat()s would find the same inodes
+    // Something may have changed, or the watch cannot tell: until the
+    // stat() calls below have all passed, every operation makes them (an
+    // error thrown on the way must not let the event be forgotten). A watch
+    // lost (an overflow, a mount) is started again first, so that a change
+    // after these stat() calls raises an event.
+    recheck_ = true;
+    if (watchable_ && !watch_.active()) watchable_ = watch_.start(file_);  // failing: stat() until reopened
     struct ::stat st {};
     if (::stat(file_.c_str(), &st) == 0) {
       if (static_cast<std::uint64_t>(st.st_ino) == ino_ && static_cast<std::uint64_t>(st.st_dev) == dev_)
@@ -1459,6 +1468,7 @@ class sqlite_store {
       loss_ = loss{ino_, f.what};
       return file_replaced();
     }
+    recheck_ = false;  // the path names the open files: the watch's events are accounted for
   }
 
   /// The path names another file, or none (loss_): the state this store had
@@ -1573,6 +1583,11 @@ class sqlite_store {
   /// Tells check_file() when nothing on file_'s path changed, so that it
   /// need not stat() (inactive where it cannot tell: path_watch.hpp).
   detail::path_watch watch_;
+  /// The path could be watched when opened: a watch lost since is started again.
+  bool watchable_ = false;
+  /// The watch saw something that check_file()'s stat() calls have not yet
+  /// cleared (they threw): they run at every operation until they pass.
+  bool recheck_ = false;
   /// The file was opened read-write: a reopen (a replaced file) must be too.
   bool writable_ = false;
   /// A loss noticed whose recovery has not finished (file_replaced).

@@ -25,16 +25,22 @@
 // operation that starts after another process replaced the file therefore
 // finds the event, as a stat() would have found the new inode. (Neither
 // sees a replacement in the microseconds between the check and the
-// operation's write; the next operation does.) A queue that overflowed, a
-// watch the kernel dropped, or a poll() that failed answers "changed".
+// operation's write; the next operation does.) A poll() that failed
+// answers "changed". A queue that overflowed (an event of ours may be among
+// those dropped), a watch the kernel dropped, or a change of the mount
+// table (the path may now go through other directories than the watched
+// ones) answers "changed" and stops the watch: the caller stat()s from then
+// on, and may start() it again, before its next stat().
 //
 // Where it is not used (sqlite_store stat()s every time, as before): a path
 // with a symlink, "." or ".." in it (the names that matter would be other
 // directories' names), a directory on a file system whose changes inotify
 // may not hear of (NFS, CIFS, FUSE: another host's rename raises no event;
-// only ext2/3/4, XFS, Btrfs, tmpfs and overlayfs are trusted; overlayfs
-// sees every change made through it, and writing into its layers behind its
-// back is undefined behaviour of its own), or a process that cannot get an
+// only ext2/3/4, XFS, tmpfs and overlayfs are trusted; overlayfs sees every
+// change made through it, and writing into its layers behind its back is
+// undefined behaviour of its own; not Btrfs, where deleting a subvolume
+// removes a directory that still holds files, telling only its parent), or
+// a process that cannot get an
 // inotify instance or a watch (fs.inotify.max_user_instances, 128 per user
 // by default, or max_user_watches reached; /proc not mounted).
 #pragma once
@@ -118,9 +124,13 @@ class path_watch {
         dir += (i == 0 ? "" : "/") + std::string(names[i]);
       }
     }
-    // The file itself: a symlink would make its target's directory the one to watch.
+    // The file itself, and its -wal and -shm if there: a symlink would make
+    // its target's directory the one to watch.
     struct ::stat st {};
-    if (::lstat(std::string(file).c_str(), &st) != 0 || S_ISLNK(st.st_mode)) return fail();
+    const std::string path(file);
+    if (::lstat(path.c_str(), &st) != 0 || S_ISLNK(st.st_mode)) return fail();
+    for (const char* side : {"-wal", "-shm"})
+      if (::lstat((path + side).c_str(), &st) == 0 && S_ISLNK(st.st_mode)) return fail();
     return true;
   }
 
@@ -135,19 +145,22 @@ class path_watch {
   [[nodiscard]] bool active() const noexcept { return inotify_ >= 0; }
 
   /// True: none of the file's names entered or left its directory, no
-  /// directory of the path was moved or deleted, and the mount table did not change, since start() or the previous call
+  /// directory of the path was moved or deleted, no event was dropped, and
+  /// the mount table did not change, since start() or the previous call
   /// (one poll(), no path lookup). False: something may have; stat() to
-  /// know. Events are consumed: each change answers false once.
+  /// know. Events are consumed: a change of a name answers false once (the
+  /// caller must not forget it before its stat() has answered); a watch
+  /// lost, an overflow or a mount answers false from then on (active() is
+  /// false) until start() again.
   [[nodiscard]] bool quiet() {
     if (inotify_ < 0) return false;
     std::array<::pollfd, 2> p{{{inotify_, POLLIN, 0}, {mounts_, POLLPRI, 0}}};
     const int n = ::poll(p.data(), p.size(), 0);
     if (n == 0) return true;
     if (n < 0) return false;  // EINTR, ENOMEM: look the slow way this time
-    bool quiet = (p[1].revents & (POLLPRI | POLLERR)) == 0;  // the mount table changed (poll re-arms it)
+    if (p[1].revents & (POLLPRI | POLLERR | POLLHUP | POLLNVAL)) return lost();  // the mount table changed
     if (p[0].revents & (POLLERR | POLLHUP | POLLNVAL)) return lost();
-    if (p[0].revents & POLLIN) quiet = drain() && quiet;
-    return quiet;
+    return drain();
   }
 
  private:
@@ -162,7 +175,6 @@ class path_watch {
     switch (static_cast<std::uint32_t>(fs.f_type)) {
       case 0xEF53u:      // ext2, ext3, ext4
       case 0x58465342u:  // XFS
-      case 0x9123683Eu:  // Btrfs
       case 0x01021994u:  // tmpfs
       case 0x794C7630u:  // overlayfs
         return true;
@@ -198,14 +210,10 @@ class path_watch {
       for (std::size_t at = 0; at + sizeof(::inotify_event) <= static_cast<std::size_t>(n);) {
         const auto* e = reinterpret_cast<const ::inotify_event*>(buf + at);
         at += sizeof(::inotify_event) + e->len;
-        if (e->mask & IN_Q_OVERFLOW) {
-          quiet = false;  // events were dropped: any of them may have been ours
-          continue;
-        }
-        if (e->mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF | IN_UNMOUNT)) {
-          (void)lost();  // a watched directory is gone from its place: no watch answers for the path now
-          return false;
-        }
+        // Events were dropped (any of them may have been a directory of the
+        // path moving), or a watched directory is gone from its place: no
+        // watch answers for the path now.
+        if (e->mask & (IN_Q_OVERFLOW | IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF | IN_UNMOUNT)) return lost();
         if (e->wd == file_wd_ && e->len > 0 && concerns(e->name)) quiet = false;
       }
     }
