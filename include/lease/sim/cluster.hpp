@@ -1819,7 +1819,7 @@ class cluster {
         if (up_with_job(*inp, t.job, t.at, until))
           out.push_back("a trigger left pending: " + to_text(key) + " (asked by " + t.by + ") is still pending, "
                         "though " + inp->name + " ran with the job, unhindered, for " +
-                        std::to_string(settle.count()) + " ms after it");
+                        std::to_string((until - t.at).count()) + " ms after it");
     }
   }
 
