@@ -40,9 +40,9 @@
 // change made through it, and writing into its layers behind its back is
 // undefined behaviour of its own; not Btrfs, where deleting a subvolume
 // removes a directory that still holds files, telling only its parent), or
-// a process that cannot get an
-// inotify instance or a watch (fs.inotify.max_user_instances, 128 per user
-// by default, or max_user_watches reached; /proc not mounted).
+// a process that cannot get an inotify instance or a watch
+// (fs.inotify.max_user_instances, 128 per user by default, or
+// max_user_watches reached; /proc not mounted).
 #pragma once
 
 #include <array>
