@@ -160,7 +160,7 @@ TEST_CASE("a path the watch cannot answer for is refused, so the store stat()s i
   CHECK(w.quiet());
 }
 
-TEST_CASE("a moved watch answers for its path; the one moved from answers nothing") {
+TEST_CASE("a moved watch answers for its path, and the one moved from answers nothing") {
   watched_store_files f;
   if (!f.w.active()) return;
   path_watch moved = std::move(f.w);
