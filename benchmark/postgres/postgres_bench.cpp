@@ -12,6 +12,15 @@
 // Last, BM_start_per_job: one registration and one trigger poll of every
 // job, as an instance's start does, at 1,000 / 10,000 / 100,000 jobs.
 //
+// A figure and its floor run on two connections, so two server processes:
+// while they are timed, this thread runs on one core and both backends on
+// another (pinned_apart, bench_server.hpp, which says why: unpinned, where
+// the scheduler happened to put each backend moved a ratio by up to 0.5
+// between runs). BM_upsert_on_another_connection is the method's check:
+// the floor against itself on a second connection, which must read 1.00.
+// Ratios measured before that (2026-12-07 and earlier, in the paragraphs
+// below) were unpinned.
+//
 // Why BM_claim's cpu_vs_floor stays near 0.4-0.6 (measured 2026-12-01 on
 // 2 loaded cores, pgbench -M prepared and pg_stat_statements on the bench
 // server's settings): a claim of a new job writes 5 WAL records (2 heap
@@ -67,6 +76,7 @@ using lease::bench::backend_cpu_ns;
 using lease::bench::clock_type;
 using lease::bench::conninfo;
 using lease::bench::floor_probe;
+using lease::bench::pinned_apart;
 using lease::bench::seconds_since;
 
 std::string unique_schema(const char* what) {
@@ -102,6 +112,7 @@ double paired(benchmark::State& state, Op op, Pid pid, Also also = [] {}) {
   const std::int64_t wal0 = floor.wal_position();
   double op_total = 0, floor_total = 0, op_cpu = 0, floor_cpu = 0;
   bool cpu = true;
+  const pinned_apart pin{pid(), floor.pid()};
   for (auto _ : state) {
     const double c0 = backend_cpu_ns(pid());
     const auto t = clock_type::now();
@@ -130,6 +141,7 @@ double paired(benchmark::State& state, Op op, Pid pid, Also also = [] {}) {
     state.counters["floor_srv_cpu_us"] = floor_cpu / n / 1e3;
     state.counters["cpu_vs_floor"] = floor_cpu / op_cpu;
   }
+  state.counters["pinned"] = pin.pinned() ? 1 : 0;
   state.SetItemsProcessed(state.iterations());
   return op_total;
 }
@@ -138,6 +150,14 @@ void BM_floor_upsert(benchmark::State& state) {
   floor_probe floor;
   for (auto _ : state) state.SetIterationTime(floor.once());
   state.SetItemsProcessed(state.iterations());
+}
+
+/// The method's own check: the floor's upsert on a second connection, timed
+/// as every figure below is. It must read 1.00 of the floor; anything else is
+/// a bias in how the two are timed or where they run, not in what they do.
+void BM_upsert_on_another_connection(benchmark::State& state) {
+  floor_probe other;
+  paired(state, [&] { (void)other.once(); }, [&] { return other.pid(); });
 }
 
 void BM_claim(benchmark::State& state) {
@@ -308,6 +328,7 @@ void BM_start_per_job(benchmark::State& state) {
 
 // Registration order is run order.
 BENCHMARK(BM_floor_upsert)->UseManualTime();
+BENCHMARK(BM_upsert_on_another_connection)->UseManualTime();
 BENCHMARK(BM_claim)->UseManualTime();
 BENCHMARK(BM_claim_writes_alone)->UseManualTime();
 BENCHMARK(BM_claim_next_slot_of_a_job)->UseManualTime();
