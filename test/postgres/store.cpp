@@ -766,7 +766,7 @@ TEST_CASE("a schema with a version this library does not know is a clear error")
     FAIL("a newer schema was used");
   } catch (const lease::store_error& e) {
     CHECK(e.code() == lease::errc::corrupt);
-    CHECK(std::string(e.what()).find("has lease schema version '99', this library knows version 7") !=
+    CHECK(std::string(e.what()).find("has lease schema version '99', this library knows version 8") !=
           std::string::npos);
   }
 }
@@ -901,7 +901,7 @@ $f$;
 
 }  // namespace
 
-TEST_CASE("a version 1 schema with live runs is migrated to version 7 at the first connect, and its runs carry on") {
+TEST_CASE("a version 1 schema with live runs is migrated to version 8 at the first connect, and its runs carry on") {
   const std::string schema = lease::testing::fresh_schema("v1");
   // The layout and the claim function as version 1 of this library made them, and a run won through it.
   srv().sql(lease::detail::postgres::in_schema(lease::detail::postgres::create_v1, schema) +
@@ -914,7 +914,7 @@ TEST_CASE("a version 1 schema with live runs is migrated to version 7 at the fir
   lease::fake_clock clock{at(1'700'000'000'000)};  // the time of that claim
   lease::postgres_store store{options(srv().conninfo(), schema, clock)};
   const auto rec = store.get({"old", at(1'700'000'000'000)});  // connects: migrates
-  CHECK(srv().sql("SELECT max(version)::text FROM " + q + ".lease_schema_version") == "7");
+  CHECK(srv().sql("SELECT max(version)::text FROM " + q + ".lease_schema_version") == "8");
   CHECK(srv().sql("SELECT count(*)::text FROM " + q + ".lease_schema_version") == "1");
   // Version 5's registrations (none yet), no placeholder job row, no purge yet; stop and purge functions.
   CHECK(srv().sql("SELECT count(*)::text FROM " + q + ".lease_registrations") == "0");
@@ -958,7 +958,7 @@ TEST_CASE("a version 1 schema with live runs is migrated to version 7 at the fir
   CHECK(srv().sql("SELECT count(*)::text FROM " + q + ".lease_registrations") == "0");
 }
 
-TEST_CASE("a version 3 schema with live runs is migrated to version 7: no job paused, runs and fences kept, pauses then held") {
+TEST_CASE("a version 3 schema with live runs is migrated to version 8: no job paused, runs and fences kept, pauses then held") {
   const std::string schema = lease::testing::fresh_schema("v3");
   // Version 3 exactly as the previous release left it: its migrations, in order.
   srv().sql(lease::detail::postgres::in_schema(lease::detail::postgres::create_v1, schema) +
@@ -973,7 +973,7 @@ TEST_CASE("a version 3 schema with live runs is migrated to version 7: no job pa
   lease::fake_clock clock{at(1'700'000'000'000)};
   lease::postgres_store store{options(srv().conninfo(), schema, clock)};
   const auto rec = store.get({"old", at(1'700'000'000'000)});  // connects: migrates
-  CHECK(srv().sql("SELECT max(version)::text FROM " + q + ".lease_schema_version") == "7");
+  CHECK(srv().sql("SELECT max(version)::text FROM " + q + ".lease_schema_version") == "8");
   CHECK(srv().sql("SELECT count(*)::text FROM " + q + ".lease_schema_version") == "1");
   // Version 5's registrations (none yet), no placeholder job row, no purge yet; stop and purge functions.
   CHECK(srv().sql("SELECT count(*)::text FROM " + q + ".lease_registrations") == "0");
@@ -1012,6 +1012,64 @@ TEST_CASE("a version 3 schema with live runs is migrated to version 7: no job pa
   const auto next = store.claim(request("old", rec->slot + 60s, "t4"));
   REQUIRE(next.outcome == claim_outcome::won);
   CHECK(next.record.fence > rec->fence);  // fences go on growing after the migration
+}
+
+TEST_CASE("a version 7 schema is migrated to version 8: a purged job's remembered fence still proves no loss, runs "
+          "are kept, and a version 7 instance still connected keeps claiming") {
+  namespace pg = lease::detail::postgres;
+  const std::string schema = lease::testing::fresh_schema("v7");
+  // Version 7 exactly as the previous release left it: its migrations, in order.
+  srv().sql(pg::in_schema(pg::create_v1, schema) + pg::in_schema(pg::upgrade_to_v2, schema) +
+            pg::in_schema(pg::upgrade_to_v3, schema) + pg::in_schema(pg::upgrade_to_v4(), schema) +
+            pg::in_schema(pg::upgrade_to_v5(), schema) + pg::in_schema(pg::upgrade_to_v6, schema) +
+            pg::in_schema(pg::upgrade_to_v7(), schema));
+  const std::string q = "\"" + schema + "\"";
+  REQUIRE(srv().sql("SELECT max(version)::text FROM " + q + ".lease_schema_version") == "7");
+  // An instance of version 7, connected, its claim prepared (the statement is the same in version 8).
+  pg::connection old{{.conninfo = srv().conninfo()}};
+  REQUIRE(old.open());
+  old.prepare("old_claim", pg::in_schema(pg::stmt_sql[static_cast<unsigned>(pg::stmt::claim)], schema));
+  auto old_claim = [&](std::string_view job, std::int64_t slot, std::string_view token) {
+    pg::params p;
+    p.i64(slot).text("").i64(0).bytes(job).i64(slot).bytes("r-" + std::string(token)).bytes(token).i32(0).i64(30'000)
+        .i32(3).i64(slot + 3'600'000).i32(0).i32(10).i64(300'000);
+    auto r = old.exec_prepared("old_claim", p, "old claim");
+    return pg::row{r.get(), 0}.i32(0, "old claim");
+  };
+  REQUIRE(old_claim("old", 1'700'000'000'000, "t1") == 0);  // won under version 7
+
+  lease::fake_clock clock{at(1'700'000'000'000)};
+  lease::postgres_store store{options(srv().conninfo(), schema, clock)};
+  const auto rec = store.get({"old", clock.now()});  // connects: migrates
+  CHECK(srv().sql("SELECT max(version)::text FROM " + q + ".lease_schema_version") == "8");
+  CHECK(srv().sql("SELECT count(*)::text FROM " + q + ".lease_schema_version") == "1");
+  // The claim's condition on a remembered fence no longer holds a query of its own.
+  CHECK(srv().sql("SELECT (prosrc LIKE '%v_purged%' AND prosrc NOT LIKE '%(SELECT coalesce(s.purged_at%')::text "
+                  "FROM pg_proc WHERE proname = 'lease_claim' AND pronamespace = '" + q + "'::regnamespace") == "true");
+  REQUIRE(rec);
+  CHECK(rec->token == "t1");
+  CHECK(store.claim(request("old", rec->slot, "t2", claim_reason::takeover)).outcome == claim_outcome::running);
+
+  // The rule the change touched: this handle wins a job and so remembers its
+  // fence; another purges the job; this one's next claim finds no counter
+  // (the job is gone), and the fence it remembers is at most the purge's
+  // clock: not a loss of state, so no quarantine. (Read as 0, purged_at
+  // would make it one.)
+  CHECK(store.claim(request("p", clock.now(), "p1")).outcome == claim_outcome::won);
+  CHECK(store.finish({"p", clock.now()}, "p1", run_status::success));
+  clock.advance(1s);
+  CHECK(lease::postgres_store{options(srv().conninfo(), schema, clock)}.purge("p", 0s).outcome ==
+        lease::purge_outcome::purged);
+  clock.advance(1s);
+  const auto again = store.claim(request("p", clock.now(), "p2"));
+  CHECK(again.outcome == claim_outcome::won);
+  CHECK_FALSE(store.lost_at());
+
+  // The version 7 instance, still connected, keeps claiming on the migrated schema.
+  CHECK(old_claim("old7", 1'700'000'002'000, "o1") == 0);
+  const auto o1 = store.get({"old7", at(1'700'000'002'000)});
+  REQUIRE(o1);
+  CHECK(o1->token == "o1");
 }
 
 TEST_CASE("many stores starting at once on a new schema migrate it once") {

@@ -3,13 +3,14 @@
 // operation prepares.
 //
 // Tables (all in the store's schema):
-//   lease_schema_version(version)   one row: the layout below is version 7
+//   lease_schema_version(version)   one row: the layout below is version 8
 //       (version 1: a slower lease_claim; version 2: an index of running
 //       runs that made every finish a non-HOT update; version 3: no pause;
 //       version 4: no trigger; version 5: lease_runs' pages filled, so most
 //       heartbeats were non-HOT updates too; version 6: a lease_claim that
 //       took each job's first claim after a loss for a new one, and took
-//       over runs inside a loss's horizon; migrated on connect)
+//       over runs inside a loss's horizon; version 7: a lease_claim that
+//       planned one of its conditions at every call; migrated on connect)
 //   lease_store(id = 1, marker, lost_at, purged_at)
 //       marker: a random id written when the schema is created; a handle
 //       that finds another one than it saw before knows the state was
@@ -110,7 +111,7 @@
 namespace lease::detail::postgres {
 
 /// The layout version this library writes.
-inline constexpr int schema_version = 7;
+inline constexpr int schema_version = 8;
 
 /// `sql` with every '@' replaced by the quoted schema name (a validated
 /// identifier: letters, digits, '_').
@@ -630,6 +631,33 @@ UPDATE @.lease_schema_version SET version = 6;
           "    ELSIF o_lost_at IS NOT NULL AND p_slot <= o_lost_at + 1000 THEN\n"
           "      IF v_manual THEN UPDATE @.lease_jobs j SET trigger = NULL WHERE j.job = p_job; END IF;\n");
   replace("UPDATE @.lease_schema_version SET version = 5;", "UPDATE @.lease_schema_version SET version = 7;");
+  return f;
+}
+
+/// Version 8: lease_claim reads the store's purged_at with its marker and
+/// lost_at (step 3) instead of in a subquery of the condition that tests a
+/// fence the caller saw. A PL/pgSQL condition with a subquery is a query of
+/// its own, and this one was planned at every claim of a job with a row:
+/// its custom plan folds to a constant when the fence is not above the
+/// counter (nearly always), so the plan cache never chose the generic plan
+/// (pg_stat_statements: as many plans as calls, ~4 µs each, of ~75 µs of
+/// server time per claim of a job's next slot). Same answers: the purge
+/// that matters, the job's own, locks the job's row, which the claim holds
+/// from step 1 on, so step 3 sees it as the subquery did. Same signature:
+/// instances of version 7 still connected call it and get answers they know.
+[[nodiscard]] inline std::string upgrade_to_v8() {
+  std::string f = upgrade_to_v7();
+  auto replace = [&](std::string_view from, std::string_view to) {
+    detail_schema::replace_once(f, from, to, "upgrade_to_v8");
+  };
+  replace("  v_manual bool := p_reason = 3;\n", "  v_manual bool := p_reason = 3;\n  v_purged int8;\n");
+  replace("s.marker, s.lost_at\n    INTO o_now, o_marker, o_lost_at FROM @.lease_store s WHERE s.id = 1;\n  IF p_marker",
+          "s.marker, s.lost_at, s.purged_at\n    INTO o_now, o_marker, o_lost_at, v_purged FROM @.lease_store s "
+          "WHERE s.id = 1;\n  IF p_marker");
+  replace("p_known <= (SELECT coalesce(s.purged_at, 0)\n                                     FROM @.lease_store s "
+          "WHERE s.id = 1)) THEN",
+          "p_known <= coalesce(v_purged, 0)) THEN");
+  replace("UPDATE @.lease_schema_version SET version = 7;", "UPDATE @.lease_schema_version SET version = 8;");
   return f;
 }
 
