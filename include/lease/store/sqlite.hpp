@@ -585,7 +585,7 @@ class sqlite_store {
   /// Whether `job` is paused.
   bool paused(std::string_view job) {
     check_file();
-    return job_paused(job);
+    return read_job(job).paused;
   }
 
   /// TriggerStore (doc/store-rules.md, "Trigger now"): asks for one manual
@@ -842,7 +842,7 @@ class sqlite_store {
     begin, commit, rollback, get, find, running, interrupt_older, set_status, read_fence, write_fence,
     insert_run, take_over, prune, heartbeat, finish, release, unfinished, read_lost_at, write_lost_at, read_claim_counter,
     write_claim_counter, insert_claim_counter,
-    read_paused, pause, resume, list_jobs, list_runs, read_trigger, set_trigger, answer_trigger,
+    pause, resume, list_jobs, list_runs, read_trigger, set_trigger, answer_trigger,
     pending_triggers, stop_runs, register_job, newest_registration, purge_runs, purge_job, purge_registrations,
     schema_version, count_
   };
@@ -900,7 +900,6 @@ class sqlite_store {
       "SELECT (SELECT version FROM lease_schema), (SELECT value FROM lease_meta WHERE name = 'claims')",
       "UPDATE lease_meta SET value = ?1 WHERE name = 'claims'",
       "INSERT INTO lease_meta (name, value) VALUES ('claims', ?1)",
-      "SELECT paused FROM lease_jobs WHERE job = ?1",
       // changes() is 1 exactly when the pause was set by this statement.
       "INSERT INTO lease_jobs (job, fence, paused) VALUES (?1, 0, 1) "
       "ON CONFLICT (job) DO UPDATE SET paused = 1 WHERE paused = 0",
@@ -1197,13 +1196,6 @@ class sqlite_store {
     detail::bind_int(s, 2, fence);
     detail::step(s, "cannot advance the job's fence");
     return static_cast<std::uint64_t>(fence);
-  }
-
-  bool job_paused(std::string_view job) {
-    sqlite3_stmt* s = stmt(q::read_paused);
-    detail::stmt_use use(s);
-    detail::bind_bytes(s, 1, job);
-    return detail::step(s, "cannot read whether the job is paused") && detail::column_int(s, 0) != 0;
   }
 
   /// The job's pending trigger (its slot), if it has one.
