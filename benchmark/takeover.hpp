@@ -98,7 +98,7 @@ inline options takeover_settings(std::string name, duration catch_up) {
   return o;
 }
 
-/// Returns once the wall clock is at least 30 s before the next full hour
+/// Returns once the wall clock is at least 60 s before the next full hour
 /// (sleeping past it if needed). The job below runs every hour and A wins
 /// its last slot by catch-up: in a hand-over that straddles the hour, B
 /// starts the new slot first, and then, by the rules, the released older run
@@ -107,7 +107,8 @@ inline options takeover_settings(std::string name, duration catch_up) {
 inline void clear_of_the_hour() {
   const auto now = std::chrono::system_clock::now();
   const auto next = std::chrono::ceil<std::chrono::hours>(now);
-  if (next - now < std::chrono::seconds{30}) std::this_thread::sleep_until(next + std::chrono::seconds{1});
+  // 60 s: more than one hand-over's own limits (10 + 10 + 20 s of waits, two 2 s stops).
+  if (next - now < std::chrono::seconds{60}) std::this_thread::sleep_until(next + std::chrono::seconds{1});
 }
 
 /// One hand-over of job "long-<i>": the seconds from A.stop() to B's

@@ -40,14 +40,16 @@ inline const std::string& conninfo() {
 }
 
 /// Keeps the client and the server processes on cores of their own while a
-/// figure and its floor are timed, and puts the thread back where it was.
+/// figure and its floor are timed, and puts the thread back where it was
+/// (the backends stay where they are put: each benchmark's connections, so
+/// its backends, end with it).
 ///
 /// Why: a round trip to a PostgreSQL backend costs ~25 µs on this 2-core VM
 /// when the client and the backend share a core and ~65 µs when they do
 /// not (waking a process on the other core goes through the hypervisor).
 /// A figure and its floor run on two connections, so two backends, and the
 /// scheduler places each as it likes, differently in each run: measured
-/// unpinned, the very same upsert on two connections read 0.67-1.05 of
+/// unpinned, the very same upsert on two connections read 0.59-1.05 of
 /// itself, and the store's heartbeat 0.43-0.89 of the floor from run to run.
 /// Pinned (this thread on the first core it may use, the backends together
 /// on the next), the same upsert reads 1.00 of itself run after run
@@ -67,11 +69,16 @@ class pinned_apart {
     int client = -1, server = -1;
     for (int c = 0; c < CPU_SETSIZE && server < 0; ++c)
       if (CPU_ISSET(c, &before_)) (client < 0 ? client : server) = c;
+    for (int pid : backends)
+      if (pid <= 0) return;
     cpu_set_t one;
     CPU_ZERO(&one);
     CPU_SET(server, &one);
-    for (int pid : backends)
-      if (pid <= 0 || ::sched_setaffinity(pid, sizeof one, &one) != 0) return;
+    for (auto b = backends.begin(); b != backends.end(); ++b)
+      if (::sched_setaffinity(*b, sizeof one, &one) != 0) {
+        for (auto p = backends.begin(); p != b; ++p) (void)::sched_setaffinity(*p, sizeof before_, &before_);
+        return;  // all or none
+      }
     CPU_ZERO(&one);
     CPU_SET(client, &one);
     pinned_ = ::sched_setaffinity(0, sizeof one, &one) == 0;
