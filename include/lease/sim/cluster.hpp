@@ -714,11 +714,15 @@ class cluster {
     kinds_checked_ = 0;
     const history& h = world_->hist;
     std::size_t won_at = 0;  // the winning claim's index in h.ops, set by token_of
+    // The event's instance's win: after a loss of the store's state, another
+    // instance can win the same run again as attempt 1, with the same fence
+    // when both fall in one ms of the store's clock (a property run found
+    // one instance's `lost` judged by the other's finish).
     auto token_of = [&](const event& e) -> std::optional<std::string> {
       for (std::size_t i = h.ops.size(); i-- > 0;) {  // the latest such win
         const store_op& op = h.ops[i];
         if (op.op == store_op::kind::claim && op.outcome == claim_outcome::won && op.run == e.run && op.after &&
-            op.after->fence == e.fence && op.after->attempt == e.attempt) {
+            op.after->fence == e.fence && op.after->attempt == e.attempt && op.instance == e.instance) {
           won_at = i;
           return op.token;
         }
