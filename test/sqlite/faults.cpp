@@ -72,11 +72,11 @@ TEST_CASE("a file with an unknown lease schema version is refused, saying which 
   lease::testing::temp_dir dir;
   const std::string path = dir.file("jobs.db");
   { lease::sqlite_store s{path}; }
-  raw_exec(path, "UPDATE lease_schema SET version = 6");
+  raw_exec(path, "UPDATE lease_schema SET version = 7");
   const auto e = error_of([&] { lease::sqlite_store s{path}; });
   CHECK(e.code() == lease::errc::corrupt);
   CHECK(e.code() == lease::sqlite_errc::unknown_schema_version);
-  CHECK_THAT(e.what(), Contains(path) && Contains("version 6") && Contains("version 5"));
+  CHECK_THAT(e.what(), Contains(path) && Contains("version 7") && Contains("version 6"));
 }
 
 TEST_CASE("a lease schema with a table missing or changed is refused as corrupt") {
@@ -103,11 +103,11 @@ TEST_CASE("a lease schema with a table missing or changed is refused as corrupt"
     CHECK(e.code() == lease::errc::corrupt);
     CHECK_THAT(e.what(), Contains(path) && Contains("lease_jobs_triggered"));
   }
-  SECTION("the registrations missing from a version 5 file") {
+  SECTION("the registrations missing from a version 6 file") {
     raw_exec(path, "DROP TABLE lease_registrations");
     const auto e = error_of([&] { lease::sqlite_store s{path}; });
     CHECK(e.code() == lease::errc::corrupt);
-    CHECK_THAT(e.what(), Contains(path) && Contains("version 5") && Contains("lease_registrations"));
+    CHECK_THAT(e.what(), Contains(path) && Contains("version 6") && Contains("lease_registrations"));
   }
 }
 

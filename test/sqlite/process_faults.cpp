@@ -201,7 +201,7 @@ TEST_CASE("a newer schema under a running store stops its claims") {
   auto s = store_on(path, clock);
   REQUIRE(s.claim(claim_of("report", t0, "tok-1")).outcome == claim_outcome::won);
   raw_exec(path, "BEGIN; ALTER TABLE lease_runs ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0; "
-                 "UPDATE lease_schema SET version = 6; COMMIT");
+                 "UPDATE lease_schema SET version = 7; COMMIT");
   CHECK(error_of([&] { auto fresh = store_on(path, clock); }).code() == lease::sqlite_errc::unknown_schema_version);
   const auto e = error_of([&] { s.claim(claim_of("report", t0 + 1min, "tok-2")); });
   CHECK(e.code() == lease::sqlite_errc::unknown_schema_version);

@@ -119,8 +119,9 @@
 // backup: a run that finished shows as running with an expired lease (a
 // takeover would run it again), a run won since has no state (a claim would
 // win it again as attempt 1). So every claim transaction (claim, claim_many)
-// first bumps a store-wide claim counter (lease_meta 'claims', read with the
-// schema version and written back), and the store remembers the highest value a committed
+// first bumps a store-wide claim counter (lease_jobs' row 'claims', a TEXT
+// key no job's BLOB name equals, read with the schema version and written back: schema.hpp says why
+// there), and the store remembers the highest value a committed
 // claim of its own wrote (0 when it opens a file). A value read that is not
 // above it means the file went back under this instance: the loss is
 // recorded as for a replaced file (lost_at = now unless a later one is
@@ -136,9 +137,9 @@
 // nothing); until an instance that claimed since notices, those win by the
 // restored state. Nor does it see the last commits dropped by a power loss
 // with sqlite_options::durable = false: the processes that remembered the
-// counter went down with them. The cost: one more statement (a
-// lease_meta row write) in each claim transaction; heartbeats, finishes
-// and the other writes do not count. An instance that notices late (it
+// counter went down with them. The cost: a read and a write in each claim
+// transaction, on the page a won claim writes anyway while the jobs fit on
+// one; heartbeats, finishes and the other writes do not count. An instance that notices late (it
 // claims rarely) records a new loss and quarantines every job again, even
 // if another instance recorded this rewind already: it cannot tell that one
 // from a second restore since, and a lease without runs is the lesser harm.
@@ -332,7 +333,7 @@ class sqlite_store {
   };
 
   /// Inside a claim transaction, before any claim is judged: bumps the
-  /// file's claim counter (lease_meta 'claims'). A value not above the
+  /// file's claim counter (lease_jobs' row 'claims'). A value not above the
   /// highest this store has seen means the file went back under it (restored
   /// or rewritten in place, same inode): the loss is recorded at `at` in
   /// this transaction, so the claims that follow are judged by it.
@@ -361,7 +362,7 @@ class sqlite_store {
     }
     if (counted == std::numeric_limits<std::int64_t>::max())
       detail::throw_sqlite(sqlite_errc::bad_value, path_,
-                           "lease_meta holds a claim counter at its largest value: the file was changed by "
+                           "lease_jobs' row 'claims' holds a claim counter at its largest value: the file was changed by "
                            "something else; an operator must repair or remove the row");
     out.claims = counted.value_or(0) + 1;
     {
@@ -896,10 +897,12 @@ class sqlite_store {
       "WHERE l.name = 'lost_at'",
       "INSERT OR REPLACE INTO lease_meta (name, value) VALUES ('lost_at', ?1), ('lost_detected', 1)",
       // Every claim transaction's first read and write: the schema version
-      // and the store-wide claim counter (NULL in a file written before it).
-      "SELECT (SELECT version FROM lease_schema), (SELECT value FROM lease_meta WHERE name = 'claims')",
-      "UPDATE lease_meta SET value = ?1 WHERE name = 'claims'",
-      "INSERT INTO lease_meta (name, value) VALUES ('claims', ?1)",
+      // and the store-wide claim counter (NULL in a file no claim wrote
+      // yet): the fence of lease_jobs' row 'claims', TEXT, which no job's
+      // name (a BLOB) equals (schema.hpp).
+      "SELECT (SELECT version FROM lease_schema), (SELECT fence FROM lease_jobs WHERE job = 'claims')",
+      "UPDATE lease_jobs SET fence = ?1 WHERE job = 'claims'",
+      "INSERT INTO lease_jobs (job, fence) VALUES ('claims', ?1)",
       // changes() is 1 exactly when the pause was set by this statement.
       "INSERT INTO lease_jobs (job, fence, paused) VALUES (?1, 0, 1) "
       "ON CONFLICT (job) DO UPDATE SET paused = 1 WHERE paused = 0",
@@ -908,8 +911,9 @@ class sqlite_store {
       // registration, its newest run (a primary-key seek per job) and its
       // registrations (one row each), ordered by name, then instance id, as
       // bytes (BLOB: memcmp). A run is only inserted with its job's fence,
-      // so lease_jobs and lease_registrations name every job.
-      "WITH n(job) AS (SELECT job FROM lease_jobs UNION SELECT job FROM lease_registrations) "
+      // so lease_jobs and lease_registrations name every job (every BLOB
+      // key: the TEXT one is the claim counter, no job's).
+      "WITH n(job) AS (SELECT job FROM lease_jobs WHERE typeof(job) = 'blob' UNION SELECT job FROM lease_registrations) "
       "SELECT n.job, r.slot, r.attempt, r.token, r.fence, r.runner, r.status, r.lease_end, r.released, r.handovers, "
       "r.manual, coalesce(j.fence, 0), coalesce(j.paused, 0), j.trigger_slot, r.job IS NOT NULL, "
       "g.job, g.instance, g.schedule, g.zone, g.last_seen, g.job IS NOT NULL "
@@ -981,6 +985,7 @@ class sqlite_store {
   [[noreturn]] static void throw_moved_from() {
     throw store_error(make_error_code(errc::invalid_argument), "lease::sqlite_store used after it was moved from");
   }
+
 
   sqlite3_stmt* stmt(q which) const {
     sqlite3_stmt* s = stmts_[static_cast<std::size_t>(which)].get();
@@ -1599,7 +1604,7 @@ class sqlite_store {
     std::uint64_t ino = 0;
   };
   std::array<side_file, 2> sides_{};
-  /// The highest claim counter (lease_meta 'claims') a committed claim
+  /// The highest claim counter (lease_jobs' row 'claims') a committed claim
   /// transaction of this store wrote in the file it has open; 0 for a file
   /// (re)opened. A claim that finds the counter not above it finds the file
   /// rewound (count_claim).
