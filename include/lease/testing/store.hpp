@@ -705,7 +705,9 @@ void replay(S& store, fake_clock clock, const settings& cfg, const std::vector<o
 
 
 /// Job names that break naive quoting, escaping, key schemes, glob patterns
-/// and length limits; an InspectStore must list each exactly as it was given.
+/// and length limits, or equal a store's own bookkeeping key ("claims": the
+/// SQLite file's claim counter is lease_jobs' TEXT row of that name); an
+/// InspectStore must list each exactly as it was given.
 inline std::vector<std::string> hostile_names() {
   std::string long_name;
   while (long_name.size() < 10'240) long_name += "0123456789abcdef-long name-";
@@ -718,6 +720,7 @@ inline std::vector<std::string> hostile_names() {
           std::string("nul\0byte", 8),
           "nul",
           "%_ like wildcards",
+          "claims",
           std::move(long_name)};
 }
 
