@@ -225,6 +225,16 @@ expect_err "a missing SQLite file" 1 "no SQLite file at"
 lc --store "$tmp/empty.db" jobs
 expect_err "an empty SQLite file" 1 "is empty: no instance has used it as a store"
 [[ ! -s $tmp/empty.db ]] || fail "leasectl wrote into the empty file $tmp/empty.db"
+# A file of an older schema version (5: the claim counter in lease_meta) is
+# refused, not upgraded: the instances of the older release that use it
+# would claim no more.
+"$SEED" "$tmp/old.db" >/dev/null || fail "seeding $tmp/old.db"
+schema() { python3 -c 'import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.executescript(sys.argv[2] if len(sys.argv) > 2 else ""); print(c.execute("SELECT version FROM lease_schema").fetchone()[0]); c.commit()' "$@"; }
+schema "$tmp/old.db" "BEGIN; INSERT INTO lease_meta (name, value) SELECT 'claims', fence FROM lease_jobs WHERE job = 'claims';
+  DELETE FROM lease_jobs WHERE job = 'claims'; UPDATE lease_schema SET version = 5; COMMIT;" >/dev/null
+lc --store "$tmp/old.db" jobs
+expect_err "a SQLite file of an older schema version" 1 "version 5, older than this release's 6.*upgrade the instances first"
+[[ $(schema "$tmp/old.db") == 5 ]] || fail "leasectl upgraded the version 5 file $tmp/old.db"
 
 # A password in the URL is never printed: an unreachable server (exit 1),
 # and this store's own URL with a password added (Redis: AUTH fails on a

@@ -914,15 +914,10 @@ std::int64_t scalar(lease::sqlite_store& s, const char* sql) {
   return v;
 }
 
-}  // namespace
-
-// Version 6 keeps the claim counter in lease_jobs (the row 'claims', a TEXT
-// key) rather than in lease_meta, so that a won claim dirties one page fewer.
-TEST_CASE("a version 5 store file is upgraded to version 6: the claim counter carries over to lease_jobs, where no "
-          "job sees it") {
-  lease::testing::temp_dir dir;
-  const std::string path = dir.file("jobs.db");
-  raw_exec(path, v4_file_with_data(t0 + 30s) + R"sql(
+/// A version 5 file as the previous release left it: version 4's data
+/// (v4_file_with_data), no registration, and its claim counter at 41.
+std::string v5_file_with_data(lease::time_point lease_end) {
+  return v4_file_with_data(lease_end) + R"sql(
 CREATE TABLE lease_registrations (
   job       BLOB    NOT NULL,
   instance  BLOB    NOT NULL,
@@ -933,7 +928,41 @@ CREATE TABLE lease_registrations (
 ) WITHOUT ROWID;
 UPDATE lease_schema SET version = 5;
 INSERT INTO lease_meta VALUES ('claims', 41);
-)sql");
+)sql";
+}
+
+}  // namespace
+
+// leasectl opens the instances' file so: a newer leasectl must not stop the
+// claims of an older fleet, which reads the version in every claim.
+TEST_CASE("a store that upgrades none refuses a version 5 file with a sentence and changes nothing") {
+  lease::testing::temp_dir dir;
+  const std::string path = dir.file("jobs.db");
+  raw_exec(path, v5_file_with_data(t0 + 30s));
+  try {
+    lease::sqlite_store s{path, {.upgrade = false}};
+    FAIL("a version 5 file was opened by a store that upgrades none");
+  } catch (const lease::store_error& e) {
+    CHECK(e.code() == lease::sqlite_errc::schema_outdated);
+    CHECK(e.code() == lease::errc::unavailable);
+    CHECK_THAT(e.what(), Contains(path) && Contains("version 5") && Contains("release's 6") &&
+                             Contains("upgrade the instances first"));
+  }
+  lease::fake_clock clock{t0 + 1s};
+  auto s = store_on(path, clock, true);  // an instance of this release: upgraded now
+  CHECK(scalar(s, "SELECT fence FROM lease_jobs WHERE job = 'claims'") == 41);  // untouched until then
+  CHECK(schema_version(s) == 6);
+  lease::sqlite_store tool{path, {.upgrade = false}};  // current now: opened
+  CHECK(tool.list_jobs().size() == 3);
+}
+
+// Version 6 keeps the claim counter in lease_jobs (the row 'claims', a TEXT
+// key) rather than in lease_meta, so that a won claim dirties one page fewer.
+TEST_CASE("a version 5 store file is upgraded to version 6: the claim counter carries over to lease_jobs, where no "
+          "job sees it") {
+  lease::testing::temp_dir dir;
+  const std::string path = dir.file("jobs.db");
+  raw_exec(path, v5_file_with_data(t0 + 30s));
   lease::fake_clock clock{t0 + 1s};
   auto s = store_on(path, clock, true);
   CHECK(schema_version(s) == 6);

@@ -18,12 +18,14 @@
 #include "lease/store/sqlite.hpp"
 #include "sqlite/faulty_vfs.hpp"
 #include "sqlite/helpers.hpp"
+#include "sqlite/raw_sql.hpp"
 #include "sqlite/temp_dir.hpp"
 
 using namespace std::chrono_literals;
 using lease::testing::sqlite::claim_of;
 using lease::testing::sqlite::error_of;
 using lease::testing::sqlite::inode;
+using lease::testing::raw_exec;
 using lease::testing::sqlite::store_on;
 using Catch::Matchers::Contains;
 using lease::claim_outcome;
@@ -175,4 +177,50 @@ TEST_CASE("a claim transaction rolled back after the claim counter was bumped ch
   const auto notices = a.take_notices();
   REQUIRE(notices.size() == 1);
   CHECK_THAT(notices[0], Contains("restored or rewritten in place"));
+}
+
+// A backup taken before this release upgraded the file (schema version 5:
+// the claim counter in lease_meta) restored into the open file: the claim
+// transaction finds the older version, which no release writes into a file
+// a newer one upgraded. Refused as a newer version is, every instance would
+// fail its claims until restarted, and the restarted stores, remembering
+// nothing, would upgrade it with no loss recorded.
+TEST_CASE("an older schema version restored into the open file is a loss, and the file is upgraded again") {
+  lease::testing::temp_dir dir;
+  const std::string path = dir.file("jobs.db");
+  const std::string backup = dir.file("backup.db");
+  lease::fake_clock clock{t0};
+  auto a = store_on(path, clock);
+  REQUIRE(a.claim(request("report", t0, "tok-1")).outcome == claim_outcome::won);
+  backup_api_copy(path, backup);
+  // The backup as the previous release (schema version 5) would have written it.
+  raw_exec(backup, "INSERT INTO lease_meta (name, value) SELECT 'claims', fence FROM lease_jobs WHERE job = 'claims'; "
+                   "DELETE FROM lease_jobs WHERE job = 'claims'; UPDATE lease_schema SET version = 5");
+  REQUIRE(a.finish({"report", t0}, "tok-1", run_status::success));
+  clock.advance(1min);
+  REQUIRE(a.claim(request("report", t0 + 1min, "tok-2")).outcome == claim_outcome::won);
+
+  backup_api_copy(backup, path);  // same inode: only the claim transaction can tell
+  clock.advance(1s);
+  const auto q = a.claim(request("cleanup", t0 + 1min + 1s, "tok-3"));
+  CHECK(q.outcome == claim_outcome::quarantined);
+  CHECK(q.record.lease_end > t0 + 1min + 1s);
+  CHECK(a.lost_at() == t0 + 1min + 1s);
+  CHECK(a.claim(request("report", t0 + 1min, "tok-x")).outcome != claim_outcome::won);  // won since the backup
+  const auto notices = a.take_notices();
+  REQUIRE(notices.size() == 1);
+  CHECK_THAT(notices[0], Contains("went back to lease schema version 5") && Contains("upgraded again") &&
+                             Contains("may be lost"));
+  sqlite3_stmt* v = nullptr;
+  REQUIRE(sqlite3_prepare_v2(a.native_handle(), "SELECT (SELECT version FROM lease_schema), (SELECT count(*) FROM "
+                                                "lease_meta WHERE name = 'claims')", -1, &v, nullptr) == SQLITE_OK);
+  REQUIRE(sqlite3_step(v) == SQLITE_ROW);
+  CHECK(sqlite3_column_int64(v, 0) == 6);
+  CHECK(sqlite3_column_int64(v, 1) == 0);
+  sqlite3_finalize(v);
+  // The run the backup shows as running (t0, finished since) is never taken over.
+  clock.advance(10min);
+  CHECK(a.claim(request("report", t0, "tok-4")).outcome == claim_outcome::finished);
+  CHECK(a.claim(request("report", t0 + 1min, "tok-5")).outcome != claim_outcome::won);  // never starts
+  CHECK(a.take_notices().empty());
 }

@@ -205,7 +205,9 @@ decltype(auto) with_store(const store_spec& spec, [[maybe_unused]] const store_s
         throw std::runtime_error("the SQLite file at '" + spec.target +
                                  "' is empty: no instance has used it as a store (check the path; leasectl never "
                                  "creates a store)");
-      lease::sqlite_store s{spec.target};
+      // Nor upgrades one: the instances of an older release would claim no
+      // more (as for PostgreSQL's migrate = false below).
+      lease::sqlite_store s{spec.target, {.upgrade = false}};
       return f(s);
     }
     case store_kind::redis: {

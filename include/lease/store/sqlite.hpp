@@ -130,7 +130,10 @@
 // forgotten_slot), and a notice is queued. The remembered value and the
 // notice take effect only once the transaction commits. The first claim
 // after the restore by any instance that claimed since the backup was taken
-// notices it; once lost_at is in the file every instance obeys it. What it
+// notices it; once lost_at is in the file every instance obeys it. A backup
+// taken before this release upgraded the file shows in the claim transaction
+// as an older schema version: the same loss, recorded, and the file is
+// upgraded again (count_claim_after_rewind_to). What it
 // cannot see: a restore only instances that have not claimed since the
 // backup was taken have open (nothing they remember is newer), or one that
 // happened before an instance opened the file (a new instance remembers
@@ -226,6 +229,15 @@ struct sqlite_options {
   /// first start of a deployment. Turn it off only if nothing can replace or
   /// delete the file while instances run (tests on fresh files do).
   bool quarantine_new_file = true;
+  /// True (the default, for instances): a file of an older lease schema
+  /// version is upgraded when opened. Every instance of an older release
+  /// that has the file open then claims no more (each claim transaction
+  /// reads the version): upgrade all instances together. False: an older
+  /// file is refused (sqlite_errc::schema_outdated, errc::unavailable) with
+  /// a sentence naming both versions, and nothing is changed; for tools that
+  /// look at the instances' file (leasectl: a newer leasectl must not stop
+  /// an older fleet's claims).
+  bool upgrade = true;
 };
 
 /// The Store (store/concept.hpp) on one SQLite file in WAL mode. Several
@@ -344,6 +356,7 @@ class sqlite_store {
     // the read and the plain write inside this BEGIN IMMEDIATE transaction
     // are as atomic and cost about a third of that.
     std::optional<std::int64_t> counted;
+    std::int64_t older = 0;  // an older schema version found: the file went back
     {
       sqlite3_stmt* s = stmt(q::read_claim_counter);
       detail::stmt_use use(s);
@@ -352,7 +365,9 @@ class sqlite_store {
       // may claim by rules this release does not know: as a store opened
       // now refuses the file (sqlite_check_schema), this one claims no more.
       const std::int64_t v = row && sqlite3_column_type(s, 0) != SQLITE_NULL ? detail::column_int(s, 0) : 0;
-      if (v != detail::sqlite_schema_version)
+      if (v >= 1 && v < detail::sqlite_schema_version)
+        older = v;  // (upgraded below, once this statement is reset)
+      else if (v != detail::sqlite_schema_version)
         detail::throw_sqlite(sqlite_errc::unknown_schema_version, path_,
                              "now has lease schema version " + std::to_string(v) +
                                  " (another release changed it while this instance ran); this library reads and "
@@ -360,6 +375,7 @@ class sqlite_store {
                                  ": run one release on the file");
       if (sqlite3_column_type(s, 1) != SQLITE_NULL) counted = detail::column_int(s, 1);
     }
+    if (older != 0) return count_claim_after_rewind_to(older, at);
     if (counted == std::numeric_limits<std::int64_t>::max())
       detail::throw_sqlite(sqlite_errc::bad_value, path_,
                            "lease_jobs' row 'claims' holds a claim counter at its largest value: the file was changed by "
@@ -380,6 +396,28 @@ class sqlite_store {
             "system rolled back?): its claim counter was " + std::to_string(claims_seen_) +
             " at this instance's last claim and is " + std::to_string(out.claims - 1) + " now",
         "may be lost", noticed, "Restore, copy over or roll back a store file only while no instance runs");
+    return out;
+  }
+
+  /// count_claim() found the file at an older schema version than the one
+  /// it had when this store opened it. No release writes an older version
+  /// into a file a newer one upgraded, so the file was restored in place
+  /// from a backup taken before the upgrade: whatever its counter says, its
+  /// state went back. Upgraded again and the loss recorded, in this claim
+  /// transaction, so the claims that follow are quarantined. (Refusing the
+  /// file, as for a newer version, would leave every instance failing its
+  /// claims until someone restarted them, and the restarted stores would
+  /// upgrade the file with no loss recorded: they remember nothing.)
+  rewind_check count_claim_after_rewind_to(std::int64_t version, time_point at) {
+    detail::sqlite_upgrade(db_.get(), path_, version);
+    const time_point noticed = record_loss(at);
+    rewind_check out = count_claim(at);
+    out.notice = loss_notice("went back to lease schema version " + std::to_string(version) +
+                                 " while this instance had it open at version " +
+                                 std::to_string(detail::sqlite_schema_version) +
+                                 " (a backup taken before this release upgraded it, restored into the file?); it is "
+                                 "upgraded again",
+                             "may be lost", noticed, "Restore or roll back a store file only while no instance runs");
     return out;
   }
 
@@ -1299,7 +1337,8 @@ class sqlite_store {
     for (int tries = 0;; ++tries) {
       detail::sqlite_opened o = detail::sqlite_open(
           path_, options_.busy_timeout.count(), options_.durable, t,
-          options_.quarantine_new_file ? std::optional<std::int64_t>(t) : std::nullopt, writable_);
+          options_.quarantine_new_file ? std::optional<std::int64_t>(t) : std::nullopt, writable_,
+          options_.upgrade);
       std::array<detail::sqlite_stmt, static_cast<std::size_t>(q::count_)> stmts{};
       for (std::size_t i = 0; i < sql_.size(); ++i) stmts[i] = detail::sqlite_prepare(o.db.get(), sql_[i]);
       {

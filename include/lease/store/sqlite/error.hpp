@@ -33,6 +33,10 @@ enum class sqlite_errc {
   /// or may not be on disk (errc::outcome_unknown). The SQLite code is in the
   /// message.
   commit_unknown,
+  /// The file has an older lease schema version, and the store was opened
+  /// with sqlite_options::upgrade = false (leasectl): errc::unavailable, as
+  /// the store works once an instance of this release has upgraded it.
+  schema_outdated,
 };
 
 namespace detail {
@@ -47,6 +51,7 @@ class sqlite_category_impl final : public std::error_category {
       case sqlite_errc::unknown_schema_version: return "unknown lease schema";
       case sqlite_errc::bad_value: return "stored value not understood";
       case sqlite_errc::commit_unknown: return "I/O error while committing: outcome unknown";
+      case sqlite_errc::schema_outdated: return "an older lease schema (this store upgrades none)";
     }
     return sqlite3_errstr(c);
   }
@@ -62,6 +67,7 @@ class sqlite_category_impl final : public std::error_category {
       case sqlite_errc::unknown_schema_version:
       case sqlite_errc::bad_value: return errc::corrupt;
       case sqlite_errc::commit_unknown: return errc::outcome_unknown;
+      case sqlite_errc::schema_outdated: return errc::unavailable;
     }
     switch (c & 0xff) {
       case SQLITE_BUSY:

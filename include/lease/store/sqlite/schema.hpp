@@ -183,12 +183,23 @@ UPDATE lease_schema SET version = 5;
 
 /// Version 5 → 6: the claim counter moves to lease_jobs' row 'claims' (TEXT:
 /// every key there so far is a job's BLOB name). The value carries over, so
-/// no store that has the file open takes the move for a rewind.
+/// the file's counter never goes back. (A store of version 5 that still has
+/// the file open claims no more: every claim transaction reads the version.)
 inline constexpr const char* sqlite_upgrade_5_to_6 = R"sql(
 INSERT INTO lease_jobs (job, fence) SELECT 'claims', value FROM lease_meta WHERE name = 'claims';
 DELETE FROM lease_meta WHERE name = 'claims';
 UPDATE lease_schema SET version = 6;
 )sql";
+
+/// Upgrades a file of lease schema version `from` (1 to the current one less
+/// one) to the current one, inside the caller's write transaction.
+inline void sqlite_upgrade(sqlite3* db, std::string_view path, std::int64_t from) {
+  if (from == 1) exec(db, sqlite_upgrade_1_to_2, path, "cannot upgrade the lease schema from version 1 to 2");
+  if (from <= 2) exec(db, sqlite_upgrade_2_to_3, path, "cannot upgrade the lease schema from version 2 to 3");
+  if (from <= 3) exec(db, sqlite_upgrade_3_to_4, path, "cannot upgrade the lease schema from version 3 to 4");
+  if (from <= 4) exec(db, sqlite_upgrade_4_to_5, path, "cannot upgrade the lease schema from version 4 to 5");
+  if (from <= 5) exec(db, sqlite_upgrade_5_to_6, path, "cannot upgrade the lease schema from version 5 to 6");
+}
 
 /// Names of the schema objects the user put in the file (SQLite's own
 /// sqlite_* objects excluded).
@@ -284,7 +295,7 @@ struct sqlite_opened {
 [[nodiscard]] inline sqlite_opened sqlite_open(const std::string& path, std::int64_t busy_timeout_ms, bool durable,
                                               std::int64_t created_at_ms = 0,
                                               std::optional<std::int64_t> lost_at_ms = std::nullopt,
-                                              bool must_write = false) {
+                                              bool must_write = false, bool upgrade = true) {
   sqlite3* raw = nullptr;
   const int rc = sqlite3_open_v2(path.c_str(), &raw,
                                  SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_URI |
@@ -337,14 +348,22 @@ struct sqlite_opened {
        "cannot set the sync level");
 
   bool created = false;
+  if (exists && version < sqlite_schema_version && !upgrade)
+    throw_sqlite(sqlite_errc::schema_outdated, path,
+                 "has lease schema version " + std::to_string(version) + ", older than this release's " +
+                     std::to_string(sqlite_schema_version) +
+                     ", and this store upgrades none (sqlite_options::upgrade = false): use the leasectl of the "
+                     "release the instances run, or upgrade the instances first (an instance of this release "
+                     "upgrades the file when it opens it)");
   if (version != sqlite_schema_version) {
     if (read_only && !exists)
       throw_sqlite(db.get(), SQLITE_READONLY, path,
                    "has no lease schema yet and is opened read-only, so it cannot be created");
     // An older version, read-only: its tables lack what this release's
     // statements name (lease_meta, the pause, trigger and manual columns, the
-    // registrations), and it cannot be upgraded here. Say so, rather than
-    // fail on "no such column".
+    // registrations) or keep it elsewhere (version 5: the claim counter),
+    // and it cannot be upgraded here. Say so, rather than fail on "no such
+    // column" or read a layout this release does not write.
     if (read_only)
       throw_sqlite(db.get(), SQLITE_READONLY, path,
                    "has lease schema version " + std::to_string(version) + ", older than this release's " +
@@ -369,16 +388,7 @@ struct sqlite_opened {
         if (lost_at_ms) put("lost_at", *lost_at_ms);
         created = true;
       } else {
-        if (now_version == 1)
-          exec(db.get(), sqlite_upgrade_1_to_2, path, "cannot upgrade the lease schema from version 1 to 2");
-        if (now_version <= 2)
-          exec(db.get(), sqlite_upgrade_2_to_3, path, "cannot upgrade the lease schema from version 2 to 3");
-        if (now_version <= 3)
-          exec(db.get(), sqlite_upgrade_3_to_4, path, "cannot upgrade the lease schema from version 3 to 4");
-        if (now_version <= 4)
-          exec(db.get(), sqlite_upgrade_4_to_5, path, "cannot upgrade the lease schema from version 4 to 5");
-        if (now_version <= 5)
-          exec(db.get(), sqlite_upgrade_5_to_6, path, "cannot upgrade the lease schema from version 5 to 6");
+        sqlite_upgrade(db.get(), path, now_version);
       }
       exec(db.get(), "COMMIT", path, "cannot commit the lease schema");
     } catch (...) {
