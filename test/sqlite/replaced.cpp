@@ -915,20 +915,11 @@ std::int64_t scalar(lease::sqlite_store& s, const char* sql) {
 }
 
 /// A version 5 file as the previous release left it: version 4's data
-/// (v4_file_with_data), no registration, and its claim counter at 41.
+/// (v4_file_with_data) upgraded by version 5's own step (no registration),
+/// and its claim counter, in lease_meta then, at 41.
 std::string v5_file_with_data(lease::time_point lease_end) {
-  return v4_file_with_data(lease_end) + R"sql(
-CREATE TABLE lease_registrations (
-  job       BLOB    NOT NULL,
-  instance  BLOB    NOT NULL,
-  schedule  BLOB    NOT NULL,
-  zone      BLOB    NOT NULL,
-  last_seen INTEGER NOT NULL,
-  PRIMARY KEY (job, instance)
-) WITHOUT ROWID;
-UPDATE lease_schema SET version = 5;
-INSERT INTO lease_meta VALUES ('claims', 41);
-)sql";
+  return v4_file_with_data(lease_end) + lease::detail::sqlite_upgrade_4_to_5 +
+         "INSERT INTO lease_meta VALUES ('claims', 41);";
 }
 
 }  // namespace
