@@ -231,7 +231,8 @@ expect_err "an empty SQLite file" 1 "is empty: no instance has used it as a stor
 "$SEED" "$tmp/old.db" >/dev/null || fail "seeding $tmp/old.db"
 schema() { python3 -c 'import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.executescript(sys.argv[2] if len(sys.argv) > 2 else ""); print(c.execute("SELECT version FROM lease_schema").fetchone()[0]); c.commit()' "$@"; }
 schema "$tmp/old.db" "BEGIN; INSERT INTO lease_meta (name, value) SELECT 'claims', fence FROM lease_jobs WHERE job = 'claims';
-  DELETE FROM lease_jobs WHERE job = 'claims'; UPDATE lease_schema SET version = 5; COMMIT;" >/dev/null
+  DELETE FROM lease_jobs WHERE job = 'claims'; UPDATE lease_schema SET version = 5; COMMIT;" >/dev/null ||
+  fail "python3 could not make $tmp/old.db a version 5 file"
 lc --store "$tmp/old.db" jobs
 expect_err "a SQLite file of an older schema version" 1 "version 5, older than this release's 6.*upgrade the instances first"
 [[ $(schema "$tmp/old.db") == 5 ]] || fail "leasectl upgraded the version 5 file $tmp/old.db"

@@ -939,6 +939,17 @@ TEST_CASE("a store that upgrades none refuses a version 5 file with a sentence a
     CHECK_THAT(e.what(), Contains(path) && Contains("version 5") && Contains("release's 6") &&
                              Contains("upgrade the instances first"));
   }
+  CHECK_FALSE(std::filesystem::exists(path + "-wal"));  // not even switched to WAL
+  {
+    sqlite3* db = nullptr;  // the file as the refusal left it: still version 5
+    REQUIRE(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK);
+    sqlite3_stmt* v = nullptr;
+    REQUIRE(sqlite3_prepare_v2(db, "SELECT version FROM lease_schema", -1, &v, nullptr) == SQLITE_OK);
+    REQUIRE(sqlite3_step(v) == SQLITE_ROW);
+    CHECK(sqlite3_column_int64(v, 0) == 5);
+    sqlite3_finalize(v);
+    sqlite3_close(db);
+  }
   lease::fake_clock clock{t0 + 1s};
   auto s = store_on(path, clock, true);  // an instance of this release: upgraded now
   CHECK(scalar(s, "SELECT fence FROM lease_jobs WHERE job = 'claims'") == 41);  // untouched until then

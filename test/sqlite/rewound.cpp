@@ -200,8 +200,14 @@ TEST_CASE("an older schema version restored into the open file is a loss, and th
   clock.advance(1min);
   REQUIRE(a.claim(request("report", t0 + 1min, "tok-2")).outcome == claim_outcome::won);
 
+  lease::sqlite_store tool{path, {.clock = [&clock] { return clock.now(); }, .quarantine_new_file = false,
+                                   .upgrade = false}};
   backup_api_copy(backup, path);  // same inode: only the claim transaction can tell
   clock.advance(1s);
+  // A store that upgrades none (sqlite_options::upgrade = false) refuses it, and leaves it so.
+  const auto refused = error_of([&] { tool.claim(request("cleanup", t0 + 1min + 1s, "tok-t")); });
+  CHECK(refused.code() == lease::sqlite_errc::schema_outdated);
+  CHECK_THAT(refused.what(), Contains("went back to lease schema version 5"));
   const auto q = a.claim(request("cleanup", t0 + 1min + 1s, "tok-3"));
   CHECK(q.outcome == claim_outcome::quarantined);
   CHECK(q.record.lease_end > t0 + 1min + 1s);

@@ -248,7 +248,9 @@ struct sqlite_options {
 /// opened or created, or only for reading although that was not asked
 /// (errc::unavailable), if the file is not a database, is
 /// another application's database, or has a lease schema version this
-/// library does not know (errc::corrupt). A path may be a `file:` URI
+/// library does not know (errc::corrupt), or an older one and
+/// sqlite_options::upgrade is false (sqlite_errc::schema_outdated,
+/// errc::unavailable). A path may be a `file:` URI
 /// (`file:jobs.db?mode=ro` opens read-only: get/unfinished work, writes fail
 /// with errc::unavailable).
 ///
@@ -365,6 +367,11 @@ class sqlite_store {
       // may claim by rules this release does not know: as a store opened
       // now refuses the file (sqlite_check_schema), this one claims no more.
       const std::int64_t v = row && sqlite3_column_type(s, 0) != SQLITE_NULL ? detail::column_int(s, 0) : 0;
+      if (v >= 1 && v < detail::sqlite_schema_version && !options_.upgrade)
+        detail::throw_sqlite(sqlite_errc::schema_outdated, path_,
+                             "went back to lease schema version " + std::to_string(v) +
+                                 " (a backup restored into it?), and this store upgrades none "
+                                 "(sqlite_options::upgrade = false)");
       if (v >= 1 && v < detail::sqlite_schema_version)
         older = v;  // (upgraded below, once this statement is reset)
       else if (v != detail::sqlite_schema_version)
@@ -407,7 +414,10 @@ class sqlite_store {
   /// transaction, so the claims that follow are quarantined. (Refusing the
   /// file, as for a newer version, would leave every instance failing its
   /// claims until someone restarted them, and the restarted stores would
-  /// upgrade the file with no loss recorded: they remember nothing.)
+  /// upgrade the file with no loss recorded: they remember nothing.) Until a
+  /// claim notices, the other operations on a file restored to version 4 or
+  /// older fail (errc::corrupt: a column or table they name is missing);
+  /// heartbeats, finishes and releases work on every version.
   rewind_check count_claim_after_rewind_to(std::int64_t version, time_point at) {
     detail::sqlite_upgrade(db_.get(), path_, version);
     const time_point noticed = record_loss(at);

@@ -2,7 +2,7 @@
 // failures become lease::store_error.
 //
 // The category's codes are SQLite's *extended* result codes (kept whole for the
-// log: SQLITE_IOERR_WRITE says more than SQLITE_IOERR) plus three conditions
+// log: SQLITE_IOERR_WRITE says more than SQLITE_IOERR) plus the conditions
 // the store detects itself (lease::sqlite_errc). Its default_error_condition
 // maps every code onto the lease::errc that says what the caller should do, so
 // `e.code() == lease::errc::unavailable` works for any SQLite failure.

@@ -331,6 +331,14 @@ struct sqlite_opened {
   // we switch it to WAL. A file that is not a database fails here (NOTADB).
   const std::int64_t version = sqlite_check_schema(db.get(), path);
   const bool exists = version != 0;
+  // Before the switch to WAL: a store that upgrades nothing changes nothing.
+  if (exists && version < sqlite_schema_version && !upgrade)
+    throw_sqlite(sqlite_errc::schema_outdated, path,
+                 "has lease schema version " + std::to_string(version) + ", older than this release's " +
+                     std::to_string(sqlite_schema_version) +
+                     ", and this store upgrades none (sqlite_options::upgrade = false; leasectl opens it so): "
+                     "open it with the release the instances run, or upgrade the instances first (an instance "
+                     "of this release upgrades the file when it opens it)");
 
   if (!read_only) {
     // WAL: readers never block the writer and vice versa; writers queue on
@@ -348,13 +356,6 @@ struct sqlite_opened {
        "cannot set the sync level");
 
   bool created = false;
-  if (exists && version < sqlite_schema_version && !upgrade)
-    throw_sqlite(sqlite_errc::schema_outdated, path,
-                 "has lease schema version " + std::to_string(version) + ", older than this release's " +
-                     std::to_string(sqlite_schema_version) +
-                     ", and this store upgrades none (sqlite_options::upgrade = false): use the leasectl of the "
-                     "release the instances run, or upgrade the instances first (an instance of this release "
-                     "upgrades the file when it opens it)");
   if (version != sqlite_schema_version) {
     if (read_only && !exists)
       throw_sqlite(db.get(), SQLITE_READONLY, path,
