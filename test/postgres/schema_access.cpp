@@ -99,7 +99,7 @@ TEST_CASE("migrate = false: an older schema is refused, says both versions, and 
     CHECK(e.code() == lease::postgres_errc::schema_outdated);
     CHECK(e.code() == lease::errc::unavailable);
     CHECK(contains(what, "PostgreSQL schema '" + schema + "' holds lease tables of version 1"));
-    CHECK(contains(what, "this lease needs version 8"));
+    CHECK(contains(what, "this lease needs version 9"));
     CHECK(contains(what, "upgrade the schema by starting an upgraded instance"));
   }
   CHECK(srv().sql("SELECT max(version) FROM " + q + ".lease_schema_version") == "1");
@@ -109,7 +109,7 @@ TEST_CASE("migrate = false: an older schema is refused, says both versions, and 
 
   // An upgraded instance migrates it; the read-only handle then works.
   { (void)lease::postgres_store{options(srv().conninfo(), schema, true)}.now(); }
-  CHECK(srv().sql("SELECT max(version) FROM " + q + ".lease_schema_version") == "8");
+  CHECK(srv().sql("SELECT max(version) FROM " + q + ".lease_schema_version") == "9");
   CHECK(store.list_jobs().empty());
 }
 

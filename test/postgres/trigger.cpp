@@ -93,7 +93,7 @@ lease::detail::postgres::params v4_claim_params(std::string_view job, std::int64
 
 }  // namespace
 
-TEST_CASE("a version 4 schema with live runs is migrated to version 8: no trigger pending, no run manual, runs and "
+TEST_CASE("a version 4 schema with live runs is migrated to version 9: no trigger pending, no run manual, runs and "
           "pauses kept, triggers then held, and a version 4 instance still connected keeps claiming") {
   namespace pg = lease::detail::postgres;
   const std::string schema = lease::testing::fresh_schema("v4");
@@ -115,7 +115,7 @@ TEST_CASE("a version 4 schema with live runs is migrated to version 8: no trigge
   lease::fake_clock clock{at(1'700'000'000'000)};
   lease::postgres_store store{options(schema, clock)};
   const auto rec = store.get({"old", clock.now()});  // connects: migrates
-  CHECK(srv().sql("SELECT max(version)::text FROM " + q + ".lease_schema_version") == "8");
+  CHECK(srv().sql("SELECT max(version)::text FROM " + q + ".lease_schema_version") == "9");
   CHECK(srv().sql("SELECT count(*)::text FROM " + q + ".lease_schema_version") == "1");
   // Version 5's registrations (none yet), no placeholder job row, no purge yet; stop and purge functions.
   CHECK(srv().sql("SELECT count(*)::text FROM " + q + ".lease_registrations") == "0");

@@ -835,6 +835,10 @@ class postgres_store {
         c.exec_simple(detail::postgres::in_schema(detail::postgres::upgrade_to_v8(), s_->schema), "migrating to version 8");
         ver = "8";
       }
+      if (ver == "8") {
+        c.exec_simple(detail::postgres::in_schema(detail::postgres::upgrade_to_v9, s_->schema), "migrating to version 9");
+        ver = "9";
+      }
       if (ver != std::to_string(detail::postgres::schema_version))
         detail::postgres::raise(postgres_errc::schema_version,
                                 "postgres at " + where() + ": schema \"" + s_->schema + "\" has lease schema version '" +

@@ -3,14 +3,16 @@
 // operation prepares.
 //
 // Tables (all in the store's schema):
-//   lease_schema_version(version)   one row: the layout below is version 8
+//   lease_schema_version(version)   one row: the layout below is version 9
 //       (version 1: a slower lease_claim; version 2: an index of running
 //       runs that made every finish a non-HOT update; version 3: no pause;
 //       version 4: no trigger; version 5: lease_runs' pages filled, so most
 //       heartbeats were non-HOT updates too; version 6: a lease_claim that
 //       took each job's first claim after a loss for a new one, and took
 //       over runs inside a loss's horizon; version 7: a lease_claim that
-//       planned one of its conditions at every call; migrated on connect)
+//       planned one of its conditions at every call; version 8: a slower
+//       lease_claim, and a CHECK on lease_runs.status compiled at every
+//       write of a run; migrated on connect)
 //   lease_store(id = 1, marker, lost_at, purged_at)
 //       marker: a random id written when the schema is created; a handle
 //       that finds another one than it saw before knows the state was
@@ -76,7 +78,8 @@
 //     re-checks its WHERE clause (token current, running, not released) on
 //     the claim's version of the row (PostgreSQL's EvalPlanQual), and
 //     computes its lease end then. Either order is one of the rules' orders.
-//   * the clock (clock_timestamp(), read inside the statement) is read after
+//   * the clock (clock_timestamp(); since version 9 a PL/pgSQL assignment
+//     just before the statement that reads the store's row) is read after
 //     the locks are held, so the times of conflicting writes follow their
 //     commit order.
 //   * a job's first claim (no row for it yet, version 2) has nothing to lock
@@ -89,7 +92,11 @@
 //     under their job's row, so a job without one has no run to examine,
 //     and no pause either (pause() creates the row); a pause() that inserts
 //     the row meanwhile makes the first claim's insert wait, do nothing, and
-//     take the general path, which reads the pause under the lock.
+//     take the general path, which reads the pause under the lock. Since
+//     version 9 a first claim does not probe the row first: its insert
+//     does nothing if the row exists (the general path then locks it), and
+//     an answer that writes nothing (none, late, early) is given only after
+//     a read that finds no row, as version 8's probe found none.
 //   * heartbeat_many locks its rows in whatever order the join meets them;
 //     two batches sharing runs in opposite orders could deadlock (40P01):
 //     PostgreSQL aborts one, nothing of it is applied, and the store
@@ -111,7 +118,7 @@
 namespace lease::detail::postgres {
 
 /// The layout version this library writes.
-inline constexpr int schema_version = 8;
+inline constexpr int schema_version = 9;
 
 /// `sql` with every '@' replaced by the quoted schema name (a validated
 /// identifier: letters, digits, '_').
@@ -660,6 +667,249 @@ UPDATE @.lease_schema_version SET version = 6;
   replace("UPDATE @.lease_schema_version SET version = 7;", "UPDATE @.lease_schema_version SET version = 8;");
   return f;
 }
+
+/// Version 9: version 8's lease_claim, answer for answer, in fewer steps, and
+/// no CHECK on lease_runs.status. Where a claim's server time went
+/// (pg_stat_statements, perf, postgres_bench): each statement of the
+/// function costs its executor start-up (every plan node initialised again
+/// at each call), each PL/pgSQL assignment or IF an expression compiled again
+/// in each transaction (a claim of a new job ran ~25 of them), and the CHECK
+/// was parsed from its catalog text and compiled at every statement that
+/// wrote a run (claims, heartbeats, finishes). So:
+///   * a first claim (p_known = 0) reads the clock, then the store's row
+///     and its outcome in one small statement (a CASE: 0 won, 6 none, 3
+///     late, 7 early, -1 a loss recorded) and wins with one insert whose
+///     RETURNING is the answer: 2 statements (version 8: 3, the first of
+///     them a probe of the job's row).
+///     A job that has a row makes that insert do nothing (ON CONFLICT), and
+///     an answer other than won is given only when the job has no row: both
+///     take the long way, which locks the row, as version 8 did after its
+///     probe found it.
+///   * the long way reads the run and the job's newer and running runs with
+///     one aggregate over the locked rows (no cursor, no step per row), then
+///     decides in the statement that reads the store's row the outcomes that
+///     write nothing (1, 3, 4, 5, 6, 7) and a new run with nothing else to
+///     change (0); everything else (-1) runs version 8's code unchanged.
+///     A loss recorded sends a claim there only inside its quarantine or
+///     for a slot that may have run before it, where version 8's rules
+///     look at it.
+///   * the clock is a PL/pgSQL assignment, still read once every lock is
+///     held, and now before the snapshot that reads the store's row: a loss
+///     recorded before the clock reading is always seen.
+/// The statuses written are run_status values only (finish() checks them),
+/// and a read of a run refuses any other as a bad reply. Merging more (the
+/// clock's statement with the new run's, or a first claim into one CTE
+/// statement) was measured slower: a bigger plan costs more to start than
+/// a statement saves. Same signature: instances of version 8 still
+/// connected call it and get the same answers.
+inline constexpr std::string_view upgrade_to_v9 = R"SQL(
+CREATE OR REPLACE FUNCTION @.lease_claim(p_now int8, p_marker text, p_known int8, p_job bytea, p_slot int8, p_runner bytea,
+    p_token bytea, p_reason int4, p_lease int8, p_max_attempts int4, p_deadline int8, p_overlap int4,
+    p_history int4, p_retain int8,
+    OUT o_outcome int4, OUT o_now int8, OUT o_detected bool, OUT o_marker text, OUT o_lost_at int8,
+    OUT o_slot int8, OUT o_attempt int4, OUT o_token bytea, OUT o_fence int8, OUT o_runner bytea,
+    OUT o_status int4, OUT o_lease_end int8, OUT o_released bool, OUT o_handovers int4, OUT o_manual bool)
+LANGUAGE plpgsql VOLATILE AS $f$
+DECLARE
+  v_fence int8;
+  v_paused bool;
+  v_trigger int8;
+  v_found bool;
+  v_newer bool;
+  v_others int4;
+  v_purged int8;
+  v_raise bool;
+  v_manual bool;
+  v_run @.lease_runs%ROWTYPE;
+BEGIN
+  -- 1. A job never claimed (no row: runs are inserted only under it, so
+  --    it has none) by a caller that saw no fence of it: with no loss in
+  --    sight the rules come down to none (6), late (3), early (7) or won
+  --    (0). -1: the long way below (a row, or a loss in sight).
+  IF p_known = 0 THEN
+    o_now := coalesce(p_now, floor(extract(epoch FROM clock_timestamp()) * 1000)::int8);
+    SELECT false, p_slot, s.marker, s.lost_at,
+           CASE WHEN (p_marker <> '' AND p_marker <> s.marker) OR s.lost_at IS NOT NULL THEN -1
+                WHEN p_reason IN (2, 3) THEN 6
+                WHEN o_now > p_deadline + 10000 THEN 3
+                WHEN p_slot > o_now + 1000 THEN 7
+                ELSE 0 END
+      INTO o_detected, o_slot, o_marker, o_lost_at, o_outcome
+      FROM @.lease_store s WHERE s.id = 1;
+    IF o_outcome = 0 THEN
+      -- Won: the job's row (its fence already the won one) and the run in
+      -- one statement. A job that has a row makes the row's insert do
+      -- nothing (and a claim of the same job that got there first makes it
+      -- wait for that one first): this claim then takes the long way below,
+      -- locks and clock read again.
+      WITH j AS (INSERT INTO @.lease_jobs (job, fence) VALUES (p_job, greatest(1, o_now))
+                   ON CONFLICT (job) DO NOTHING RETURNING fence)
+      INSERT INTO @.lease_runs AS r SELECT p_job, p_slot, 1, p_token, j.fence, p_runner, 0, o_now + p_lease, false, 0 FROM j
+        RETURNING r.attempt, r.token, r.fence, r.runner, r.status, r.lease_end, r.released, r.handovers, r.manual
+        INTO o_attempt, o_token, o_fence, o_runner, o_status, o_lease_end, o_released, o_handovers, o_manual;
+      IF FOUND THEN RETURN; END IF;
+    ELSIF o_outcome > 0 AND NOT EXISTS (SELECT 1 FROM @.lease_jobs x WHERE x.job = p_job) THEN
+      RETURN;  -- none, late or early, as the rules answer a job without state
+    END IF;
+  END IF;
+  -- The job's row: every claim of the job waits here for the one before.
+  SELECT j.fence, j.paused, j.trigger INTO v_fence, v_paused, v_trigger FROM @.lease_jobs j WHERE j.job = p_job FOR UPDATE;
+  IF NOT FOUND THEN
+    INSERT INTO @.lease_jobs AS j (job, fence, placeholder) VALUES (p_job, 0, true)
+      ON CONFLICT (job) DO UPDATE SET fence = j.fence RETURNING j.fence, j.paused, j.trigger INTO v_fence, v_paused, v_trigger;
+  END IF;
+  -- 2. The run, the job's newer runs and its running runs, locked (slot
+  --    order) and read, so heartbeats, finishes and releases of them order
+  --    with this claim.
+  SELECT p_slot, (a.run).attempt, (a.run).token, (a.run).fence, (a.run).runner, (a.run).status, (a.run).lease_end,
+         (a.run).released, (a.run).handovers, (a.run).manual, a.run IS NOT NULL, a.newer, a.others
+    INTO o_slot, o_attempt, o_token, o_fence, o_runner, o_status, o_lease_end, o_released, o_handovers, o_manual,
+         v_found, v_newer, v_others
+    FROM (SELECT (array_agg(r.run) FILTER (WHERE r.slot = p_slot))[1] AS run, coalesce(bool_or(r.slot > p_slot), false) AS newer,
+                 (count(*) FILTER (WHERE r.slot <> p_slot AND r.status = 0))::int4 AS others
+            FROM (SELECT x AS run, x.slot, x.status FROM @.lease_runs x WHERE x.job = p_job AND (x.slot >= p_slot OR x.status = 0)
+                    ORDER BY x.slot FOR UPDATE) r) a;
+  -- 3. The clock, once every lock is held, the evidence of a loss of state,
+  --    and the outcome when it is one the rules reach without writing
+  --    (1, 3, 4, 5, 6, 7) or a new run with nothing else to change (0);
+  --    -1: the rules below.
+  o_now := coalesce(p_now, floor(extract(epoch FROM clock_timestamp()) * 1000)::int8);
+  SELECT s.marker, s.lost_at, s.purged_at,
+         p_marker <> '' AND p_marker <> s.marker,
+         p_known > v_fence AND NOT (v_fence = 0 AND p_known <= coalesce(s.purged_at, 0)),
+         CASE WHEN (p_marker <> '' AND p_marker <> s.marker) OR p_known > v_fence THEN -1
+              -- a loss recorded matters inside its quarantine, and to slots that may have run before it
+              WHEN s.lost_at IS NOT NULL AND (o_now < s.lost_at + p_lease OR p_slot <= s.lost_at + 1000) THEN -1
+              WHEN v_found THEN
+                CASE WHEN p_reason = 3 AND v_trigger = p_slot THEN -1
+                     WHEN o_status <> 0 THEN 5
+                     WHEN o_now < o_lease_end THEN 1
+                     ELSE -1 END
+              WHEN p_reason = 2 OR (p_reason = 3 AND v_trigger IS DISTINCT FROM p_slot) THEN 6
+              WHEN p_reason <> 3 AND o_now > p_deadline + 10000 THEN 3
+              WHEN p_slot > o_now + 1000 THEN 7
+              WHEN v_newer AND p_reason <> 3 THEN 4
+              WHEN v_others > 0 OR v_paused OR p_reason = 3 THEN -1
+              ELSE 0 END
+    INTO o_marker, o_lost_at, v_purged, o_detected, v_raise, o_outcome
+    FROM @.lease_store s WHERE s.id = 1;
+  IF o_outcome = 0 THEN
+    -- A new run: the fence, the run and the pruning in one statement.
+    -- Pruning: ended runs past the horizon, except the newest p_history
+    -- ended ones (the statement's snapshot: the new run, running, is not
+    -- among them) and the one at a pending trigger's slot.
+    WITH f AS (UPDATE @.lease_jobs j SET fence = greatest(v_fence + 1, o_now) WHERE j.job = p_job),
+         d AS (DELETE FROM @.lease_runs r
+                 WHERE r.job = p_job AND r.status <> 0 AND r.slot < o_now - p_retain - 10000
+                   AND r.slot IS DISTINCT FROM v_trigger
+                   AND r.slot < coalesce((SELECT min(k.slot) FROM (SELECT k2.slot FROM @.lease_runs k2
+                                           WHERE k2.job = p_job AND k2.status <> 0 ORDER BY k2.slot DESC LIMIT p_history) k),
+                                         9223372036854775807))
+    INSERT INTO @.lease_runs AS r VALUES (p_job, p_slot, 1, p_token, greatest(v_fence + 1, o_now), p_runner, 0, o_now + p_lease,
+                                     false, 0, false)
+      RETURNING r.attempt, r.token, r.fence, r.runner, r.status, r.lease_end, r.released, r.handovers, r.manual
+      INTO o_attempt, o_token, o_fence, o_runner, o_status, o_lease_end, o_released, o_handovers, o_manual;
+    RETURN;
+  ELSIF o_outcome > 0 THEN
+    RETURN;  -- the run as read (1, 5), or none (3, 4, 6, 7)
+  END IF;
+  -- The rules, case by case (the found run moves from the answer to v_run:
+  -- an outcome below answers it only where it says so).
+  v_manual := p_reason = 3;
+  v_run := ROW(p_job, p_slot, o_attempt, o_token, o_fence, o_runner, o_status, o_lease_end, o_released, o_handovers, o_manual);
+  o_attempt := NULL; o_token := NULL; o_fence := NULL; o_runner := NULL; o_status := NULL; o_lease_end := NULL;
+  o_released := NULL; o_handovers := NULL; o_manual := NULL;
+  IF o_detected THEN
+    NULL;
+  ELSIF v_raise THEN
+    -- Won before the loss recorded (fence >= store clock at the win): that loss explains it.
+    o_detected := o_lost_at IS NULL OR p_known > o_lost_at;
+    v_fence := p_known;  -- fences never go back, not even after a loss
+    UPDATE @.lease_jobs j SET fence = v_fence WHERE j.job = p_job;
+  END IF;
+  IF o_detected THEN
+    UPDATE @.lease_store s SET lost_at = greatest(s.lost_at, o_now) WHERE s.id = 1 RETURNING s.lost_at INTO o_lost_at;
+  END IF;
+  IF v_found AND v_manual AND v_trigger = p_slot THEN
+    UPDATE @.lease_jobs j SET trigger = NULL WHERE j.job = p_job;
+  END IF;
+  IF v_found THEN
+    IF v_run.status <> 0 THEN
+      o_outcome := 5;
+    ELSIF o_now < v_run.lease_end THEN
+      o_outcome := 1;
+    ELSIF v_newer OR v_run.attempt - v_run.handovers >= p_max_attempts
+          OR (o_lost_at IS NOT NULL AND p_slot <= o_lost_at + 1000) THEN  -- case 4a: may have run
+      UPDATE @.lease_runs r SET status = 3 WHERE r.job = p_job AND r.slot = p_slot;
+      v_run.status := 3;
+      o_outcome := 5;
+    ELSIF o_lost_at IS NOT NULL AND o_now < o_lost_at + p_lease THEN
+      o_outcome := 8;
+      o_lease_end := o_lost_at + p_lease;
+      RETURN;
+    ELSIF v_paused THEN
+      o_outcome := 9;
+      RETURN;
+    ELSE
+      v_fence := greatest(v_fence + 1, o_now);
+      WITH f AS (UPDATE @.lease_jobs j SET fence = v_fence WHERE j.job = p_job)
+      UPDATE @.lease_runs r SET attempt = r.attempt + 1, token = p_token, runner = p_runner, fence = v_fence,
+          status = 0, lease_end = o_now + p_lease, released = false
+        WHERE r.job = p_job AND r.slot = p_slot RETURNING r.* INTO v_run;
+      o_outcome := 0;
+    END IF;
+  ELSE
+    IF p_reason = 2 OR (v_manual AND v_trigger IS DISTINCT FROM p_slot) THEN o_outcome := 6; RETURN; END IF;
+    IF NOT v_manual AND o_now > p_deadline + 10000 THEN o_outcome := 3; RETURN; END IF;
+    IF p_slot > o_now + 1000 THEN o_outcome := 7; RETURN; END IF;
+    IF v_newer AND NOT v_manual THEN o_outcome := 4; RETURN; END IF;
+    IF v_others > 0 AND p_overlap IN (0, 2) THEN
+      SELECT * INTO v_run FROM @.lease_runs r
+        WHERE r.job = p_job AND r.status = 0 AND o_now < r.lease_end ORDER BY r.slot DESC LIMIT 1;
+      v_found := FOUND;
+    END IF;
+    IF v_found THEN
+      o_outcome := 2;
+      IF v_manual AND p_overlap = 0 THEN UPDATE @.lease_jobs j SET trigger = NULL WHERE j.job = p_job; END IF;
+    ELSIF o_lost_at IS NOT NULL AND o_now < o_lost_at + p_lease THEN
+      o_outcome := 8;
+      o_lease_end := o_lost_at + p_lease;
+      RETURN;
+    ELSIF o_lost_at IS NOT NULL AND p_slot <= o_lost_at + 1000 THEN
+      IF v_manual THEN UPDATE @.lease_jobs j SET trigger = NULL WHERE j.job = p_job; END IF;
+      o_outcome := 8;  -- a slot that may have run before the loss never starts (lease end: never)
+      RETURN;
+    ELSIF v_paused THEN
+      o_outcome := 9;
+      IF v_manual THEN UPDATE @.lease_jobs j SET trigger = NULL WHERE j.job = p_job; END IF;
+      RETURN;
+    ELSE
+      IF v_others > 0 THEN
+        UPDATE @.lease_runs r SET status = 3
+          WHERE r.job = p_job AND r.status = 0 AND (r.lease_end <= o_now OR (p_overlap = 3 AND r.slot < p_slot));
+      END IF;
+      v_fence := greatest(v_fence + 1, o_now);
+      WITH f AS (UPDATE @.lease_jobs j SET fence = v_fence, trigger = CASE WHEN v_manual THEN NULL ELSE j.trigger END
+                 WHERE j.job = p_job),
+           d AS (DELETE FROM @.lease_runs r
+                   WHERE r.job = p_job AND r.status <> 0 AND r.slot < o_now - p_retain - 10000
+                     AND r.slot IS DISTINCT FROM v_trigger
+                     AND r.slot < coalesce((SELECT min(k.slot) FROM (SELECT k2.slot FROM @.lease_runs k2
+                                             WHERE k2.job = p_job AND k2.status <> 0 ORDER BY k2.slot DESC LIMIT p_history) k),
+                                           9223372036854775807))
+      INSERT INTO @.lease_runs VALUES (p_job, p_slot, 1, p_token, v_fence, p_runner, 0, o_now + p_lease, false, 0, v_manual)
+        RETURNING * INTO v_run;
+      o_outcome := 0;
+    END IF;
+  END IF;
+  o_slot := v_run.slot; o_attempt := v_run.attempt; o_token := v_run.token; o_fence := v_run.fence;
+  o_runner := v_run.runner; o_status := v_run.status; o_lease_end := v_run.lease_end;
+  o_released := v_run.released; o_handovers := v_run.handovers; o_manual := v_run.manual;
+END
+$f$;
+ALTER TABLE @.lease_runs DROP CONSTRAINT IF EXISTS lease_runs_status_check;
+UPDATE @.lease_schema_version SET version = 9;
+)SQL";
 
 /// The prepared statements, by index.
 enum class stmt : unsigned {
