@@ -50,6 +50,20 @@
 // in the function; the prune deletes one run on every claim of a job at its
 // history size, so pruning less often would not save it. finish without its
 // pg_notify (an experiment: listeners depend on it) was within the noise too.
+// Schema version 9 (2026-12-07, pinned, alternating binaries): a claim's
+// time beyond its statements' execution is mostly their executor start-up
+// (perf: ExecutorStart ~17% of the backend's CPU, every plan node set up
+// again at each call) and PL/pgSQL expressions, each compiled again in every
+// transaction (a trivial function with the claim's 14 arguments and 15
+// results costs what `SELECT 1` does; 10 assignments and 5 IFs more cost
+// ~8-14 us). Version 9 decides the common outcomes in SQL, a first claim in
+// 2 statements without the probe, and drops a CHECK that was compiled at
+// every write of a run: BM_claim server CPU 68 -> 57-64 us, vs_floor 0.67 ->
+// 0.70-0.73; BM_heartbeat 0.93 -> 0.97, BM_finish 0.86 -> 0.89;
+// BM_claim_next_slot_of_a_job unchanged (~100-105 us, 0.55). Tried then and
+// measured worse: the clock's statement and the new run's merged into one
+// (108 vs 101 us), a first claim as one CTE statement (66 vs 63 us); the
+// runs read by a FOR loop instead of one aggregate: the same.
 // cpu_vs_floor (server CPU) is the steadier figure on a loaded machine.
 //
 //   postgres_bench [--benchmark_min_time=2]
