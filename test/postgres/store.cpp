@@ -1265,11 +1265,11 @@ TEST_CASE("version 9's claim answers each step of random histories as version 8'
   // run on two schemas, one left at version 8, one at version 9 (claims of
   // every reason, overlap mode, attempt limit, history and retention, with
   // fences seen before and, rarely, above the counter, or a stranger's
-  // marker; finishes, heartbeats, releases, pauses, triggers, losses
-  // recorded; the clock injected so both read the same times, and moved now
+  // marker; finishes, heartbeats, releases, pauses, stops, purges,
+  // triggers, losses recorded; the clock injected so both read the same times, and moved now
   // and then to a lease's last millisecond or the one after), every answer
   // and every row compared after each step. A loss is recorded for good, so
-  // each history has fresh schemas, and about half of them see one.
+  // each history has fresh schemas, and most of them see one.
   namespace pg = lease::detail::postgres;
   const auto up_to_v8 = [](const std::string& s) {
     return pg::in_schema(pg::create_v1, s) + pg::in_schema(pg::upgrade_to_v2, s) + pg::in_schema(pg::upgrade_to_v3, s) +
@@ -1300,12 +1300,16 @@ TEST_CASE("version 9's claim answers each step of random histories as version 8'
     srv().sql(up_to_v8(s8));
     srv().sql(up_to_v8(s9) + pg::in_schema(pg::upgrade_to_v9, s9));
     REQUIRE(srv().sql("SELECT max(version)::text FROM \"" + s9 + "\".lease_schema_version") == "9");
+    // One marker for both, so that claims can carry the store's own, as they do.
+    srv().sql(pg::in_schema("UPDATE @.lease_store SET marker = 'ours'", s8) +
+              pg::in_schema(";UPDATE @.lease_store SET marker = 'ours'", s9));
     // The same statement on both schemas ('@' = the schema): both answers.
     auto both = [&](std::string_view sql) { return std::pair{all(pg::in_schema(sql, s8)), all(pg::in_schema(sql, s9))}; };
     auto rows = [&] {
       const auto runs = both("SELECT * FROM @.lease_runs ORDER BY job, slot");
       const auto jobs = both("SELECT job, fence, paused, trigger, placeholder FROM @.lease_jobs ORDER BY job");
-      return std::pair{runs.first + jobs.first, runs.second + jobs.second};
+      const auto store = both("SELECT lost_at, purged_at FROM @.lease_store");
+      return std::pair{runs.first + jobs.first + store.first, runs.second + jobs.second + store.second};
     };
     std::int64_t now = 1'700'000'000'000;
     std::map<std::string, std::int64_t> seen;     // the highest fence answered, per job
@@ -1340,9 +1344,18 @@ TEST_CASE("version 9's claim answers each step of random histories as version 8'
                                    ", released = true, handovers = handovers + 1 WHERE (job, slot) = (" + run +
                                    ") AND status = 0 AND NOT released RETURNING 1";
           break;
-        case 3:  // pause or resume
-          sql = "INSERT INTO @.lease_jobs AS j (job, fence, paused) VALUES (" + hex + ", 0, " +
-                (pick(2) == 0 ? "true" : "false") + ") ON CONFLICT (job) DO UPDATE SET paused = excluded.paused";
+        case 3:  // pause or resume, or stop (lease_stop), or purge (lease_purge)
+          switch (pick(6)) {
+            case 0:
+              sql = "SELECT @.lease_stop(" + std::to_string(now) + ", " + hex + ", 'lease_eq')";
+              break;
+            case 1:
+              sql = "SELECT * FROM @.lease_purge(" + std::to_string(now) + ", " + hex + ", 60000)";
+              break;
+            default:
+              sql = "INSERT INTO @.lease_jobs AS j (job, fence, paused) VALUES (" + hex + ", 0, " +
+                    (pick(2) == 0 ? "true" : "false") + ") ON CONFLICT (job) DO UPDATE SET paused = excluded.paused";
+          }
           break;
         case 4:  // a trigger pending at this slot or, rarely, a loss recorded now
           if (pick(100) == 0) {
@@ -1358,15 +1371,16 @@ TEST_CASE("version 9's claim answers each step of random histories as version 8'
           const std::int64_t fence = known < 80 ? 0 : known < 199 ? seen[job] : seen[job] + 1 + pick(3);
           sql = "SELECT o_outcome, o_now, o_detected, o_lost_at, o_slot, o_attempt, o_token, o_fence, o_runner, o_status, "
                 "o_lease_end, o_released, o_handovers, o_manual FROM @.lease_claim(" +
-                std::to_string(now) + ", '" + (pick(1000) == 0 ? "a stranger" : "") + "', " + std::to_string(fence) +
+                std::to_string(now) + ", '" + (pick(1000) == 0 ? "a stranger" : pick(3) == 0 ? "" : "ours") + "', " +
+                std::to_string(fence) +
                 ", " + hex + ", " + std::to_string(slot) + ", 'r" + std::to_string(pick(3)) + "'::bytea, 't" +
                 std::to_string(step) + "'::bytea, " + std::to_string(reason) + ", " + std::to_string(5'000 * (1 + pick(6))) +
                 ", " + std::to_string(1 + pick(3)) + ", " + std::to_string(slot + (pick(3) == 0 ? 20'000 : 3'600'000)) +
                 ", " + std::to_string(pick(4)) + ", " + std::to_string(pick(3)) + ", " + std::to_string(pick(2) * 30'000) + ")";
         }
       }
-      const auto [old_answer, new_answer] = both(sql);
       INFO("history " << history << ", step " << step << ": " << sql);
+      const auto [old_answer, new_answer] = both(sql);
       REQUIRE(new_answer == old_answer);
       if (sql.find("lease_claim") != std::string::npos) {
         ++outcomes[std::stoi(old_answer.substr(0, old_answer.find('|')))];

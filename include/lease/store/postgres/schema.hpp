@@ -93,10 +93,11 @@
 //     and no pause either (pause() creates the row); a pause() that inserts
 //     the row meanwhile makes the first claim's insert wait, do nothing, and
 //     take the general path, which reads the pause under the lock. Since
-//     version 9 a first claim does not probe the row first: its insert
-//     does nothing if the row exists (the general path then locks it), and
-//     an answer that writes nothing (none, late, early) is given only after
-//     a read that finds no row, as version 8's probe found none.
+//     version 9 a first claim does not lock a row to find that there is
+//     none: it reads the clock, then finds no row in the snapshot of the
+//     statement that decides (a row there: the general path). A purge
+//     needs a clock past every fence of the job, so a fence won from that
+//     reading is above every fence the job had before the snapshot.
 //   * heartbeat_many locks its rows in whatever order the join meets them;
 //     two batches sharing runs in opposite orders could deadlock (40P01):
 //     PostgreSQL aborts one, nothing of it is applied, and the store
@@ -676,15 +677,17 @@ UPDATE @.lease_schema_version SET version = 6;
 /// in each transaction (a claim of a new job ran ~25 of them), and the CHECK
 /// was parsed from its catalog text and compiled at every statement that
 /// wrote a run (claims, heartbeats, finishes). So:
-///   * a first claim (p_known = 0) reads the clock, then the store's row
-///     and its outcome in one small statement (a CASE: 0 won, 6 none, 3
-///     late, 7 early, -1 a loss recorded) and wins with one insert whose
-///     RETURNING is the answer: 2 statements (version 8: 3, the first of
-///     them a probe of the job's row).
-///     A job that has a row makes that insert do nothing (ON CONFLICT), and
-///     an answer other than won is given only when the job has no row: both
-///     take the long way, which locks the row, as version 8 did after its
-///     probe found it.
+///   * a first claim (p_known = 0) reads the clock, then in one small
+///     statement whether the job has a row, the store's row and the outcome
+///     (a CASE: 0 won, 6 none, 3 late, 7 early; -1 the job has a row, a
+///     stranger's marker or a loss recorded: the long way, which locks the
+///     row, as version 8 did after its probe found it), and wins with one
+///     insert whose RETURNING is the answer: 2 statements (version 8: 3, the
+///     first of them that probe, FOR UPDATE). The row must be absent from
+///     a snapshot taken after the clock reading: a purge needs a clock past
+///     every fence of the job, so a fence won from this reading is above
+///     them (a first version without this check let a purge between the
+///     reading and the insert send a fence back).
 ///   * the long way reads the run and the job's newer and running runs with
 ///     one aggregate over the locked rows (no cursor, no step per row), then
 ///     decides in the statement that reads the store's row the outcomes that
@@ -725,11 +728,17 @@ BEGIN
   -- 1. A job never claimed (no row: runs are inserted only under it, so
   --    it has none) by a caller that saw no fence of it: with no loss in
   --    sight the rules come down to none (6), late (3), early (7) or won
-  --    (0). -1: the long way below (a row, or a loss in sight).
+  --    (0). -1: the long way below (the job has a row, a stranger's marker
+  --    or a loss recorded). No row in a snapshot taken after the clock
+  --    reading: every fence the job had is below it (a purge needs a clock
+  --    past them), unless, within the next two statements, others create
+  --    the job, win it, finish and purge it: version 8's window too (its
+  --    probe, then the clock, then the insert).
   IF p_known = 0 THEN
     o_now := coalesce(p_now, floor(extract(epoch FROM clock_timestamp()) * 1000)::int8);
     SELECT false, p_slot, s.marker, s.lost_at,
-           CASE WHEN (p_marker <> '' AND p_marker <> s.marker) OR s.lost_at IS NOT NULL THEN -1
+           CASE WHEN EXISTS (SELECT 1 FROM @.lease_jobs x WHERE x.job = p_job)
+                  OR (p_marker <> '' AND p_marker <> s.marker) OR s.lost_at IS NOT NULL THEN -1
                 WHEN p_reason IN (2, 3) THEN 6
                 WHEN o_now > p_deadline + 10000 THEN 3
                 WHEN p_slot > o_now + 1000 THEN 7
@@ -738,17 +747,16 @@ BEGIN
       FROM @.lease_store s WHERE s.id = 1;
     IF o_outcome = 0 THEN
       -- Won: the job's row (its fence already the won one) and the run in
-      -- one statement. A job that has a row makes the row's insert do
-      -- nothing (and a claim of the same job that got there first makes it
-      -- wait for that one first): this claim then takes the long way below,
-      -- locks and clock read again.
+      -- one statement. A claim of the same job that got there first makes
+      -- the row's insert wait for it and then do nothing: this claim then
+      -- takes the long way below, locks and clock read again.
       WITH j AS (INSERT INTO @.lease_jobs (job, fence) VALUES (p_job, greatest(1, o_now))
                    ON CONFLICT (job) DO NOTHING RETURNING fence)
       INSERT INTO @.lease_runs AS r SELECT p_job, p_slot, 1, p_token, j.fence, p_runner, 0, o_now + p_lease, false, 0 FROM j
         RETURNING r.attempt, r.token, r.fence, r.runner, r.status, r.lease_end, r.released, r.handovers, r.manual
         INTO o_attempt, o_token, o_fence, o_runner, o_status, o_lease_end, o_released, o_handovers, o_manual;
       IF FOUND THEN RETURN; END IF;
-    ELSIF o_outcome > 0 AND NOT EXISTS (SELECT 1 FROM @.lease_jobs x WHERE x.job = p_job) THEN
+    ELSIF o_outcome > 0 THEN
       RETURN;  -- none, late or early, as the rules answer a job without state
     END IF;
   END IF;
