@@ -962,9 +962,7 @@ TEST_CASE("a version 1 schema with live runs is migrated to version 9 at the fir
 TEST_CASE("a version 3 schema with live runs is migrated to version 9: no job paused, runs and fences kept, pauses then held") {
   const std::string schema = lease::testing::fresh_schema("v3");
   // Version 3 exactly as the previous release left it: its migrations, in order.
-  srv().sql(lease::detail::postgres::in_schema(lease::detail::postgres::create_v1, schema) +
-            lease::detail::postgres::in_schema(lease::detail::postgres::upgrade_to_v2, schema) +
-            lease::detail::postgres::in_schema(lease::detail::postgres::upgrade_to_v3, schema));
+  srv().sql(lease::detail::postgres::in_schema(lease::detail::postgres::schema_at(3), schema));
   const std::string q = "\"" + schema + "\"";
   CHECK(srv().sql("SELECT max(version)::text FROM " + q + ".lease_schema_version") == "3");
   // A run won through version 3's claim function: a runner still holds it.
@@ -1020,10 +1018,7 @@ TEST_CASE("a version 7 schema is migrated to version 9: a purged job's remembere
   namespace pg = lease::detail::postgres;
   const std::string schema = lease::testing::fresh_schema("v7");
   // Version 7 exactly as the previous release left it: its migrations, in order.
-  srv().sql(pg::in_schema(pg::create_v1, schema) + pg::in_schema(pg::upgrade_to_v2, schema) +
-            pg::in_schema(pg::upgrade_to_v3, schema) + pg::in_schema(pg::upgrade_to_v4(), schema) +
-            pg::in_schema(pg::upgrade_to_v5(), schema) + pg::in_schema(pg::upgrade_to_v6, schema) +
-            pg::in_schema(pg::upgrade_to_v7(), schema));
+  srv().sql(pg::in_schema(pg::schema_at(7), schema));
   const std::string q = "\"" + schema + "\"";
   REQUIRE(srv().sql("SELECT max(version)::text FROM " + q + ".lease_schema_version") == "7");
   // An instance of version 7, connected, its claim prepared (the statement is the same in version 8).
@@ -1271,12 +1266,6 @@ TEST_CASE("version 9's claim answers each step of random histories as version 8'
   // and every row compared after each step. A loss is recorded for good, so
   // each history has fresh schemas, and most of them see one.
   namespace pg = lease::detail::postgres;
-  const auto up_to_v8 = [](const std::string& s) {
-    return pg::in_schema(pg::create_v1, s) + pg::in_schema(pg::upgrade_to_v2, s) + pg::in_schema(pg::upgrade_to_v3, s) +
-           pg::in_schema(pg::upgrade_to_v4(), s) + pg::in_schema(pg::upgrade_to_v5(), s) +
-           pg::in_schema(pg::upgrade_to_v6, s) + pg::in_schema(pg::upgrade_to_v7(), s) +
-           pg::in_schema(pg::upgrade_to_v8(), s);
-  };
   pg::connection c{{.conninfo = srv().conninfo()}};
   REQUIRE(c.open());
   // Every column of every row of the result, as text ('~' for NULL).
@@ -1297,8 +1286,8 @@ TEST_CASE("version 9's claim answers each step of random histories as version 8'
   std::map<int, int> outcomes;  // outcome: how many, over all histories
   for (int history = 0; history < 8; ++history) {
     const std::string s8 = lease::testing::fresh_schema("v8eq"), s9 = lease::testing::fresh_schema("v9eq");
-    srv().sql(up_to_v8(s8));
-    srv().sql(up_to_v8(s9) + pg::in_schema(pg::upgrade_to_v9, s9));
+    srv().sql(pg::in_schema(pg::schema_at(8), s8));
+    srv().sql(pg::in_schema(pg::schema_at(9), s9));
     REQUIRE(srv().sql("SELECT max(version)::text FROM \"" + s9 + "\".lease_schema_version") == "9");
     // One marker for both, so that claims can carry the store's own, as they do.
     srv().sql(pg::in_schema("UPDATE @.lease_store SET marker = 'ours'", s8) +

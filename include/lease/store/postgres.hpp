@@ -807,37 +807,11 @@ class postgres_store {
                                     " and migrates nothing here (migrate = false): upgrade the schema by starting "
                                     "an upgraded instance, then retry");
       // Each step takes the layout one version up, in this transaction.
-      if (ver == "1") {
-        c.exec_simple(detail::postgres::in_schema(detail::postgres::upgrade_to_v2, s_->schema), "migrating to version 2");
-        ver = "2";
-      }
-      if (ver == "2") {
-        c.exec_simple(detail::postgres::in_schema(detail::postgres::upgrade_to_v3, s_->schema), "migrating to version 3");
-        ver = "3";
-      }
-      if (ver == "3") {
-        c.exec_simple(detail::postgres::in_schema(detail::postgres::upgrade_to_v4(), s_->schema), "migrating to version 4");
-        ver = "4";
-      }
-      if (ver == "4") {
-        c.exec_simple(detail::postgres::in_schema(detail::postgres::upgrade_to_v5(), s_->schema), "migrating to version 5");
-        ver = "5";
-      }
-      if (ver == "5") {
-        c.exec_simple(detail::postgres::in_schema(detail::postgres::upgrade_to_v6, s_->schema), "migrating to version 6");
-        ver = "6";
-      }
-      if (ver == "6") {
-        c.exec_simple(detail::postgres::in_schema(detail::postgres::upgrade_to_v7(), s_->schema), "migrating to version 7");
-        ver = "7";
-      }
-      if (ver == "7") {
-        c.exec_simple(detail::postgres::in_schema(detail::postgres::upgrade_to_v8(), s_->schema), "migrating to version 8");
-        ver = "8";
-      }
-      if (ver == "8") {
-        c.exec_simple(detail::postgres::in_schema(detail::postgres::upgrade_to_v9, s_->schema), "migrating to version 9");
-        ver = "9";
+      for (int v = 1; v < detail::postgres::schema_version; ++v) {
+        if (ver != std::to_string(v)) continue;
+        c.exec_simple(detail::postgres::in_schema(detail::postgres::upgrade_from(v), s_->schema),
+                      "migrating to version " + std::to_string(v + 1));
+        ver = std::to_string(v + 1);
       }
       if (ver != std::to_string(detail::postgres::schema_version))
         detail::postgres::raise(postgres_errc::schema_version,

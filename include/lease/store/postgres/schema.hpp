@@ -919,6 +919,32 @@ ALTER TABLE @.lease_runs DROP CONSTRAINT IF EXISTS lease_runs_status_check;
 UPDATE @.lease_schema_version SET version = 9;
 )SQL";
 
+/// The step that takes a schema from version `from` to `from + 1`
+/// (1 <= from < schema_version): the text that upgrade runs, unchanged
+/// since its release. migrate() runs the steps from a schema's version on,
+/// in one transaction; the tests build an older schema from them.
+[[nodiscard]] inline std::string upgrade_from(int from) {
+  switch (from) {
+    case 1: return std::string(upgrade_to_v2);
+    case 2: return std::string(upgrade_to_v3);
+    case 3: return upgrade_to_v4();
+    case 4: return upgrade_to_v5();
+    case 5: return std::string(upgrade_to_v6);
+    case 6: return upgrade_to_v7();
+    case 7: return upgrade_to_v8();
+    case 8: return std::string(upgrade_to_v9);
+    default: throw std::logic_error("lease postgres schema: no step from version " + std::to_string(from));
+  }
+}
+
+/// A schema exactly as version `version` of this library left it ('@' =
+/// the schema): version 1's tables, then each step up to `version`.
+[[nodiscard]] inline std::string schema_at(int version) {
+  std::string sql(create_v1);
+  for (int v = 1; v < version; ++v) sql += upgrade_from(v);
+  return sql;
+}
+
 /// The prepared statements, by index.
 enum class stmt : unsigned {
   claim, heartbeat, heartbeat_many, finish, release, get, unfinished, now, note_loss, state, pause, resume, paused,
