@@ -844,3 +844,68 @@ TEST_CASE("on a redis cluster a replica promoted without the last writes: the lo
   const auto res = lease::testing::until([&] { return rival.claim(again); });
   CHECK(res.outcome == claim_outcome::quarantined);
 }
+
+// A slot that no master serves (its master failed with no replica to
+// promote, or an operator removed it) while the cluster serves the others
+// (cluster-require-full-coverage no): a batch of claims fails only the
+// claims of the jobs on that slot. Before, the router threw for the whole
+// batch as soon as the slot map it read showed the gap, and every job of
+// the batch missed its slot while the gap lasted. Its own small cluster:
+// the slot is removed for good.
+TEST_CASE("on a redis cluster a slot with no master fails only its own claims in a batch") {
+  redis_cluster c(3);
+  for (int i = 0; i < c.total(); ++i)
+    redis_cluster::expect_ok(c.node(i).command({"CONFIG", "SET", "cluster-require-full-coverage", "no"}),
+                             "CONFIG SET");
+  const std::string prefix = lease::testing::fresh_prefix("noowner");
+  const unsigned marker = lease::detail::redis::key_slot(lease::detail::redis::store_key(prefix));
+  // Two jobs per master, by this cluster's map (the same slots as the shared one's).
+  std::vector<std::string> jobs;
+  std::vector<int> per(3, 0);
+  for (int i = 0; jobs.size() < 6; ++i) {
+    const std::string job = "job-" + std::to_string(i);
+    int& n = per[static_cast<std::size_t>(c.owner_of(slot_of(prefix, job)))];
+    if (n < 2 && slot_of(prefix, job) != marker) {
+      ++n;
+      jobs.push_back(job);
+    }
+  }
+  // The first job's slot served by no one, on every node's map.
+  const unsigned gap = slot_of(prefix, jobs.front());
+  for (int i = 0; i < c.total(); ++i)
+    redis_cluster::expect_ok(c.node(i).command({"CLUSTER", "DELSLOTS", std::to_string(gap)}), "CLUSTER DELSLOTS");
+  lease::redis_options o;
+  o.url = c.url();
+  o.prefix = prefix;
+  o.cluster = true;
+  o.command_timeout = 300ms;
+  lease::redis_store store{std::move(o)};
+  const auto slot0 = time_point{lease::duration{1'700'000'000'000}};
+  std::vector<claim_request> batch;
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    batch.push_back(request(jobs[i], slot0, "t" + std::to_string(i)));
+    batch.back().deadline = time_point::max() - 1h;
+  }
+  std::vector<std::optional<lease::claim_result>> answers;
+  std::string what;
+  try {
+    (void)store.claim_many(batch);
+    FAIL("the claim of a job on a slot with no master was answered");
+  } catch (const lease::partial_batch_error<lease::claim_result>& e) {
+    answers = e.answers();
+    what = e.what();
+  }
+  CAPTURE(what);
+  CHECK(what.find("no master") != std::string::npos);
+  REQUIRE(answers.size() == batch.size());
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    CAPTURE(i, jobs[i], slot_of(prefix, jobs[i]));
+    if (slot_of(prefix, jobs[i]) == gap) {
+      CHECK_FALSE(answers[i].has_value());
+    } else {
+      REQUIRE(answers[i].has_value());
+      CHECK(answers[i]->outcome == claim_outcome::won);
+      CHECK(answers[i]->record.token == batch[i].token);
+    }
+  }
+}

@@ -372,9 +372,23 @@ class router {
     std::vector<std::uint64_t> generation(n, 0);  // of the connection each reply came on
     std::vector<std::size_t> target(n);
     std::vector<char> asking(n, 0), reloaded(n, 0), moved_now(n, 0);
-    for (std::size_t i = 0; i < n; ++i) target[i] = target_of(cmds[i]);
-    std::vector<std::size_t> todo(n);
-    for (std::size_t i = 0; i < n; ++i) todo[i] = i;
+    std::vector<std::size_t> todo;
+    todo.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      // A slot with no master (CLUSTERDOWN) fails its own commands only,
+      // when the caller takes failures element by element: the other
+      // masters' commands are still sent.
+      try {
+        target[i] = target_of(cmds[i]);
+      } catch (const store_error& e) {
+        if (failed == nullptr) throw;
+        stale_ = true;  // its new master may be elected by the next call
+        target[i] = none;
+        if (!*failed) failed->emplace(e);
+        continue;
+      }
+      todo.push_back(i);
+    }
     auto pause = std::chrono::milliseconds{10};
     const auto give_up = std::chrono::steady_clock::now() + base_.command_timeout;
     while (!todo.empty()) {
@@ -437,8 +451,14 @@ class router {
           // A command just redirected by MOVED goes where the owner said: a
           // map read from another node may still show the old owner for a
           // moment while a migration settles, and would send it back there.
-          for (std::size_t i : again)
-            if (asking[i] == 0 && moved_now[i] == 0) target[i] = target_of(cmds[i]);
+          for (std::size_t i : again) {
+            if (asking[i] != 0 || moved_now[i] != 0) continue;
+            try {
+              target[i] = target_of(cmds[i]);
+            } catch (const store_error&) {
+              // Its slot has no master now: its last target, whose error reply stands if it fails again.
+            }
+          }
         } catch (const store_error&) {
           // Keep the redirections' targets; the next batch reads the map again.
         }
