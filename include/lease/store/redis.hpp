@@ -445,7 +445,7 @@ class redis_store {
     if (failed)
       failed.emplace(make_error_code(errc::outcome_unknown),
                      std::string(failed->what()) +
-                         "; the finishes and releases sent to that master may or may not have been applied");
+                         "; the finishes and releases left unanswered may or may not have been applied");
     return answers_or_throw(std::move(out), failed);
   }
 

@@ -73,9 +73,10 @@ class router {
   }
 
   /// exchange(), command by command: on a cluster a node that fails (down,
-  /// its connection lost) fails only its own commands: their replies stay
-  /// null, and `failed` holds the first such error. On one server every
-  /// command shares its fate, and a failure is thrown.
+  /// its connection lost), or a slot with no master, fails only its own
+  /// commands: their replies stay null, and `failed` holds the first such
+  /// error. On one server every command shares its fate, and a failure is
+  /// thrown.
   std::vector<reply_ptr> exchange_each(std::span<const argv_t> cmds, std::optional<store_error>& failed,
                                        std::vector<std::size_t>* where = nullptr) {
     if (!cluster_) return exchange(cmds, where);
@@ -100,11 +101,11 @@ class router {
   }
 
   /// eval_many, element by element: on a cluster a master that fails (down,
-  /// its connection lost, an error reply) fails only its own elements:
-  /// their replies stay null, and `failed` holds the first such error. So
-  /// one master down does not fail the renewals on the others. On one
-  /// server every element shares its fate, and a failure is thrown.
-  /// `where`, if given: the node each element ran on (wait_each's keys).
+  /// its connection lost, an error reply), or a slot with no master, fails
+  /// only its own elements: their replies stay null, and `failed` holds the
+  /// first such error. So one master down does not fail the renewals on the
+  /// others. On one server every element shares its fate, and a failure is
+  /// thrown. `where`, if given: the node each element ran on (wait_each's keys).
   template <class MakeArgs>
   std::vector<reply_ptr> eval_each(script which, std::size_t count, MakeArgs&& make_args,
                                    std::optional<store_error>& failed, std::vector<std::size_t>* where = nullptr) {
@@ -216,8 +217,7 @@ class router {
     std::vector<std::size_t> out;
     for (std::size_t slot = 0; slot < slot_count; ++slot) {
       const std::size_t o = owner_[slot];
-      if (o == none)
-        raise(redis_errc::tryagain, where(), "slot " + std::to_string(slot) + " has no master (CLUSTERDOWN)");
+      if (o == none) no_master(slot);
       if (std::find(out.begin(), out.end(), o) == out.end()) out.push_back(o);
     }
     return out;
@@ -305,7 +305,7 @@ class router {
     for (auto& n : nodes_)
       if (n->connected()) return *n;
     const std::size_t o = owner_[0];
-    if (o == none) raise(redis_errc::tryagain, where(), "slot 0 has no master (CLUSTERDOWN)");
+    if (o == none) no_master(0);
     return *nodes_[o];
   }
 
@@ -317,9 +317,17 @@ class router {
         if (nodes_[i].get() == &d) return i;
     }
     const std::size_t o = owner_[*slot];
-    if (o == none)
-      raise(redis_errc::tryagain, where(), "slot " + std::to_string(*slot) + " has no master (CLUSTERDOWN)");
+    if (o == none) no_master(*slot);
     return o;
+  }
+
+  /// A slot the map shows without a master: unavailable, and the map is read
+  /// again at the next call, so that a master elected or assigned since is
+  /// found (before, only a reply or a failed connection marked it stale, and a
+  /// call that sent nothing kept failing on the cached gap).
+  [[noreturn]] void no_master(std::size_t slot) {
+    stale_ = true;
+    raise(redis_errc::tryagain, where(), "slot " + std::to_string(slot) + " has no master (CLUSTERDOWN)");
   }
 
   /// Reads the slot map from the first node or seed that answers, on a
@@ -362,8 +370,9 @@ class router {
 
   /// The replies of `cmds`, each sent to the master of its slot, following
   /// redirections. With `failed`, a node that cannot be reached or whose
-  /// connection fails leaves its elements' replies null (the first error in
-  /// *failed) while the others are answered; without, it fails them all.
+  /// connection fails, or a slot that no master serves, leaves its elements'
+  /// replies null (the first error in *failed) while the others are
+  /// answered; without, it fails them all.
   std::vector<reply_ptr> routed(std::span<const argv_t> cmds, std::optional<store_error>* failed = nullptr,
                                 std::vector<std::size_t>* where = nullptr) {
     if (stale_) refresh();
@@ -382,7 +391,6 @@ class router {
         target[i] = target_of(cmds[i]);
       } catch (const store_error& e) {
         if (failed == nullptr) throw;
-        stale_ = true;  // its new master may be elected by the next call
         target[i] = none;
         if (!*failed) failed->emplace(e);
         continue;
