@@ -66,7 +66,7 @@
 // runs read by a FOR loop instead of one aggregate: the same.
 // Also measured 2026-12-07 for the next slot, none of it kept (pgbench -M
 // prepared, server and client pinned to one core each, a claim's time = a
-// script with it less the same script without it): version 9's claim ~140
+// script with it minus the same script without it): version 9's claim ~140
 // us against the floor's ~63; the same claim as one top-level CTE statement
 // (job row locked, clock, store's row, runs checked, fence, run and prune
 // as data-modifying CTEs) with lease_claim as the fallback in the same
@@ -76,11 +76,12 @@
 // read and the new run's statement planned again at every call (custom
 // plans win on cost), yet plan_cache_mode = force_generic_plan made
 // BM_claim_next_slot_of_a_job's server CPU no lower (108 vs 100-106 us).
-// With fsync on (the server's default, unpinned, 2 repetitions): BM_claim
-// 0.74, next slot 0.63, heartbeat 0.95, finish 1.00 of a floor that now
-// includes a flush. Reaching 0.7 for the next slot needs a claim with fewer
-// statements than one lock, one read and one write can be, so a different
-// layout of the tables, not a rewrite of this function.
+// With fsync on (the server's default, unpinned, 2 repetitions), vs_floor:
+// BM_claim 0.74, next slot 0.63, heartbeat 0.95, finish 1.00, against a
+// floor that now includes a flush. BM_claim_next_slot_of_a_job at 0.7 of
+// the floor (fsync off, as measured here) needs fewer statements than the
+// minimum of one lock, one read and one write that this function runs: a
+// different layout of the tables, not a rewrite of the function.
 // cpu_vs_floor (server CPU) is the steadier figure on a loaded machine.
 //
 //   postgres_bench [--benchmark_min_time=2]
