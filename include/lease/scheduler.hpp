@@ -445,8 +445,15 @@ class scheduler {
   }
   [[nodiscard]] time_point wall() const { return clock_.now(); }
   /// The store's clock now, as far as this instance can tell without
-  /// asking: its wall clock plus the store's lead at the last claim answer.
-  [[nodiscard]] time_point store_clock_estimate() const { return wall() + store_lead_; }
+  /// asking: the store's clock in the last claim answer plus the monotonic
+  /// time since that answer arrived (this instance's wall clock before any
+  /// answer). Not this wall clock plus the store's lead: a step of it after
+  /// the answer would move the estimate with it, and a claim the store would
+  /// still take would be dropped as late.
+  [[nodiscard]] time_point store_clock_estimate() const {
+    if (!store_seen_) return wall();
+    return store_seen_->first + std::chrono::duration_cast<duration>(steady() - store_seen_->second);
+  }
   [[nodiscard]] steady_point steady() const { return steady_now(clock_); }
 
   // claims.hpp
@@ -636,11 +643,12 @@ class scheduler {
   std::map<run_key, std::string> retired_tokens_;
   std::optional<duration> round_trip_;  // of the claim whose answer is being handled (set by try_claim)
   detail::store_clock_watch store_clock_;  // the store's clock in claim answers, against steady()
-  // The store's clock less this instance's wall clock, at the last claim
-  // answer. A slot's deadline is on the store's clock (rules::claim), so
-  // whether a claim is too late to send again is judged on it, not on a
-  // wall clock that may run minutes ahead or behind (store_clock_estimate).
-  duration store_lead_{0};
+  // The store's clock in the last claim answer, and when (monotonic) that
+  // answer arrived. A slot's deadline is on the store's clock
+  // (rules::claim), so whether a claim is too late to send again is judged
+  // on it, not on a wall clock that may run minutes ahead or behind, or be
+  // stepped (store_clock_estimate).
+  std::optional<std::pair<time_point, steady_point>> store_seen_;
   std::shared_ptr<live_counts> counts_ = std::make_shared<live_counts>();
   std::uint64_t next_id_ = 1;
   /// The next heartbeat tick of each interval in use by a running attempt:

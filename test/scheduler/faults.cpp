@@ -316,6 +316,32 @@ TEST_CASE("a claim from an instance whose clock runs ahead by more than max_late
   CHECK(sim.violations().empty());
 }
 
+// Whether a claim is too late to send again is judged on the store's clock
+// (a slot's deadline is on it), estimated from the last claim answer. The
+// estimate counted from this instance's wall clock: stepped ahead after that
+// answer, it made a claim the store would still take look late, and the
+// slot was dropped. Now it counts on the monotonic clock from the answer.
+TEST_CASE("a claim retried after this instance's wall clock was stepped ahead is judged late on the store's clock") {
+  lease::options o = sim_options();
+  o.max_late = 5s;  // deadline: slot + 5 s (+ 10 s of tolerance)
+  lease::sim::cluster<> sim(7, o, sim_start);
+  sim.add_job("report", lease::every(300s), [](const lease::run_context&) { return lease::sim::script{.runs_for = 1s}; });
+  sim.add_instance("a");
+  sim.start_all();
+  sim.run_for(580s);  // slot 1 h + 300 s claimed and run: the last claim answer
+  REQUIRE(sim.recorded().handlers.size() == 1);
+  sim.step_clock(0, 60s);  // by its own clock slot 1 h + 600 s is 40 s past…
+  sim.hang_store(0, 100ms, 3);  // …and its claims fail, so no answer corrects the estimate
+  sim.run_for(60s);
+  INFO(sim.describe());
+  const auto& h = sim.recorded();
+  REQUIRE(h.handlers.size() == 2);
+  CHECK(h.handlers[1].run.slot == lease::time_point{} + 1h + 600s);
+  CHECK(h.handlers[1].start <= h.handlers[1].run.slot + 1s);  // on time by the store
+  for (const auto& e : h.events) CHECK(e.kind != event_kind::late);
+  CHECK(sim.violations().empty());
+}
+
 // ---- the self-abort is on time, whatever the I/O does ----------------------
 
 TEST_CASE("a runner whose store calls hang stops its handler before a backup can take the run over") {
