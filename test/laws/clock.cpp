@@ -3,8 +3,10 @@
 
 #include "lease/clock/fake.hpp"
 #include "lease/clock/system.hpp"
+#include "lease/scheduler/manual_time.hpp"
 
 #include <limits>
+#include <memory>
 
 using namespace std::chrono_literals;
 
@@ -57,6 +59,31 @@ TEST_CASE("copies of a skewed_clock share their offset, and a step leaves monoto
   a.step(-30s);
   CHECK(b.now() == lease::time_point{5'000ms + 1s - 30s});
   CHECK(b.steady() == base.steady());
+}
+
+namespace {
+/// A manual clock of a user's own: advance() and a wall time, no steady().
+struct ticks {
+  std::shared_ptr<lease::time_point> t = std::make_shared<lease::time_point>(lease::time_point{1'000ms});
+  [[nodiscard]] lease::time_point now() const { return *t; }
+  void advance(lease::duration d) const { *t += d; }
+};
+}  // namespace
+
+// A skewed_clock over a manual clock without steady() is manual too (a
+// scheduler on it starts no thread): its monotonic time must be the base's,
+// which moves only when the test moves it. It was the host's, so timers and
+// lease deadlines ran on real time while the test moved the clock.
+TEST_CASE("a skewed_clock over a manual clock without steady() reads the base's monotonic time, not the host's") {
+  ticks base;
+  lease::skewed_clock<ticks> skewed{base, 30s};
+  static_assert(lease::is_manual_clock<lease::skewed_clock<ticks>>);
+  const lease::steady_point s0 = lease::steady_now(skewed);
+  CHECK(s0 == lease::steady_now(base));
+  base.advance(250ms);
+  CHECK(lease::steady_now(skewed) - s0 == 250ms);
+  skewed.step(-60s);  // a step of its wall clock: monotonic time does not move
+  CHECK(lease::steady_now(skewed) - s0 == 250ms);
 }
 
 TEST_CASE("system_clock's monotonic time never goes back") {

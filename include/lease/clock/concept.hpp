@@ -41,15 +41,29 @@ concept MonotonicClock = Clock<C> && requires(const C& c) {
   { c.steady() } -> std::same_as<steady_point>;
 };
 
+template <Clock C>
+class skewed_clock;
+
+namespace detail {
+template <class T>
+inline constexpr bool is_skewed_clock = false;
+template <class C>
+inline constexpr bool is_skewed_clock<skewed_clock<C>> = true;
+}  // namespace detail
+
 /// The monotonic time of any Clock: its steady() if it has one; else, for a
 /// manual clock, its wall time (it is only moved forward in tests that need
-/// nothing more); else the host's monotonic clock.
+/// nothing more); else, for a skewed_clock, its base's, by these same rules
+/// (a skewed manual clock is manual: its time must not be the host's); else
+/// the host's monotonic clock.
 template <Clock C>
 [[nodiscard]] steady_point steady_now(const C& c) noexcept {
   if constexpr (MonotonicClock<C>)
     return c.steady();
   else if constexpr (requires(C& m) { m.advance(duration{}); })
     return steady_point{c.now().time_since_epoch()};
+  else if constexpr (detail::is_skewed_clock<C>)
+    return steady_now(c.base());
   else
     return host_steady();
 }
