@@ -445,14 +445,19 @@ class scheduler {
   }
   [[nodiscard]] time_point wall() const { return clock_.now(); }
   /// The store's clock now, as far as this instance can tell without
-  /// asking: the store's clock in the last claim answer plus the monotonic
-  /// time since that answer arrived (this instance's wall clock before any
-  /// answer). Not this wall clock plus the store's lead: a step of it after
-  /// the answer would move the estimate with it, and a claim the store would
-  /// still take would be dropped as late.
+  /// asking, for one use only: dropping a claim or a slot as too late to
+  /// send. Two estimates from the last claim answer, and the earlier one:
+  /// the store's clock then plus the monotonic time since (blind to a step
+  /// of this instance's wall clock), and this wall clock now plus the store's
+  /// lead then (which follows a step of the store's clock when it is this
+  /// host's wall clock, as SQLite's is). Each alone dropped, after one kind
+  /// of step, a claim the store would still take; a claim sent too late
+  /// costs only the store's `late` answer. Before any answer: the wall clock.
   [[nodiscard]] time_point store_clock_estimate() const {
     if (!store_seen_) return wall();
-    return store_seen_->first + std::chrono::duration_cast<duration>(steady() - store_seen_->second);
+    const store_seen& s = *store_seen_;
+    return std::min(s.store_now + std::chrono::duration_cast<duration>(steady() - s.arrived),
+                    wall() + (s.store_now - s.wall_then));
   }
   [[nodiscard]] steady_point steady() const { return steady_now(clock_); }
 
@@ -643,12 +648,17 @@ class scheduler {
   std::map<run_key, std::string> retired_tokens_;
   std::optional<duration> round_trip_;  // of the claim whose answer is being handled (set by try_claim)
   detail::store_clock_watch store_clock_;  // the store's clock in claim answers, against steady()
-  // The store's clock in the last claim answer, and when (monotonic) that
-  // answer arrived. A slot's deadline is on the store's clock
-  // (rules::claim), so whether a claim is too late to send again is judged
-  // on it, not on a wall clock that may run minutes ahead or behind, or be
-  // stepped (store_clock_estimate).
-  std::optional<std::pair<time_point, steady_point>> store_seen_;
+  // The store's clock in the last claim answer, when (monotonic) that
+  // answer arrived, and this instance's wall clock then. A slot's deadline
+  // is on the store's clock (rules::claim), so whether a claim is too late
+  // to send again is judged on it, not on a wall clock that may run minutes
+  // ahead or behind, or be stepped (store_clock_estimate).
+  struct store_seen {
+    time_point store_now;
+    steady_point arrived;
+    time_point wall_then;
+  };
+  std::optional<store_seen> store_seen_;
   std::shared_ptr<live_counts> counts_ = std::make_shared<live_counts>();
   std::uint64_t next_id_ = 1;
   /// The next heartbeat tick of each interval in use by a running attempt:

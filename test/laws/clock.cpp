@@ -78,6 +78,7 @@ TEST_CASE("a skewed_clock over a manual clock without steady() reads the base's 
   ticks base;
   lease::skewed_clock<ticks> skewed{base, 30s};
   static_assert(lease::is_manual_clock<lease::skewed_clock<ticks>>);
+  static_assert(!lease::MonotonicClock<lease::skewed_clock<ticks>>);  // steady_now's skewed_clock branch
   const lease::steady_point s0 = lease::steady_now(skewed);
   CHECK(s0 == lease::steady_now(base));
   base.advance(250ms);

@@ -342,6 +342,31 @@ TEST_CASE("a claim retried after this instance's wall clock was stepped ahead is
   CHECK(sim.violations().empty());
 }
 
+// The same judgement on one host (a SQLite file): the store's clock is this
+// wall clock, stepped back with it. The monotonic estimate alone would run
+// a minute ahead of the store's clock and drop the claim; the one that
+// follows the wall clock is the earlier, and the slot runs.
+TEST_CASE("a claim retried after this host's wall clock and the store's were stepped back together still runs its slot") {
+  lease::options o = sim_options();
+  o.max_late = 5s;  // deadline: slot + 5 s (+ 10 s of tolerance)
+  lease::sim::cluster<> sim(7, o, sim_start);
+  sim.add_job("report", lease::every(300s), [](const lease::run_context&) { return lease::sim::script{.runs_for = 1s}; });
+  sim.add_instance("a");
+  sim.start_all();
+  sim.run_for(580s);  // slot 1 h + 300 s claimed and run: the last claim answer
+  REQUIRE(sim.recorded().handlers.size() == 1);
+  sim.step_clock(0, -60s);  // one host: its wall clock…
+  sim.step_store_clock(-60s);  // …is the store's
+  sim.run_for(79s);  // both read 1 h + 599 s
+  sim.hang_store(0, 100ms, 3);  // the slot's claims fail, so no answer corrects the estimates
+  sim.run_for(30s);
+  INFO(sim.describe());
+  const auto& h = sim.recorded();
+  REQUIRE(h.handlers.size() == 2);
+  CHECK(h.handlers[1].run.slot == lease::time_point{} + 1h + 600s);
+  for (const auto& e : h.events) CHECK(e.kind != event_kind::late);
+}
+
 // ---- the self-abort is on time, whatever the I/O does ----------------------
 
 TEST_CASE("a runner whose store calls hang stops its handler before a backup can take the run over") {

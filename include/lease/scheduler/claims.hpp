@@ -369,7 +369,7 @@ template <Store S, Clock C, Executor E, OverlapPolicy P>
 void scheduler<S, C, E, P>::observe_store_clock(steady_point sent, steady_point arrived, const run_key& run,
                                                 time_point store_now) {
   if (store_now == time_point{}) return;
-  store_seen_ = std::pair{store_now, arrived};
+  store_seen_ = store_seen{store_now, arrived, wall()};
   const std::optional<duration> step = store_clock_.observe(sent, arrived, store_now);
   if (!step) return;
   // Two answers in a row showed it (store_clock_watch.hpp).
