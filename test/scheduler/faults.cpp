@@ -317,54 +317,65 @@ TEST_CASE("a claim from an instance whose clock runs ahead by more than max_late
 }
 
 // Whether a claim is too late to send again is judged on the store's clock
-// (a slot's deadline is on it), estimated from the last claim answer. The
-// estimate counted from this instance's wall clock: stepped ahead after that
-// answer, it made a claim the store would still take look late, and the
-// slot was dropped. Now it counts on the monotonic clock from the answer.
+// (a slot's deadline is on it), estimated from the last claim answer as the
+// earlier of two estimates: the store's time then plus the monotonic time
+// since, and this instance's wall clock plus the store's lead then. Each
+// scenario below fails on one of the two alone.
+namespace {
+/// One instance, one job every 300 s with max_late 5 s (deadline: slot + 5 s,
+/// plus 10 s of tolerance), run to 580 s: slot 1 h + 300 s has been claimed
+/// and run, and that claim's answer is the last the instance has.
+struct after_one_answer {
+  lease::sim::cluster<> sim;
+  after_one_answer() : sim(7, options(), sim_start) {
+    sim.add_job("report", lease::every(300s), [](const lease::run_context&) { return lease::sim::script{.runs_for = 1s}; });
+    sim.add_instance("a");
+    sim.start_all();
+    sim.run_for(580s);
+  }
+  static lease::options options() {
+    lease::options o = sim_options();
+    o.max_late = 5s;
+    return o;
+  }
+  /// The second handler ran slot 1 h + 600 s, and no slot was dropped as late.
+  /// (`start` is on the sim's true time, which is the store's unless the
+  /// store's clock was stepped.)
+  void check_next_slot_ran(bool store_clock_is_true_time) const {
+    INFO(sim.describe());
+    const auto& h = sim.recorded();
+    REQUIRE(h.handlers.size() == 2);
+    CHECK(h.handlers[1].run.slot == lease::time_point{} + 1h + 600s);
+    if (store_clock_is_true_time) CHECK(h.handlers[1].start <= h.handlers[1].run.slot + 1s);  // on time by the store
+    for (const auto& e : h.events) CHECK(e.kind != event_kind::late);
+    CHECK(sim.violations().empty());
+  }
+};
+}  // namespace
+
+// The wall clock alone, stepped ahead after the answer, made a claim the
+// store would still take look late, and the slot was dropped.
 TEST_CASE("a claim retried after this instance's wall clock was stepped ahead is judged late on the store's clock") {
-  lease::options o = sim_options();
-  o.max_late = 5s;  // deadline: slot + 5 s (+ 10 s of tolerance)
-  lease::sim::cluster<> sim(7, o, sim_start);
-  sim.add_job("report", lease::every(300s), [](const lease::run_context&) { return lease::sim::script{.runs_for = 1s}; });
-  sim.add_instance("a");
-  sim.start_all();
-  sim.run_for(580s);  // slot 1 h + 300 s claimed and run: the last claim answer
-  REQUIRE(sim.recorded().handlers.size() == 1);
-  sim.step_clock(0, 60s);  // by its own clock slot 1 h + 600 s is 40 s past…
-  sim.hang_store(0, 100ms, 3);  // …and its claims fail, so no answer corrects the estimate
-  sim.run_for(60s);
-  INFO(sim.describe());
-  const auto& h = sim.recorded();
-  REQUIRE(h.handlers.size() == 2);
-  CHECK(h.handlers[1].run.slot == lease::time_point{} + 1h + 600s);
-  CHECK(h.handlers[1].start <= h.handlers[1].run.slot + 1s);  // on time by the store
-  for (const auto& e : h.events) CHECK(e.kind != event_kind::late);
-  CHECK(sim.violations().empty());
+  after_one_answer t;
+  REQUIRE(t.sim.recorded().handlers.size() == 1);
+  t.sim.step_clock(0, 60s);        // by its own clock slot 1 h + 600 s is 40 s past…
+  t.sim.hang_store(0, 100ms, 3);   // …and its claims fail, so no answer corrects the estimate
+  t.sim.run_for(60s);
+  t.check_next_slot_ran(true);
 }
 
-// The same judgement on one host (a SQLite file): the store's clock is this
-// wall clock, stepped back with it. The monotonic estimate alone would run
-// a minute ahead of the store's clock and drop the claim; the one that
-// follows the wall clock is the earlier, and the slot runs.
+// On one host (a SQLite file) the store's clock is this wall clock, stepped
+// back with it. The monotonic estimate alone ran a minute ahead of the
+// store's clock and dropped the claim.
 TEST_CASE("a claim retried after this host's wall clock and the store's were stepped back together still runs its slot") {
-  lease::options o = sim_options();
-  o.max_late = 5s;  // deadline: slot + 5 s (+ 10 s of tolerance)
-  lease::sim::cluster<> sim(7, o, sim_start);
-  sim.add_job("report", lease::every(300s), [](const lease::run_context&) { return lease::sim::script{.runs_for = 1s}; });
-  sim.add_instance("a");
-  sim.start_all();
-  sim.run_for(580s);  // slot 1 h + 300 s claimed and run: the last claim answer
-  REQUIRE(sim.recorded().handlers.size() == 1);
-  sim.step_clock(0, -60s);  // one host: its wall clock…
-  sim.step_store_clock(-60s);  // …is the store's
-  sim.run_for(79s);  // both read 1 h + 599 s
-  sim.hang_store(0, 100ms, 3);  // the slot's claims fail, so no answer corrects the estimates
-  sim.run_for(30s);
-  INFO(sim.describe());
-  const auto& h = sim.recorded();
-  REQUIRE(h.handlers.size() == 2);
-  CHECK(h.handlers[1].run.slot == lease::time_point{} + 1h + 600s);
-  for (const auto& e : h.events) CHECK(e.kind != event_kind::late);
+  after_one_answer t;
+  REQUIRE(t.sim.recorded().handlers.size() == 1);
+  t.sim.step_clock(0, -60s);       // one host: its wall clock…
+  t.sim.step_store_clock(-60s);    // …is the store's
+  t.sim.run_for(79s);              // both read 1 h + 599 s
+  t.sim.hang_store(0, 100ms, 3);   // the slot's claims fail, so no answer corrects the estimates
+  t.sim.run_for(30s);
+  t.check_next_slot_ran(false);
 }
 
 // ---- the self-abort is on time, whatever the I/O does ----------------------
