@@ -757,6 +757,48 @@ TEST_CASE("a server restarted in the middle of heartbeats: unavailable, then the
   CHECK(second.record.fence == won.record.fence);
 }
 
+// A connect waits for each host connect_timeout on the monotonic clock
+// (connect.hpp). libpq's own wait read the wall clock and rounded anything
+// below 2 s up to 2 s, so these fail on it by their messages and their time.
+// The server that does not answer is a black-holed proxy: the TCP connect
+// succeeds, the startup packet is never answered.
+TEST_CASE("a connect to a server that does not answer gives up after connect_timeout, and the next one connects once it answers") {
+  lease::testing::loopback_proxy silent(srv().port());
+  silent.black_hole(true);
+  auto o = options("host=127.0.0.1 port=" + std::to_string(silent.port()) + " user=postgres dbname=postgres",
+                   lease::testing::fresh_schema("silent"));
+  o.connect_timeout = 300ms;
+  lease::postgres_store store{o};
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    (void)store.claim(request("j", store.now(), "t1"));
+    FAIL("a claim went through a server that does not answer");
+  } catch (const lease::store_error& e) {
+    INFO(e.what());
+    CHECK(e.code() == lease::errc::unavailable);
+    CHECK(std::string(e.what()).find("no answer from 127.0.0.1:" + std::to_string(silent.port()) +
+                                     " within 300 ms (connect_timeout)") != std::string::npos);
+  }
+  CHECK(std::chrono::steady_clock::now() - start < 1900ms);  // libpq's own wait is 2 s at least
+  silent.black_hole(false);
+  const auto won = until_available([&] { return store.claim(request("j", store.now(), "t1")); });
+  CHECK(won.outcome == claim_outcome::won);
+}
+
+TEST_CASE("a two-host conninfo whose first host does not answer connects to the second after connect_timeout") {
+  lease::testing::loopback_proxy silent(srv().port());
+  silent.black_hole(true);
+  auto o = options("host=127.0.0.1,127.0.0.1 port=" + std::to_string(silent.port()) + "," +
+                       std::to_string(srv().port()) + " user=postgres dbname=postgres target_session_attrs=read-write",
+                   lease::testing::fresh_schema("twohost"));
+  o.connect_timeout = 300ms;
+  lease::postgres_store store{o};
+  const auto start = std::chrono::steady_clock::now();
+  const time_point slot = store.now();  // a connect, on the first try: no error
+  CHECK(std::chrono::steady_clock::now() - start < 1900ms);
+  CHECK(store.claim(request("j", slot, "t1")).outcome == claim_outcome::won);  // the first host forwards nothing
+}
+
 TEST_CASE("a schema with a version this library does not know is a clear error") {
   const std::string schema = lease::testing::fresh_schema("ver");
   { (void)lease::postgres_store{options(srv().conninfo(), schema)}.now(); }

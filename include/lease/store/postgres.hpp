@@ -102,6 +102,10 @@ struct postgres_options {
   /// that look at the instances' store (leasectl: a mistyped --namespace
   /// must not leave an empty schema behind), and for roles without CREATE.
   bool migrate = true;
+  /// Longest wait for each host of the conninfo to answer a connect, on the
+  /// monotonic clock (a step of the wall clock does not stretch it, as it
+  /// does libpq's own); then the next host is tried. A connect_timeout in
+  /// the conninfo (seconds, libpq's keyword) wins.
   std::chrono::milliseconds connect_timeout{2000};
   /// Longest wait for one answer; past it the connection is dropped and the
   /// operation fails (unavailable, or resolved by reading back for a claim,

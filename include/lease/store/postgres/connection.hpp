@@ -2,11 +2,13 @@
 // with backoff and runs prepared statements with a deadline.
 //
 // Built from a libpq conninfo string or URI, handed to libpq unchanged
-// (PQconnectdbParams with expand_dbname), so everything libpq reads works as
-// users expect: sslmode and the other ssl* keywords, several hosts with
+// (PQconnectStartParams with expand_dbname), so everything libpq reads works
+// as users expect: sslmode and the other ssl* keywords, several hosts with
 // target_session_attrs=read-write, PGPASSFILE and ~/.pgpass, service files,
-// the PG* environment. Defaults this store adds (connect_timeout,
-// application_name) come before it: the user's own keywords win.
+// the PG* environment. The default this store adds (application_name) comes
+// before it: the user's own keywords win. The connect waits for each host
+// at most connect_timeout on the monotonic clock (connect.hpp: libpq's own
+// wait is on the wall clock); a connect_timeout in the conninfo wins.
 //
 // Failures are store_errors (error.hpp). A failure after a request was sent
 // is a `transport_error` with maybe_applied() true, so the store can resolve
@@ -33,17 +35,14 @@
 #include <libpq-fe.h>
 #include <poll.h>
 
+#include "lease/store/postgres/connect.hpp"
 #include "lease/store/postgres/error.hpp"
 
 namespace lease::detail::postgres {
 
-struct pg_conn_free {
-  void operator()(PGconn* c) const noexcept { PQfinish(c); }
-};
 struct pg_result_free {
   void operator()(PGresult* r) const noexcept { PQclear(r); }
 };
-using conn_ptr = std::unique_ptr<PGconn, pg_conn_free>;
 using result_ptr = std::unique_ptr<PGresult, pg_result_free>;
 
 /// libpq's messages end with a newline; messages of ours should not.
@@ -198,17 +197,16 @@ class connection {
       raise(postgres_errc::backing_off, "postgres at " + where_ + ": the last connect or its setup failed (" +
                                             readable(last_failure_, 300) +
                                             "); retrying after a backoff");
-    const std::string timeout =
-        std::to_string(std::max<std::int64_t>(2, (s_.connect_timeout.count() + 999) / 1000));
-    const char* keys[] = {"connect_timeout", "application_name", "dbname", nullptr};
-    const char* vals[] = {timeout.c_str(), s_.application_name.c_str(), s_.conninfo.c_str(), nullptr};
+    const char* keys[] = {"application_name", "dbname", nullptr};
+    const char* vals[] = {s_.application_name.c_str(), s_.conninfo.c_str(), nullptr};
     ++round_trips_;
-    conn_ptr c{PQconnectdbParams(keys, vals, /*expand_dbname=*/1)};
+    std::string failure;
+    conn_ptr c = connect_by_deadline(keys, vals, /*expand_dbname=*/true, s_.connect_timeout, failure);
     if (!c || PQstatus(c.get()) != CONNECTION_OK) {
       // Kept as libpq wrote it: made readable() once, where it is shown
       // (raise() below; the backoff message above). Escaping it here too
       // showed every quote of libpq's message as \\\" (escaped twice).
-      last_failure_ = c ? trimmed(PQerrorMessage(c.get())) : "out of memory";
+      last_failure_ = std::move(failure);
       backoff_ = backoff_.count() == 0 ? s_.backoff_min : std::min(backoff_ * 2, s_.backoff_max);
       retry_at_ = now + backoff_;
       const bool auth = last_failure_.find("password authentication failed") != std::string::npos ||
