@@ -87,6 +87,34 @@ TEST_CASE("a skewed_clock over a manual clock without steady() reads the base's 
   CHECK(lease::steady_now(skewed) - s0 == 250ms);
 }
 
+namespace {
+/// A manual clock of a user's own that is moved some other way than
+/// advance(): it says so by specializing is_manual_clock.
+struct set_by_hand {
+  std::shared_ptr<lease::time_point> t = std::make_shared<lease::time_point>(lease::time_point{1'000ms});
+  [[nodiscard]] lease::time_point now() const { return *t; }
+};
+}  // namespace
+template <>
+inline constexpr bool lease::is_manual_clock<set_by_hand> = true;
+
+// steady_now() went by advance() alone: such a clock read the host's
+// monotonic time, so a scheduler on it (driven by poll(), no thread) timed
+// its leases and heartbeats on real time while the test moved the clock.
+TEST_CASE("a manual clock that specializes is_manual_clock without steady() reads its wall time as monotonic time") {
+  set_by_hand c;
+  static_assert(!lease::MonotonicClock<set_by_hand>);
+  const lease::steady_point s0 = lease::steady_now(c);
+  CHECK(s0 == lease::steady_point{1'000ms});
+  *c.t += 250ms;
+  CHECK(lease::steady_now(c) - s0 == 250ms);
+  // and a skewed_clock over it: the base's, unmoved by its own steps
+  lease::skewed_clock<set_by_hand> skewed{c, 30s};
+  static_assert(lease::is_manual_clock<lease::skewed_clock<set_by_hand>>);
+  skewed.step(-60s);
+  CHECK(lease::steady_now(skewed) == lease::steady_now(c));
+}
+
 TEST_CASE("system_clock's monotonic time never goes back") {
   const lease::system_clock c;
   lease::steady_point last = c.steady();

@@ -44,6 +44,17 @@ concept MonotonicClock = Clock<C> && requires(const C& c) {
 template <Clock C>
 class skewed_clock;
 
+/// True for a clock whose time moves only when a caller moves it (it has
+/// `advance(duration)`, like fake_clock), and for a skewed_clock over one.
+/// A scheduler on such a clock starts no thread: the caller drives it with
+/// poll() and next_wakeup(). Specialize it for a manual clock of your own;
+/// without steady(), its wall time is then its monotonic time too.
+template <class C>
+inline constexpr bool is_manual_clock = requires(C& c) { c.advance(duration{}); };
+
+template <class C>
+inline constexpr bool is_manual_clock<skewed_clock<C>> = is_manual_clock<C>;
+
 namespace detail {
 template <class T>
 inline constexpr bool is_skewed_clock = false;
@@ -52,18 +63,19 @@ inline constexpr bool is_skewed_clock<skewed_clock<C>> = true;
 }  // namespace detail
 
 /// The monotonic time of any Clock: its steady() if it has one; else, for a
-/// manual clock, its wall time (it is only moved forward in tests that need
-/// nothing more); else, for a skewed_clock, its base's, by these same rules
-/// (a skewed manual clock is manual: its time must not be the host's); else
-/// the host's monotonic clock.
+/// skewed_clock, its base's, by these same rules (a step of its wall time
+/// must not move it, and a skewed manual clock is manual: its time must not
+/// be the host's); else, for a manual clock (is_manual_clock, which a user
+/// may specialize), its wall time (it is only moved forward in tests that
+/// need nothing more); else the host's monotonic clock.
 template <Clock C>
 [[nodiscard]] steady_point steady_now(const C& c) noexcept {
   if constexpr (MonotonicClock<C>)
     return c.steady();
-  else if constexpr (requires(C& m) { m.advance(duration{}); })
-    return steady_point{c.now().time_since_epoch()};
   else if constexpr (detail::is_skewed_clock<C>)
     return steady_now(c.base());
+  else if constexpr (is_manual_clock<C>)
+    return steady_point{c.now().time_since_epoch()};
   else
     return host_steady();
 }
