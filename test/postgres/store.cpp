@@ -12,6 +12,10 @@
 #include <set>
 #include <thread>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -74,6 +78,58 @@ auto until_available(Op op, std::chrono::seconds bound = 30s) {
 }
 
 lease::testing::postgres_server& srv() { return lease::testing::shared_server(); }
+
+/// A standby that answers a connect `after` a while: a few bytes of the
+/// protocol, enough for libpq (sslmode and gssencmode disabled) to find the
+/// session read-only and, under target_session_attrs=read-write, move on to
+/// the next host by itself.
+struct slow_standby {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  int port = 0;
+  std::atomic<bool> stop{false};
+  std::thread t;
+  explicit slow_standby(std::chrono::milliseconds after) {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd, 8) != 0 ||
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+      throw std::runtime_error("slow_standby: cannot listen on 127.0.0.1");
+    port = ntohs(a.sin_port);
+    t = std::thread([this, after] {
+      while (!stop) {
+        pollfd p{fd, POLLIN, 0};
+        if (::poll(&p, 1, 20) <= 0) continue;
+        const int c = ::accept(fd, nullptr, nullptr);
+        if (c < 0) continue;
+        char startup[1024];
+        (void)::recv(c, startup, sizeof startup, 0);  // the startup packet
+        std::this_thread::sleep_for(after);           // the standby's slowness is the fault under test
+        const std::string reply = message('R', std::string("\0\0\0\0", 4)) +  // AuthenticationOk
+                                  parameter("server_version", "15.0") + parameter("in_hot_standby", "on") +
+                                  parameter("default_transaction_read_only", "on") +
+                                  message('K', std::string(8, '\1')) + message('Z', "I");
+        (void)::send(c, reply.data(), reply.size(), MSG_NOSIGNAL);
+        char rest[64];
+        (void)::recv(c, rest, sizeof rest, 0);  // libpq's Terminate, or its close
+        ::close(c);
+      }
+    });
+  }
+  ~slow_standby() {
+    stop = true;
+    t.join();
+    ::close(fd);
+  }
+  static std::string message(char type, const std::string& body) {
+    const std::uint32_t n = htonl(static_cast<std::uint32_t>(body.size() + 4));
+    return std::string(1, type) + std::string(reinterpret_cast<const char*>(&n), 4) + body;
+  }
+  static std::string parameter(const std::string& name, const std::string& value) {
+    return message('S', name + std::string(1, '\0') + value + std::string(1, '\0'));
+  }
+};
 
 }  // namespace
 
@@ -785,18 +841,50 @@ TEST_CASE("a connect to a server that does not answer gives up after connect_tim
   CHECK(won.outcome == claim_outcome::won);
 }
 
-TEST_CASE("a two-host conninfo whose first host does not answer connects to the second after connect_timeout") {
+// Three hosts: the first is a standby that answers after 250 ms (libpq
+// moves on by itself), the second does not answer, the third works. The second host gets its own
+// connect_timeout from when libpq reached it, once: counted from the first
+// host's start, it would have 50 ms. PGCONNECT_TIMEOUT, set in this
+// process's environment, changes nothing: the setting is explicit.
+TEST_CASE("a conninfo of a standby, a silent and a working host connects to the third, giving the silent one connect_timeout once") {
+  slow_standby standby(250ms);
   lease::testing::loopback_proxy silent(srv().port());
   silent.black_hole(true);
-  auto o = options("host=127.0.0.1,127.0.0.1 port=" + std::to_string(silent.port()) + "," +
-                       std::to_string(srv().port()) + " user=postgres dbname=postgres target_session_attrs=read-write",
-                   lease::testing::fresh_schema("twohost"));
+  auto o = options("host=127.0.0.1,127.0.0.1,127.0.0.1 port=" + std::to_string(standby.port) + "," +
+                       std::to_string(silent.port()) + "," + std::to_string(srv().port()) +
+                       " user=postgres dbname=postgres target_session_attrs=read-write sslmode=disable gssencmode=disable",
+                   lease::testing::fresh_schema("threehost"));
   o.connect_timeout = 300ms;
+  ::setenv("PGCONNECT_TIMEOUT", "10", 1);
   lease::postgres_store store{o};
   const auto start = std::chrono::steady_clock::now();
   const time_point slot = store.now();  // a connect, on the first try: no error
-  CHECK(std::chrono::steady_clock::now() - start < 1900ms);
-  CHECK(store.claim(request("j", slot, "t1")).outcome == claim_outcome::won);  // the first host forwards nothing
+  const auto took = std::chrono::steady_clock::now() - start;
+  ::unsetenv("PGCONNECT_TIMEOUT");
+  CHECK(took >= 540ms);  // 250 ms on the first host, then the silent one's own 300 ms
+  CHECK(took < 1900ms);  // libpq's own wait is 2 s at least
+  CHECK(silent.accepted() == 1);
+  CHECK(store.claim(request("j", slot, "t1")).outcome == claim_outcome::won);  // the silent host forwards nothing
+
+  // All three failing: the message names each host's failure.
+  const std::string refused = std::to_string(lease::testing::free_port());
+  auto none = options("host=127.0.0.1,127.0.0.1,127.0.0.1 port=" + refused + "," + std::to_string(silent.port()) + "," +
+                          refused + " user=postgres dbname=postgres",
+                      lease::testing::fresh_schema("threehost"));
+  none.connect_timeout = 300ms;
+  lease::postgres_store failing{none};
+  try {
+    (void)failing.now();
+    FAIL("connected with no host that works");
+  } catch (const lease::store_error& e) {
+    const std::string what = e.what();
+    INFO(what);
+    CHECK(e.code() == lease::errc::unavailable);
+    CHECK(what.find("no answer from 127.0.0.1:" + std::to_string(silent.port()) + " within 300 ms") != std::string::npos);
+    const auto first = what.find("port " + refused);
+    CHECK(first != std::string::npos);
+    CHECK(what.find("port " + refused, first + 1) != std::string::npos);  // the refusals before and after it
+  }
 }
 
 TEST_CASE("a schema with a version this library does not know is a clear error") {
@@ -1145,6 +1233,11 @@ TEST_CASE("bad options are invalid_argument with a sentence, and a password is n
   };
   CHECK(code_of([] { lease::postgres_store{options("host=127.0.0.1", "bad-name")}; }) == lease::errc::invalid_argument);
   CHECK(code_of([] { lease::postgres_store{options("host=127.0.0.1", "1abc")}; }) == lease::errc::invalid_argument);
+  CHECK(code_of([] {
+          auto o = options("host=127.0.0.1", "ok");
+          o.connect_timeout = 0ms;  // every connect would fail at once
+          lease::postgres_store{o};
+        }) == lease::errc::invalid_argument);
   CHECK(code_of([] { lease::postgres_store{options("password=s3cret host", "ok")}; }) == lease::errc::invalid_argument);
   try {  // an unescaped '@' in a URI's password: its tail would be taken for the host, shown and looked up
     lease::postgres_store s{options("postgresql://app:top@SECRET@127.0.0.1:1/db", "ok")};

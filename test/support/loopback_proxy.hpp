@@ -81,6 +81,9 @@ class loopback_proxy {
   void hold_close(bool on) { hold_close_ = on; }
   void retarget(int upstream_port) { upstream_ = upstream_port; }
 
+  /// Connections accepted from clients so far.
+  [[nodiscard]] int accepted() const noexcept { return accepted_; }
+
   /// Connections the server ended, counted once their last bytes were
   /// passed on to the client.
   [[nodiscard]] int server_ends() const noexcept { return server_ends_; }
@@ -116,6 +119,7 @@ class loopback_proxy {
       if (::poll(&p, 1, 20) <= 0) continue;
       const int client = ::accept(listen_, nullptr, nullptr);
       if (client < 0) continue;
+      ++accepted_;
       const int server = ::socket(AF_INET, SOCK_STREAM, 0);
       sockaddr_in a = loopback(upstream_);
       if (::connect(server, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
@@ -212,6 +216,7 @@ class loopback_proxy {
   std::atomic<int> cuts_{0};
   std::atomic<bool> hold_close_{false};
   std::atomic<int> server_ends_{0};
+  std::atomic<int> accepted_{0};
   std::atomic<unsigned> generation_{0};  ///< cut_all() bumps it; a pump of an older one resets its connection
   std::thread acceptor_;
   std::vector<std::thread> pumps_;  // touched by the acceptor only until stop_

@@ -104,8 +104,9 @@ struct postgres_options {
   bool migrate = true;
   /// Longest wait for each host of the conninfo to answer a connect, on the
   /// monotonic clock (a step of the wall clock does not stretch it, as it
-  /// does libpq's own); then the next host is tried. A connect_timeout in
-  /// the conninfo (seconds, libpq's keyword) wins.
+  /// does libpq's own); then the next host is tried. Above 0. A positive
+  /// connect_timeout in the conninfo (seconds, libpq's keyword) wins;
+  /// PGCONNECT_TIMEOUT does not.
   std::chrono::milliseconds connect_timeout{2000};
   /// Longest wait for one answer; past it the connection is dropped and the
   /// operation fails (unavailable, or resolved by reading back for a claim,
@@ -625,6 +626,10 @@ class postgres_store {
   struct state {
     explicit state(postgres_options o)
         : opts(std::move(o)), schema(checked_schema(opts.schema)), conn(settings_of(opts)) {
+      if (opts.connect_timeout.count() <= 0)
+        detail::postgres::raise(postgres_errc::bad_option,
+                                "connect_timeout must be above 0 (how long a connect waits for each host to answer "
+                                "before it tries the next)");
       if (opts.listen_ping_every.count() <= 0)
         detail::postgres::raise(postgres_errc::bad_option,
                                 "listen_ping_every must be above 0 (how long the LISTEN connection waits in silence "

@@ -13,12 +13,18 @@
 // a host that fails (refused, or a standby under
 // target_session_attrs=read-write); only the timeout is done here. libpq has
 // no call that moves a connect in progress to its next host, so after a
-// timeout the connect starts again with the hosts that remain, from the
-// options libpq resolved (PQconninfo: the conninfo, the PG* environment and a
-// service file already applied), in libpq's order.
+// timeout the connect starts again from the caller's own keywords with the
+// hosts that remain (host, hostaddr and port given after them win), in
+// libpq's order, as libpq resolved them (PQconninfo: the conninfo, the PG*
+// environment and a service file applied).
 //
-// The one difference: libpq restarts its timer for each address of a host
-// name (localhost: ::1, then 127.0.0.1); here a host's addresses share it.
+// Differences from libpq's own wait, none of which a store that needs a
+// primary meets: a host's addresses share its time (libpq restarts the timer
+// for each address of a host name: localhost is ::1, then 127.0.0.1); a
+// host name's lookup (getaddrinfo) is not bounded, as it is not in libpq
+// (give an address to bound it); and target_session_attrs=prefer-standby,
+// which ends with a second pass from the first host, does not go back to
+// the hosts before one that timed out.
 #pragma once
 
 #include <algorithm>
@@ -85,16 +91,18 @@ struct host_list {
     if (port.size() == 1) return port[0];
     return i < port.size() ? port[i] : std::string{};
   }
-  /// The host `conn` tries now: the first at or after `from` that matches
-  /// PQhost and PQport (libpq only moves forward).
+  /// The host `conn` tries now, once it moved on: the first at or after
+  /// `from` whose name and port are PQhost's and PQport's (an entry with
+  /// neither name nor address is the socket directory, any name). libpq
+  /// only moves forward, but for prefer-standby's second pass: that stays
+  /// on the last host.
   [[nodiscard]] std::size_t current(PGconn* conn, std::size_t from) const {
+    if (size() == 0) return 0;
     const char* h = PQhost(conn);
     const char* p = PQport(conn);
-    for (std::size_t i = from; i < size(); ++i) {
-      const std::string port_i = port_of(i);
-      if (h != nullptr && name(i) == h && (port_i.empty() || (p != nullptr && port_i == p))) return i;
-    }
-    return from;
+    for (std::size_t i = from; i < size(); ++i)
+      if ((name(i).empty() || (h != nullptr && name(i) == h)) && p != nullptr && port_of(i) == p) return i;
+    return std::min(from, size() - 1);
   }
 };
 
@@ -110,16 +118,23 @@ struct host_list {
   return l;
 }
 
-/// The connect_timeout the options carry (seconds; libpq's keyword), if a
-/// positive one: the user's wins over the store's setting.
-[[nodiscard]] inline std::optional<std::chrono::milliseconds> timeout_of(const PQconninfoOption* opts) {
-  for (const PQconninfoOption* o = opts; o != nullptr && o->keyword != nullptr; ++o) {
+/// The connect_timeout the caller's own conninfo gives, as libpq reads it
+/// (seconds; 1 is taken as 2), if a positive one: it wins over the store's
+/// setting, and the PG* environment does not (the setting is as explicit as
+/// a keyword). 0, libpq's "wait forever", is not kept: a connect runs on
+/// the scheduler's loop thread, and must end.
+[[nodiscard]] inline std::optional<std::chrono::milliseconds> conninfo_timeout(const char* conninfo) {
+  char* err = nullptr;
+  const options_ptr parsed{PQconninfoParse(conninfo, &err)};
+  if (err != nullptr) PQfreemem(err);
+  for (const PQconninfoOption* o = parsed.get(); o != nullptr && o->keyword != nullptr; ++o) {
     if (o->val == nullptr || std::string_view(o->keyword) != "connect_timeout") continue;
     char* end = nullptr;
     errno = 0;
     const long s = std::strtol(o->val, &end, 10);
-    if (errno != 0 || end == o->val || *end != '\0' || s <= 0 || s > INT_MAX / 1000) return std::nullopt;
-    return std::chrono::seconds{s};
+    while (end != nullptr && (*end == ' ' || *end == '\t')) ++end;  // libpq allows trailing spaces
+    if (errno != 0 || end == o->val || *end != '\0' || s <= 0 || s > 86400) return std::nullopt;
+    return std::chrono::seconds{std::max(2L, s)};
   }
   return std::nullopt;
 }
@@ -148,78 +163,90 @@ struct host_list {
 
 }  // namespace connect_detail
 
-/// Connects with libpq's keywords `keys`/`vals` (null-terminated arrays, as
-/// PQconnectStartParams takes them), giving each host `per_host` unless the
-/// options carry a connect_timeout of their own. Returns the connection,
-/// CONNECTION_OK; or null with `failure` saying why, host by host.
-[[nodiscard]] inline conn_ptr connect_by_deadline(const char* const* keys, const char* const* vals, bool expand_dbname,
+/// Connects with libpq's keywords `keys`/`vals` (null-terminated arrays,
+/// as PQconnectStartParams takes them; with `expand_dbname`, the
+/// `conninfo` the caller gave as dbname), giving each host `per_host`
+/// (above 0) unless the conninfo gives a connect_timeout of its own.
+/// Returns the connection, CONNECTION_OK; or null with `failure` saying
+/// why, host by host.
+[[nodiscard]] inline conn_ptr connect_by_deadline(const std::vector<std::pair<std::string, std::string>>& given,
+                                                  bool expand_dbname, const std::string& conninfo,
                                                   std::chrono::milliseconds per_host, std::string& failure) {
   using namespace connect_detail;
   using std::chrono::steady_clock;
-  conn_ptr c{PQconnectStartParams(keys, vals, expand_dbname ? 1 : 0)};
+  per_host = std::min<std::chrono::milliseconds>(conninfo_timeout(conninfo.c_str()).value_or(per_host), std::chrono::hours{24});
+
+  // The caller's keywords, then (after a timeout) the hosts that remain.
+  auto start = [&](const std::vector<std::pair<std::string, std::string>>& extra) {
+    std::vector<const char*> k, v;
+    for (const auto* list : {&given, &extra})
+      for (const auto& [key, val] : *list) {
+        k.push_back(key.c_str());
+        v.push_back(val.c_str());
+      }
+    k.push_back(nullptr);
+    v.push_back(nullptr);
+    return conn_ptr{PQconnectStartParams(k.data(), v.data(), expand_dbname ? 1 : 0)};
+  };
+
+  conn_ptr c = start({});
   if (!c || PQstatus(c.get()) == CONNECTION_BAD) {
     failure = trimmed_message(c.get());
     return nullptr;
   }
   const options_ptr resolved{PQconninfo(c.get())};
   const host_list hosts = hosts_of(resolved.get());
-  per_host = timeout_of(resolved.get()).value_or(per_host);
 
-  std::string timed_out;  // the hosts left for the next, named in a failure
-  std::size_t base = 0;   // hosts[base] is the first host of `c`'s list
-  std::size_t at = 0;     // the host `c` tries now, in `c`'s list
+  std::string earlier;    // what became of the hosts left behind, for a failure
+  std::size_t at = 0;     // the host `c` tries now, in `hosts`
+  const char* seen_host = PQhost(c.get());  // they point into the host's own entry of `c`:
+  const char* seen_port = PQport(c.get());  // another pointer, another host
   auto deadline = steady_clock::now() + per_host;
   PostgresPollingStatusType st = PGRES_POLLING_WRITING;  // libpq: as if the first poll asked to write
   for (;;) {
     if (st == PGRES_POLLING_OK) return c;
     if (st == PGRES_POLLING_FAILED) {
-      failure = timed_out + trimmed_message(c.get());
+      failure = earlier + trimmed_message(c.get());
       return nullptr;
     }
     if (wait_socket(c.get(), st, deadline)) {
       st = PQconnectPoll(c.get());
-      const std::size_t now_at = hosts.size() > 1 ? hosts.current(c.get(), base + at) - base : 0;
-      if (now_at != at) {  // libpq moved on by itself: the next host's own time
-        at = now_at;
+      const char* h = PQhost(c.get());
+      const char* p = PQport(c.get());
+      if (h != seen_host || p != seen_port) {  // libpq moved on by itself: the next host's own time
+        seen_host = h;
+        seen_port = p;
+        at = hosts.current(c.get(), at + 1);
         deadline = steady_clock::now() + per_host;
       }
       continue;
     }
     // No answer in time: the next host, from a connect of the rest.
-    const std::size_t gone = base + at;
-    const std::string port = hosts.port_of(gone);
-    timed_out += "no answer from " + (hosts.name(gone).empty() ? std::string("the default host") : hosts.name(gone)) +
-                 (port.empty() ? "" : ":" + port) + " within " + std::to_string(per_host.count()) +
-                 " ms (connect_timeout); ";
+    const std::string port = hosts.port_of(at);
+    const std::string before = trimmed_message(c.get());  // libpq's word on the hosts it left
+    earlier += (before.empty() ? "" : before + "; ") + "no answer from " +
+               (hosts.name(at).empty() ? std::string("the default host") : hosts.name(at)) +
+               (port.empty() ? "" : ":" + port) + " within " + std::to_string(per_host.count()) +
+               " ms (connect_timeout); ";
     c.reset();
-    if (gone + 1 >= hosts.size()) {
-      failure = timed_out.substr(0, timed_out.size() - 2);
+    if (at + 1 >= hosts.size()) {
+      failure = earlier.substr(0, earlier.size() - 2);
       return nullptr;
     }
-    base = gone + 1;
-    at = 0;
-    std::vector<std::string> k, v;
-    for (const PQconninfoOption* o = resolved.get(); o->keyword != nullptr; ++o) {
-      if (o->val == nullptr) continue;
-      const std::string_view key = o->keyword;
-      k.emplace_back(key);
-      if (key == "host") v.push_back(join(hosts.host, base));
-      else if (key == "hostaddr") v.push_back(join(hosts.hostaddr, base));
-      else if (key == "port" && hosts.port.size() > 1) v.push_back(join(hosts.port, base));
-      else v.emplace_back(o->val);
-    }
-    std::vector<const char*> kp, vp;
-    for (std::size_t i = 0; i < k.size(); ++i) {
-      kp.push_back(k[i].c_str());
-      vp.push_back(v[i].c_str());
-    }
-    kp.push_back(nullptr);
-    vp.push_back(nullptr);
-    c.reset(PQconnectStartParams(kp.data(), vp.data(), 0));
+    const std::size_t from = at + 1;
+    std::vector<std::pair<std::string, std::string>> rest;
+    if (!hosts.host.empty()) rest.emplace_back("host", join(hosts.host, from));
+    if (!hosts.hostaddr.empty()) rest.emplace_back("hostaddr", join(hosts.hostaddr, from));
+    if (hosts.port.size() > 1) rest.emplace_back("port", join(hosts.port, from));
+    c = start(rest);
     if (!c || PQstatus(c.get()) == CONNECTION_BAD) {
-      failure = timed_out + trimmed_message(c.get());
+      failure = earlier + trimmed_message(c.get());
       return nullptr;
     }
+    // `c`'s hosts are hosts[from...]: its first is host `from`.
+    at = from;
+    seen_host = PQhost(c.get());
+    seen_port = PQport(c.get());
     deadline = steady_clock::now() + per_host;
     st = PGRES_POLLING_WRITING;
   }

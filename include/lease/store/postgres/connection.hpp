@@ -197,11 +197,10 @@ class connection {
       raise(postgres_errc::backing_off, "postgres at " + where_ + ": the last connect or its setup failed (" +
                                             readable(last_failure_, 300) +
                                             "); retrying after a backoff");
-    const char* keys[] = {"application_name", "dbname", nullptr};
-    const char* vals[] = {s_.application_name.c_str(), s_.conninfo.c_str(), nullptr};
     ++round_trips_;
     std::string failure;
-    conn_ptr c = connect_by_deadline(keys, vals, /*expand_dbname=*/true, s_.connect_timeout, failure);
+    conn_ptr c = connect_by_deadline({{"application_name", s_.application_name}, {"dbname", s_.conninfo}},
+                                     /*expand_dbname=*/true, s_.conninfo, s_.connect_timeout, failure);
     if (!c || PQstatus(c.get()) != CONNECTION_OK) {
       // Kept as libpq wrote it: made readable() once, where it is shown
       // (raise() below; the backoff message above). Escaping it here too
