@@ -120,16 +120,24 @@ TEST_CASE("after a failover to a standby that had every write, instances on a tw
     // from the listener), and says why.
     const std::string sessions = "SELECT sessions FROM pg_stat_database WHERE datname = current_database()";
     const std::string before = p.standby->sql(sessions);
+    // (The backoff starts at 25 ms and doubles: a process held up that long
+    // on a loaded machine probes once or twice more, as it should.)
+    int probes = 0;
     for (int i = 0; i < 10; ++i) {
       try {
         (void)direct.get({"j", slot});
         FAIL("a standby was used");
       } catch (const lease::store_error& e) {
+        if (e.code() == lease::postgres_errc::read_only) {
+          ++probes;
+          continue;
+        }
         CHECK(e.code() == lease::postgres_errc::backing_off);
         CHECK(std::string(e.what()).find("is a standby") != std::string::npos);
       }
     }
-    CHECK(std::stoll(p.standby->sql(sessions)) - std::stoll(before) <= 2);  // this query's own session, at most one probe
+    CHECK(probes <= 2);
+    CHECK(std::stoll(p.standby->sql(sessions)) - std::stoll(before) <= 2 + probes);  // this query's own session, a probe
   }
 
   p.fail_over();

@@ -855,12 +855,15 @@ TEST_CASE("a conninfo of a standby, a silent and a working host connects to the 
                        " user=postgres dbname=postgres target_session_attrs=read-write sslmode=disable gssencmode=disable",
                    lease::testing::fresh_schema("threehost"));
   o.connect_timeout = 300ms;
-  ::setenv("PGCONNECT_TIMEOUT", "10", 1);
+  (void)lease::postgres_store{options(srv().conninfo(), o.schema)}.now();  // the schema made: not timed below
+  struct env_guard {
+    env_guard() { ::setenv("PGCONNECT_TIMEOUT", "10", 1); }
+    ~env_guard() { ::unsetenv("PGCONNECT_TIMEOUT"); }
+  } pgconnect_timeout;
   lease::postgres_store store{o};
   const auto start = std::chrono::steady_clock::now();
   const time_point slot = store.now();  // a connect, on the first try: no error
   const auto took = std::chrono::steady_clock::now() - start;
-  ::unsetenv("PGCONNECT_TIMEOUT");
   CHECK(took >= 540ms);  // 250 ms on the first host, then the silent one's own 300 ms
   CHECK(took < 1900ms);  // libpq's own wait is 2 s at least
   CHECK(silent.accepted() == 1);
@@ -885,6 +888,23 @@ TEST_CASE("a conninfo of a standby, a silent and a working host connects to the 
     CHECK(first != std::string::npos);
     CHECK(what.find("port " + refused, first + 1) != std::string::npos);  // the refusals before and after it
   }
+}
+
+// libpq leaves a host whose socket does not exist inside
+// PQconnectStartParams: the connect is already on the second host when it
+// returns. Taken for the first, the silent host's timeout was put on the
+// socket, and the connect of the rest waited on the silent host again.
+TEST_CASE("a conninfo whose first host libpq leaves at once names and waits on the silent second host once") {
+  lease::testing::loopback_proxy silent(srv().port());
+  silent.black_hole(true);
+  const std::string sp = std::to_string(silent.port());
+  auto o = options("host=/nonexistent-lease-socket-dir,127.0.0.1,127.0.0.1 port=" + sp + "," + sp + "," +
+                       std::to_string(srv().port()) + " user=postgres dbname=postgres",
+                   lease::testing::fresh_schema("nosocket"));
+  o.connect_timeout = 300ms;
+  lease::postgres_store store{o};
+  CHECK(store.claim(request("j", store.now(), "t1")).outcome == claim_outcome::won);
+  CHECK(silent.accepted() == 1);
 }
 
 TEST_CASE("a schema with a version this library does not know is a clear error") {

@@ -106,7 +106,7 @@ struct postgres_options {
   /// monotonic clock (a step of the wall clock does not stretch it, as it
   /// does libpq's own); then the next host is tried. Above 0. A positive
   /// connect_timeout in the conninfo (seconds, libpq's keyword) wins;
-  /// PGCONNECT_TIMEOUT does not.
+  /// PGCONNECT_TIMEOUT and a service file's do not.
   std::chrono::milliseconds connect_timeout{2000};
   /// Longest wait for one answer; past it the connection is dropped and the
   /// operation fails (unavailable, or resolved by reading back for a claim,

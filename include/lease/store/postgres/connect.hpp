@@ -119,7 +119,7 @@ struct host_list {
 }
 
 /// The connect_timeout the caller's own conninfo gives, as libpq reads it
-/// (seconds; 1 is taken as 2), if a positive one: it wins over the store's
+/// (seconds; 1 is taken as 2, and a day at most), if a positive one: it wins over the store's
 /// setting, and the PG* environment does not (the setting is as explicit as
 /// a keyword). 0, libpq's "wait forever", is not kept: a connect runs on
 /// the scheduler's loop thread, and must end.
@@ -133,8 +133,8 @@ struct host_list {
     errno = 0;
     const long s = std::strtol(o->val, &end, 10);
     while (end != nullptr && (*end == ' ' || *end == '\t')) ++end;  // libpq allows trailing spaces
-    if (errno != 0 || end == o->val || *end != '\0' || s <= 0 || s > 86400) return std::nullopt;
-    return std::chrono::seconds{std::max(2L, s)};
+    if (errno != 0 || end == o->val || *end != '\0' || s <= 0) return std::nullopt;
+    return std::chrono::seconds{std::clamp(s, 2L, 86400L)};
   }
   return std::nullopt;
 }
@@ -161,35 +161,83 @@ struct host_list {
   return m;
 }
 
+/// libpq's message so far about a connect that is abandoned: what it said
+/// of the hosts it left, less the header it wrote for the attempt in
+/// progress ("connection to server at ..., port ... failed:").
+[[nodiscard]] inline std::string abandoned_message(PGconn* c) {
+  std::string m = trimmed_message(c);
+  const std::size_t line = m.rfind('\n');
+  const std::string_view last = line == std::string::npos ? std::string_view(m) : std::string_view(m).substr(line + 1);
+  if (last.size() >= 7 && last.substr(last.size() - 7) == "failed:") m.resize(line == std::string::npos ? 0 : line);
+  while (!m.empty() && (m.back() == '\n' || m.back() == ' ')) m.pop_back();
+  return m;
+}
+
+/// The keywords of a connect to hosts[from...] only: the caller's conninfo
+/// as parsed (its own keywords, `service` among them; not the environment,
+/// which fills in what is missing again), its host lists replaced by what
+/// remains of them, then the caller's defaults where it gave none. A part
+/// of a list left empty is not passed (libpq ignores an empty value, and
+/// the whole list would come back from the conninfo): an empty port is
+/// libpq's default port, an empty host the default one.
+[[nodiscard]] inline std::vector<std::pair<std::string, std::string>> rest_of(
+    const std::string& conninfo, const std::vector<std::pair<std::string, std::string>>& defaults,
+    const host_list& hosts, std::size_t from) {
+  std::vector<std::pair<std::string, std::string>> out;
+  char* err = nullptr;
+  const options_ptr parsed{PQconninfoParse(conninfo.c_str(), &err)};
+  if (err != nullptr) PQfreemem(err);
+  for (const PQconninfoOption* o = parsed.get(); o != nullptr && o->keyword != nullptr; ++o) {
+    if (o->val == nullptr || *o->val == '\0') continue;
+    const std::string_view k = o->keyword;
+    if ((k == "host" || k == "hostaddr") && hosts.size() > 0) continue;
+    if (k == "port" && hosts.port.size() > 1) continue;
+    out.emplace_back(o->keyword, o->val);
+  }
+  auto add = [&](const char* key, const std::vector<std::string>& list, const char* if_empty) {
+    if (list.empty()) return;
+    std::string v = join(list, from);
+    if (v.empty()) v = if_empty;
+    if (!v.empty()) out.emplace_back(key, std::move(v));
+  };
+  add("host", hosts.host, "");
+  add("hostaddr", hosts.hostaddr, "");
+  if (hosts.port.size() > 1) add("port", hosts.port, "5432");  // libpq's DEF_PGPORT_STR
+  for (const auto& [key, val] : defaults)
+    if (std::none_of(out.begin(), out.end(), [&](const auto& kv) { return kv.first == key; })) out.emplace_back(key, val);
+  return out;
+}
+
+[[nodiscard]] inline conn_ptr start_connect(const std::vector<std::pair<std::string, std::string>>& kv, bool expand_dbname) {
+  std::vector<const char*> k, v;
+  for (const auto& [key, val] : kv) {
+    k.push_back(key.c_str());
+    v.push_back(val.c_str());
+  }
+  k.push_back(nullptr);
+  v.push_back(nullptr);
+  return conn_ptr{PQconnectStartParams(k.data(), v.data(), expand_dbname ? 1 : 0)};
+}
+
 }  // namespace connect_detail
 
-/// Connects with libpq's keywords `keys`/`vals` (null-terminated arrays,
-/// as PQconnectStartParams takes them; with `expand_dbname`, the
-/// `conninfo` the caller gave as dbname), giving each host `per_host`
-/// (above 0) unless the conninfo gives a connect_timeout of its own.
-/// Returns the connection, CONNECTION_OK; or null with `failure` saying
-/// why, host by host.
-[[nodiscard]] inline conn_ptr connect_by_deadline(const std::vector<std::pair<std::string, std::string>>& given,
-                                                  bool expand_dbname, const std::string& conninfo,
+/// Connects to `conninfo` (a libpq connection string or URI; `defaults`,
+/// such as application_name, apply where it gives none), giving each host
+/// `per_host` (above 0) unless the conninfo gives a connect_timeout of its
+/// own. Returns the connection, CONNECTION_OK; or null with `failure`
+/// saying why, host by host.
+[[nodiscard]] inline conn_ptr connect_by_deadline(const std::string& conninfo,
+                                                  const std::vector<std::pair<std::string, std::string>>& defaults,
                                                   std::chrono::milliseconds per_host, std::string& failure) {
   using namespace connect_detail;
   using std::chrono::steady_clock;
-  per_host = std::min<std::chrono::milliseconds>(conninfo_timeout(conninfo.c_str()).value_or(per_host), std::chrono::hours{24});
+  per_host = conninfo_timeout(conninfo.c_str()).value_or(per_host);
 
-  // The caller's keywords, then (after a timeout) the hosts that remain.
-  auto start = [&](const std::vector<std::pair<std::string, std::string>>& extra) {
-    std::vector<const char*> k, v;
-    for (const auto* list : {&given, &extra})
-      for (const auto& [key, val] : *list) {
-        k.push_back(key.c_str());
-        v.push_back(val.c_str());
-      }
-    k.push_back(nullptr);
-    v.push_back(nullptr);
-    return conn_ptr{PQconnectStartParams(k.data(), v.data(), expand_dbname ? 1 : 0)};
-  };
-
-  conn_ptr c = start({});
+  // libpq's own reading of the conninfo: the defaults first, so that the
+  // conninfo's keywords win.
+  std::vector<std::pair<std::string, std::string>> first = defaults;
+  first.emplace_back("dbname", conninfo);
+  conn_ptr c = start_connect(first, /*expand_dbname=*/true);
   if (!c || PQstatus(c.get()) == CONNECTION_BAD) {
     failure = trimmed_message(c.get());
     return nullptr;
@@ -197,8 +245,11 @@ struct host_list {
   const options_ptr resolved{PQconninfo(c.get())};
   const host_list hosts = hosts_of(resolved.get());
 
-  std::string earlier;    // what became of the hosts left behind, for a failure
-  std::size_t at = 0;     // the host `c` tries now, in `hosts`
+  std::string earlier;  // what became of the hosts left behind, for a failure
+  // The host `c` tries now, in `hosts`: libpq may have left some already
+  // (a name that does not resolve, a missing socket: PQconnectStartParams
+  // polls once).
+  std::size_t at = hosts.current(c.get(), 0);
   const char* seen_host = PQhost(c.get());  // they point into the host's own entry of `c`:
   const char* seen_port = PQport(c.get());  // another pointer, another host
   auto deadline = steady_clock::now() + per_host;
@@ -223,7 +274,7 @@ struct host_list {
     }
     // No answer in time: the next host, from a connect of the rest.
     const std::string port = hosts.port_of(at);
-    const std::string before = trimmed_message(c.get());  // libpq's word on the hosts it left
+    const std::string before = abandoned_message(c.get());  // libpq's word on the hosts it left
     earlier += (before.empty() ? "" : before + "; ") + "no answer from " +
                (hosts.name(at).empty() ? std::string("the default host") : hosts.name(at)) +
                (port.empty() ? "" : ":" + port) + " within " + std::to_string(per_host.count()) +
@@ -234,17 +285,12 @@ struct host_list {
       return nullptr;
     }
     const std::size_t from = at + 1;
-    std::vector<std::pair<std::string, std::string>> rest;
-    if (!hosts.host.empty()) rest.emplace_back("host", join(hosts.host, from));
-    if (!hosts.hostaddr.empty()) rest.emplace_back("hostaddr", join(hosts.hostaddr, from));
-    if (hosts.port.size() > 1) rest.emplace_back("port", join(hosts.port, from));
-    c = start(rest);
+    c = start_connect(rest_of(conninfo, defaults, hosts, from), /*expand_dbname=*/false);
     if (!c || PQstatus(c.get()) == CONNECTION_BAD) {
       failure = earlier + trimmed_message(c.get());
       return nullptr;
     }
-    // `c`'s hosts are hosts[from...]: its first is host `from`.
-    at = from;
+    at = hosts.current(c.get(), from);  // `c`'s hosts are hosts[from...]
     seen_host = PQhost(c.get());
     seen_port = PQport(c.get());
     deadline = steady_clock::now() + per_host;

@@ -199,8 +199,7 @@ class connection {
                                             "); retrying after a backoff");
     ++round_trips_;
     std::string failure;
-    conn_ptr c = connect_by_deadline({{"application_name", s_.application_name}, {"dbname", s_.conninfo}},
-                                     /*expand_dbname=*/true, s_.conninfo, s_.connect_timeout, failure);
+    conn_ptr c = connect_by_deadline(s_.conninfo, {{"application_name", s_.application_name}}, s_.connect_timeout, failure);
     if (!c || PQstatus(c.get()) != CONNECTION_OK) {
       // Kept as libpq wrote it: made readable() once, where it is shown
       // (raise() below; the backoff message above). Escaping it here too
