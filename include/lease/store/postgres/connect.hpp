@@ -203,8 +203,8 @@ struct host_list {
   add("host", hosts.host, "");
   add("hostaddr", hosts.hostaddr, "");
   if (hosts.port.size() > 1) add("port", hosts.port, "5432");  // libpq's DEF_PGPORT_STR
-  for (const auto& [key, val] : defaults)
-    if (std::none_of(out.begin(), out.end(), [&](const auto& kv) { return kv.first == key; })) out.emplace_back(key, val);
+  for (const auto& d : defaults)
+    if (std::none_of(out.begin(), out.end(), [&](const auto& kv) { return kv.first == d.first; })) out.push_back(d);
   return out;
 }
 
