@@ -13,9 +13,9 @@
 // a host that fails (refused, or a standby under
 // target_session_attrs=read-write); only the timeout is done here. libpq has
 // no call that moves a connect in progress to its next host, so after a
-// timeout the connect starts again from the caller's own keywords with the
-// hosts that remain (host, hostaddr and port given after them win), in
-// libpq's order, as libpq resolved them (PQconninfo: the conninfo, the PG*
+// timeout the connect starts again (rest_of): the caller's conninfo as
+// parsed, its host lists replaced by the hosts that remain, in libpq's
+// order, as libpq resolved them (PQconninfo: the conninfo, the PG*
 // environment and a service file applied).
 //
 // Differences from libpq's own wait, none of which a store that needs a
