@@ -119,9 +119,9 @@ struct host_list {
 }
 
 /// The connect_timeout the caller's own conninfo gives, as libpq reads it
-/// (seconds; 1 is taken as 2, and a day at most), if a positive one: it wins over the store's
-/// setting, and the PG* environment does not (the setting is as explicit as
-/// a keyword). 0, libpq's "wait forever", is not kept: a connect runs on
+/// (seconds; 1 is taken as 2; a day at most), if a positive one: it wins
+/// over the store's setting, and the PG* environment does not (the setting
+/// is as explicit as a keyword). 0, libpq's "wait forever", is not kept: a connect runs on
 /// the scheduler's loop thread, and must end.
 [[nodiscard]] inline std::optional<std::chrono::milliseconds> conninfo_timeout(const char* conninfo) {
   char* err = nullptr;
@@ -231,7 +231,8 @@ struct host_list {
                                                   std::chrono::milliseconds per_host, std::string& failure) {
   using namespace connect_detail;
   using std::chrono::steady_clock;
-  per_host = conninfo_timeout(conninfo.c_str()).value_or(per_host);
+  per_host = std::min<std::chrono::milliseconds>(conninfo_timeout(conninfo.c_str()).value_or(per_host),
+                                                 std::chrono::hours{24});  // no overflow of now() + per_host
 
   // libpq's own reading of the conninfo: the defaults first, so that the
   // conninfo's keywords win.
