@@ -45,6 +45,13 @@
 
 namespace lease::detail::postgres {
 
+/// libpq's messages end with a newline; messages of ours should not.
+[[nodiscard]] inline std::string trimmed(const char* s) {
+  std::string out = s != nullptr ? s : "";
+  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+  return out;
+}
+
 struct pg_conn_free {
   void operator()(PGconn* c) const noexcept { PQfinish(c); }
 };
@@ -155,10 +162,10 @@ struct host_list {
   }
 }
 
+/// libpq's message about connection `c` (null: PQconnectStartParams could
+/// not allocate one).
 [[nodiscard]] inline std::string trimmed_message(PGconn* c) {
-  std::string m = c != nullptr ? PQerrorMessage(c) : "out of memory";
-  while (!m.empty() && (m.back() == '\n' || m.back() == ' ')) m.pop_back();
-  return m;
+  return c != nullptr ? trimmed(PQerrorMessage(c)) : "out of memory";
 }
 
 /// libpq's message so far about a connect that is abandoned: what it said

@@ -1,14 +1,17 @@
 // lease/store/postgres/connection.hpp — one libpq connection that reconnects
 // with backoff and runs prepared statements with a deadline.
 //
-// Built from a libpq conninfo string or URI, handed to libpq unchanged
+// Built from a libpq conninfo string or URI, which libpq parses itself
 // (PQconnectStartParams with expand_dbname), so everything libpq reads works
 // as users expect: sslmode and the other ssl* keywords, several hosts with
 // target_session_attrs=read-write, PGPASSFILE and ~/.pgpass, service files,
 // the PG* environment. The default this store adds (application_name) comes
 // before it: the user's own keywords win. The connect waits for each host
 // at most connect_timeout on the monotonic clock (connect.hpp: libpq's own
-// wait is on the wall clock); a connect_timeout in the conninfo wins.
+// wait is on the wall clock); a connect_timeout in the conninfo wins. The
+// first attempt hands libpq the string unchanged; after a host times out,
+// the next attempt is the same keywords as libpq parsed them, with the
+// hosts that remain (connect.hpp, rest_of).
 //
 // Failures are store_errors (error.hpp). A failure after a request was sent
 // is a `transport_error` with maybe_applied() true, so the store can resolve
@@ -44,13 +47,6 @@ struct pg_result_free {
   void operator()(PGresult* r) const noexcept { PQclear(r); }
 };
 using result_ptr = std::unique_ptr<PGresult, pg_result_free>;
-
-/// libpq's messages end with a newline; messages of ours should not.
-[[nodiscard]] inline std::string trimmed(const char* s) {
-  std::string out = s != nullptr ? s : "";
-  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
-  return out;
-}
 
 /// The conninfo as something safe to print: the keywords libpq parsed from it
 /// that say where it goes (host, hostaddr, port, dbname, user, sslmode,
