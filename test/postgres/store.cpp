@@ -26,6 +26,7 @@
 #include "lease/store/memory.hpp"
 #include "lease/store/postgres.hpp"
 #include "postgres/server.hpp"
+#include "support/loopback_listener.hpp"
 #include "support/loopback_proxy.hpp"
 
 using namespace std::chrono_literals;
@@ -84,19 +85,12 @@ lease::testing::postgres_server& srv() { return lease::testing::shared_server();
 /// session read-only and, under target_session_attrs=read-write, move on to
 /// the next host by itself.
 struct slow_standby {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  int port = 0;
+  lease::testing::loopback_listener listener = lease::testing::listen_on_loopback(8, "slow_standby");
+  int fd = listener.fd;
+  int port = listener.port;
   std::atomic<bool> stop{false};
   std::thread t;
   explicit slow_standby(std::chrono::milliseconds after) {
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd, 8) != 0 ||
-        ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0)
-      throw std::runtime_error("slow_standby: cannot listen on 127.0.0.1");
-    port = ntohs(a.sin_port);
     t = std::thread([this, after] {
       while (!stop) {
         pollfd p{fd, POLLIN, 0};

@@ -43,18 +43,16 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "support/loopback_listener.hpp"
+
 namespace lease::testing {
 
 class loopback_proxy {
  public:
   explicit loopback_proxy(int upstream_port) : upstream_(upstream_port) {
-    listen_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a = loopback(0);
-    socklen_t len = sizeof a;
-    if (listen_ < 0 || ::bind(listen_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(listen_, 16) != 0 ||
-        ::getsockname(listen_, reinterpret_cast<sockaddr*>(&a), &len) != 0)
-      throw std::runtime_error("loopback_proxy: cannot listen on 127.0.0.1");
-    port_ = ntohs(a.sin_port);
+    const loopback_listener l = listen_on_loopback(16, "loopback_proxy");
+    listen_ = l.fd;
+    port_ = l.port;
     acceptor_ = std::thread([this] { accept_loop(); });
   }
   ~loopback_proxy() {
@@ -101,14 +99,6 @@ class loopback_proxy {
   /// How long the server is given to run a request whose reply is dropped.
   static constexpr std::chrono::milliseconds server_runs_it{100};
 
-  static sockaddr_in loopback(int port) {
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    a.sin_port = htons(static_cast<std::uint16_t>(port));
-    return a;
-  }
-
   static bool send_all(int to, std::string_view b) {
     return ::send(to, b.data(), b.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(b.size());
   }
@@ -121,7 +111,7 @@ class loopback_proxy {
       if (client < 0) continue;
       ++accepted_;
       const int server = ::socket(AF_INET, SOCK_STREAM, 0);
-      sockaddr_in a = loopback(upstream_);
+      sockaddr_in a = loopback_address(upstream_);
       if (::connect(server, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
         ::close(client);
         ::close(server);
