@@ -9,9 +9,11 @@
 #include <rapidcheck/catch.h>
 
 #include "lease/scheduler/job_name.hpp"
+#include "printable_utf8.hpp"
 
 using Catch::Matchers::Contains;
 using lease::validate_job_name;
+using test::is_printable_utf8;
 
 namespace {
 
@@ -23,15 +25,6 @@ std::string error_for(std::string_view name) {
   } catch (const std::invalid_argument& e) { return e.what(); }
 }
 
-/// Valid UTF-8 with no control character in it.
-bool is_printable_utf8(std::string_view s) {
-  for (std::size_t i = 0; i < s.size();) {
-    const auto c = lease::detail::decode_utf8(s.substr(i));
-    if (c.length == 0 || lease::detail::is_control(c.code)) return false;
-    i += c.length;
-  }
-  return true;
-}
 
 }  // namespace
 

@@ -11,10 +11,12 @@
 #include <rapidcheck/catch.h>
 
 #include "lease/detail/printable.hpp"
+#include "printable_utf8.hpp"
 
 using lease::detail::decode_utf8;
 using lease::detail::first_invalid_utf8;
 using lease::detail::printable;
+using test::is_printable_utf8;
 
 namespace {
 
@@ -85,14 +87,6 @@ std::optional<std::string> unescape(std::string_view p) {
     }
   }
   return out;
-}
-
-/// Valid UTF-8 with no control character in it.
-bool is_printable_utf8(std::string_view s) {
-  if (first_invalid_utf8(s) != std::string_view::npos) return false;
-  for (std::size_t i = 0; i < s.size(); i += decode_utf8(s.substr(i)).length)
-    if (lease::detail::is_control(decode_utf8(s.substr(i)).code)) return false;
-  return true;
 }
 
 std::string bytes(std::initializer_list<int> b) {

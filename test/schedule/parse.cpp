@@ -8,19 +8,15 @@
 #include "cron_model.hpp"
 #include "lease/schedule/parse.hpp"
 #include "lease/scheduler/detail/any_schedule.hpp"
+#include "random_time.hpp"
 #include "support.hpp"
 
 namespace {
 
 using lease::time_point;
 using ms = lease::duration;
+using schedule_test::random_time;
 using schedule_test::utc;
-
-time_point random_time(int from_year, int to_year) {
-  const auto lo = date::sys_days{date::year{from_year} / 1 / 1};
-  const auto hi = date::sys_days{date::year{to_year} / 1 / 1};
-  return time_point{lo} + ms{*rc::gen::inRange<std::int64_t>(0, std::chrono::duration_cast<ms>(hi - lo).count())};
-}
 
 /// An amount in one of the units every::text() writes (or an odd number of ms).
 ms random_amount() {

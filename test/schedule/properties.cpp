@@ -8,6 +8,7 @@
 #include "cron_model.hpp"
 #include "lease/schedule/cron.hpp"
 #include "lease/schedule/every.hpp"
+#include "random_time.hpp"
 #include "support.hpp"
 
 namespace {
@@ -15,13 +16,7 @@ namespace {
 using lease::time_point;
 using schedule_test::cron_model;
 using ms = lease::duration;
-
-time_point random_time(int from_year, int to_year) {
-  const auto lo = date::sys_days{date::year{from_year} / 1 / 1};
-  const auto hi = date::sys_days{date::year{to_year} / 1 / 1};
-  const auto offset = *rc::gen::inRange<std::int64_t>(0, std::chrono::duration_cast<ms>(hi - lo).count());
-  return time_point{lo} + ms{offset};
-}
+using schedule_test::random_time;
 
 /// Mostly a time shortly around one of the zone's DST transitions: uniform
 /// times would almost never test them. Half of those within 2 hours of it,

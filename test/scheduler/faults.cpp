@@ -12,6 +12,7 @@
 #include "harness.hpp"
 #include "lease/schedule/every.hpp"
 #include "lease/sim.hpp"
+#include "sim_options.hpp"
 
 using namespace test;
 using lease::claim_outcome;
@@ -20,21 +21,6 @@ using lease::run_status;
 using op = faulty_store::op;
 
 namespace {
-
-/// The simulated cluster starts 1 ms after slot 1 h, not at the sim's
-/// default start, that slot's very millisecond: a slot due at the instant of
-/// start() is due and runs at once (scenarios.cpp), and these scenarios are
-/// written for a first slot at 1 h + 60 s (catch_up 0 leaves slot 1 h).
-const lease::time_point sim_start = lease::time_point{} + 1h + 1ms;
-
-lease::options sim_options() {
-  lease::options o;
-  o.lease = 3s;        // heartbeat 500 ms, safety margin 300 ms
-  o.catch_up = 0ms;    // start with no missed slot
-  o.claim_jitter = 0ms;
-  o.max_attempts = 3;
-  return o;
-}
 
 /// A simulation of three instances running one job every minute whose
 /// handler runs `runs_for` and honours its stop at once.

@@ -224,4 +224,7 @@ struct cluster : drive<cluster<Policy>> {
   }
 };
 
+/// Whether event `e`'s message contains `words`.
+inline bool says(const lease::event& e, const std::string& words) { return e.message.find(words) != std::string::npos; }
+
 }  // namespace test

@@ -9,6 +9,7 @@
 
 #include "lease/schedule/every.hpp"
 #include "lease/sim.hpp"
+#include "sim_options.hpp"
 
 using namespace std::chrono_literals;
 using lease::duration;
@@ -16,20 +17,8 @@ using lease::event_kind;
 
 namespace {
 
-/// The simulated cluster starts 1 ms after slot 1 h, not at the sim's
-/// default start, that slot's very millisecond: a slot due at the instant of
-/// start() is due and runs at once (scenarios.cpp), and these scenarios are
-/// written for a first slot at 1 h + 60 s (catch_up 0 leaves slot 1 h).
-const lease::time_point sim_start = lease::time_point{} + 1h + 1ms;
-
-lease::options sim_options() {
-  lease::options o;
-  o.lease = 3s;  // heartbeat 500 ms, safety margin 300 ms
-  o.catch_up = 0ms;
-  o.claim_jitter = 0ms;
-  o.max_attempts = 3;
-  return o;
-}
+using test::sim_options;
+using test::sim_start;
 
 /// Instances named n0, n1, … with the given skews, one job every minute
 /// whose handler runs 20 s and honours its stop at once.

@@ -12,6 +12,7 @@
 
 #include "lease/schedule/every.hpp"
 #include "lease/sim.hpp"
+#include "sim_options.hpp"
 
 using namespace std::chrono_literals;
 using lease::duration;
@@ -20,13 +21,10 @@ using unreplicated = lease::sim::cluster<>::unreplicated;
 
 namespace {
 
-lease::options sim_options() {
-  lease::options o;
-  o.lease = 3s;  // heartbeat 500 ms, safety margin 300 ms
-  o.catch_up = 0ms;
-  o.claim_jitter = 0ms;
+/// sim_options(), with a slot given up 5 s after it is due.
+lease::options replica_options() {
+  lease::options o = test::sim_options();
   o.max_late = 5s;
-  o.max_attempts = 3;
   return o;
 }
 
@@ -35,7 +33,7 @@ lease::options sim_options() {
 /// honours its stop at once.
 struct replicated_sim {
   lease::sim::cluster<> sim;
-  explicit replicated_sim(std::uint64_t seed, duration runs_for) : sim(seed, sim_options()) {
+  explicit replicated_sim(std::uint64_t seed, duration runs_for) : sim(seed, replica_options()) {
     sim.wait_for_replica(true);
     sim.notice_losses_beside_claims(true);  // as Redis notices a loss
     sim.add_job("report", lease::every(60s), [runs_for](const lease::run_context&) {

@@ -34,7 +34,6 @@ using lease::run_status;
 
 namespace {
 
-bool says(const lease::event& e, const std::string& words) { return e.message.find(words) != std::string::npos; }
 
 /// A counted_store (every capability: StopStore, TriggerStore, pushes) whose
 /// next finish or get calls can be made to fail (before applying).

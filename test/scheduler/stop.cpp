@@ -12,12 +12,6 @@ using namespace test;
 using lease::event_kind;
 using lease::run_status;
 
-namespace {
-
-bool says(const lease::event& e, const std::string& words) { return e.message.find(words) != std::string::npos; }
-
-}  // namespace
-
 TEST_CASE("stop of a running job: the handler is asked to stop, a stopped event says why, no takeover while paused, a takeover after resume") {
   counted_cluster<> c;
   auto& a = c.add(spec_options("api-1", 1), 300s);

@@ -40,8 +40,6 @@ static_assert(lease::PushTriggerStore<mem>);
 template <class Store = mem, class Policy = lease::skip_t>
 using tcluster = store_cluster<Store, Policy>;
 
-bool says(const lease::event& e, const std::string& words) { return e.message.find(words) != std::string::npos; }
-
 }  // namespace
 
 TEST_CASE("trigger(): a manual run through an instance's API runs exactly once across 3 instances, the next slot still runs") {
