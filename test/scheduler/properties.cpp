@@ -856,17 +856,20 @@ TEST_CASE("random histories of instances whose clocks lead the store by up to a 
 /// lead after a step of an instance's clock, the monotonic time since the
 /// answer after a step of the host's. Drops by an instance that has had no
 /// claim answered yet are left out (its wall clock stands in, by design).
+/// The job is paused and resumed through a random instance with
+/// catch_up_latest, so catch-up claims (deadline slot + catch_up) are judged
+/// the same way as scheduled ones (slot + max_late).
 /// In buffer_one mode runs may outlast their period, and a buffered slot is
 /// dropped when the run that blocked it ends only if the store's clock is
 /// past its deadline then (no backoff there: 1 s of slack).
 template <class Cluster = lease::sim::cluster<>>
-void late_judgement_history(std::size_t& drops_checked, std::size_t& one_host_histories) {
+void late_judgement_history(std::size_t& drops_checked, std::size_t& catch_up_drops, std::size_t& one_host_histories) {
   constexpr bool buffered = std::is_same_v<Cluster, lease::sim::cluster<lease::buffer_one_t>>;
   const auto seed = *rc::gen::arbitrary<std::uint64_t>();
   lease::options o;
   o.lease = ms(one_of(2000, 3000));
   o.max_late = ms(one_of(1000, 5000));
-  o.catch_up = 0ms;
+  o.catch_up = ms(one_of(0, 5000, 20000));
   Cluster sim(seed, o);
   const int interval_ms = one_of(15000, 30000, 60000);
   const int runs_ms = buffered ? pick(interval_ms / 2, interval_ms + 20000) : pick(50, 2000);
@@ -879,11 +882,12 @@ void late_judgement_history(std::size_t& drops_checked, std::size_t& one_host_hi
     sim.add_instance("n" + std::to_string(i), one_host ? 0ms : ms(pick(-static_cast<int>(o.max_late.count()), 5000)));
   std::vector<std::pair<std::size_t, duration>> store_steps;  // (faults' size once it was made, step)
   sim.start_all();
+  bool paused = false;
   const int turns = pick(8, 20);
   for (int t = 0; t < turns; ++t) {
     sim.run_for(ms(pick(500, interval_ms)));
     const auto i = static_cast<std::size_t>(pick(0, n));
-    switch (pick(0, 3)) {
+    switch (pick(0, 4)) {
       case 0:
         sim.hang_store(i, ms(pick(100, 4000)), pick(1, 5));
         break;
@@ -898,6 +902,15 @@ void late_judgement_history(std::size_t& drops_checked, std::size_t& one_host_hi
         }
         break;
       }
+      case 2:  // an operator pauses the job, or resumes it catching up its latest missed slot, whose claim hangs
+        if (paused) {
+          sim.resume_on(i, "job", lease::missed_slots::catch_up_latest);
+          sim.hang_store(i, ms(pick(1000, 8000)), pick(1, 5));
+        } else {
+          sim.pause_job("job");
+        }
+        paused = !paused;
+        break;
       default:
         break;  // only time passes
     }
@@ -909,8 +922,9 @@ void late_judgement_history(std::size_t& drops_checked, std::size_t& one_host_hi
   for (std::size_t k = 0; k < h.events.size(); ++k) {
     const auto& e = h.events[k];
     if (e.kind != lease::event_kind::late) continue;
+    const bool catch_up = e.message.rfind("catch-up claim dropped: the store did not answer before the deadline", 0) == 0;
     const bool claim_dropped =
-        e.message.rfind("scheduled claim dropped: the store did not answer before the deadline", 0) == 0;
+        catch_up || e.message.rfind("scheduled claim dropped: the store did not answer before the deadline", 0) == 0;
     const bool buffer_dropped = e.message.rfind("buffered slot dropped: the blocking run ended after its deadline", 0) == 0;
     if (!claim_dropped && !buffer_dropped) continue;
     const auto& mark = h.event_marks[k];
@@ -924,24 +938,32 @@ void late_judgement_history(std::size_t& drops_checked, std::size_t& one_host_hi
     for (const auto& [after, d] : store_steps)
       if (mark.faults >= after) store_lead += d;
     const lease::time_point store_now = e.at + store_lead;  // history times are real time
-    if (store_now + (claim_dropped ? longest_backoff : 0ms) + 1s < e.run.slot + o.max_late + lease::late_tolerance)
+    const lease::time_point refused_from = e.run.slot + (catch_up ? o.catch_up : o.max_late) + lease::late_tolerance;
+    catch_up_drops += catch_up ? 1 : 0;
+    if (store_now + (claim_dropped ? longest_backoff : 0ms) + 1s < refused_from)
       why << e.instance << " dropped slot " << e.run.slot.time_since_epoch().count() << " at store time "
-          << store_now.time_since_epoch().count() << ", " << (e.run.slot + o.max_late + lease::late_tolerance - store_now).count()
+          << store_now.time_since_epoch().count() << ", " << (refused_from - store_now).count()
           << " ms before the store would refuse it: " << e.message << "\n";
   }
   if (!why.str().empty()) RC_FAIL(why.str() + sim.describe());
 }
 
 TEST_CASE("random histories of hung store calls and clock steps drop a claim as late only when the store would refuse it") {
-  std::size_t drops_checked = 0, one_host = 0;
+  std::size_t drops_checked = 0, catch_up_drops = 0, one_host = 0;
   prop_1000("a slot is dropped as late only past its deadline by the store's clock",
-            [&] { late_judgement_history(drops_checked, one_host); });
-  std::cout << "  " << drops_checked << " drops judged; " << one_host << " histories on one host\n";
+            [&] { late_judgement_history(drops_checked, catch_up_drops, one_host); });
+  std::cout << "  " << drops_checked << " drops judged (" << catch_up_drops << " of catch-up claims); " << one_host
+            << " histories on one host\n";
   CHECK(drops_checked > 0);  // the judgement was actually put to the test
+  CHECK(catch_up_drops > 0);
   CHECK(one_host > 0);
-  std::size_t buffered_drops = 0, buffered_one_host = 0;
+  std::size_t buffered_drops = 0, buffered_catch_up_drops = 0, buffered_one_host = 0;
   prop_1000("a buffered slot is dropped as late only past its deadline by the store's clock",
-            [&] { late_judgement_history<lease::sim::cluster<lease::buffer_one_t>>(buffered_drops, buffered_one_host); }, 500);
+            [&] {
+              late_judgement_history<lease::sim::cluster<lease::buffer_one_t>>(buffered_drops, buffered_catch_up_drops,
+                                                                                buffered_one_host);
+            },
+            500);
   std::cout << "  buffer_one: " << buffered_drops << " drops judged; " << buffered_one_host << " histories on one host\n";
   CHECK(buffered_drops > 0);
 }
