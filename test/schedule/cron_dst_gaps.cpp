@@ -80,7 +80,7 @@ std::string expression_at(date::local_seconds x) {
 }
 
 /// The laws at t; a violation fails with everything needed to reproduce it.
-void check_laws(const lease::cron& c, time_point t) {
+void check_gap_laws(const lease::cron& c, time_point t) {
   const time_point next = c.next(t);
   const time_point latest = c.latest(t);
   const auto require = [&](bool ok, const char* law) {
@@ -115,8 +115,8 @@ TEST_CASE("Cron laws hold in the last second before the end of every DST gap of 
       const auto x = g.start + seconds{*rc::gen::inRange<std::int64_t>(-1, (g.end - g.start).count() + 1)};
       const lease::cron c(expression_at(x), z.zone, dst);
       const time_point t = time_point{g.at} - ms{*rc::gen::inRange(1, 1001)};
-      check_laws(c, t);              // from just before the transition
-      check_laws(c, t + seconds{1});  // and just after it, where latest() is the transition
+      check_gap_laws(c, t);              // from just before the transition
+      check_gap_laws(c, t + seconds{1});  // and just after it, where latest() is the transition
     }
   });
 }
