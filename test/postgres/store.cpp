@@ -85,17 +85,16 @@ lease::testing::postgres_server& srv() { return lease::testing::shared_server();
 /// session read-only and, under target_session_attrs=read-write, move on to
 /// the next host by itself.
 struct slow_standby {
-  lease::testing::loopback_listener listener = lease::testing::listen_on_loopback(8, "slow_standby");
-  int fd = listener.fd;
-  int port = listener.port;
+  lease::testing::loopback_listener listener{8, "slow_standby"};
+  const int port = listener.port();
   std::atomic<bool> stop{false};
   std::thread t;
   explicit slow_standby(std::chrono::milliseconds after) {
     t = std::thread([this, after] {
       while (!stop) {
-        pollfd p{fd, POLLIN, 0};
+        pollfd p{listener.fd(), POLLIN, 0};
         if (::poll(&p, 1, 20) <= 0) continue;
-        const int c = ::accept(fd, nullptr, nullptr);
+        const int c = ::accept(listener.fd(), nullptr, nullptr);
         if (c < 0) continue;
         char startup[1024];
         (void)::recv(c, startup, sizeof startup, 0);  // the startup packet
@@ -114,7 +113,6 @@ struct slow_standby {
   ~slow_standby() {
     stop = true;
     t.join();
-    ::close(fd);
   }
   static std::string message(char type, const std::string& body) {
     const std::uint32_t n = htonl(static_cast<std::uint32_t>(body.size() + 4));

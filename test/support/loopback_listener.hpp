@@ -23,24 +23,31 @@ namespace lease::testing {
   return a;
 }
 
-struct loopback_listener {
-  int fd = -1;
-  int port = 0;
-};
-
-/// A socket listening on 127.0.0.1 at a free port; `who` names the caller
-/// in the exception thrown when there is none.
-[[nodiscard]] inline loopback_listener listen_on_loopback(int backlog, const std::string& who) {
-  loopback_listener l{::socket(AF_INET, SOCK_STREAM, 0), 0};
-  sockaddr_in a = loopback_address(0);
-  socklen_t len = sizeof a;
-  if (l.fd < 0 || ::bind(l.fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(l.fd, backlog) != 0 ||
-      ::getsockname(l.fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-    if (l.fd >= 0) ::close(l.fd);
-    throw std::runtime_error(who + ": cannot listen on 127.0.0.1");
+/// A socket listening on 127.0.0.1 at a port the kernel picked; closed with
+/// this object. `who` names the caller in the exception thrown when there
+/// is no such socket.
+class loopback_listener {
+ public:
+  loopback_listener(int backlog, const std::string& who) : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
+    sockaddr_in a = loopback_address(0);
+    socklen_t len = sizeof a;
+    if (fd_ < 0 || ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd_, backlog) != 0 ||
+        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+      if (fd_ >= 0) ::close(fd_);
+      throw std::runtime_error(who + ": cannot listen on 127.0.0.1");
+    }
+    port_ = ntohs(a.sin_port);
   }
-  l.port = ntohs(a.sin_port);
-  return l;
-}
+  ~loopback_listener() { ::close(fd_); }
+  loopback_listener(const loopback_listener&) = delete;
+  loopback_listener& operator=(const loopback_listener&) = delete;
+
+  [[nodiscard]] int fd() const noexcept { return fd_; }
+  [[nodiscard]] int port() const noexcept { return port_; }
+
+ private:
+  int fd_;
+  int port_ = 0;
+};
 
 }  // namespace lease::testing

@@ -50,23 +50,19 @@ namespace lease::testing {
 class loopback_proxy {
  public:
   explicit loopback_proxy(int upstream_port) : upstream_(upstream_port) {
-    const loopback_listener l = listen_on_loopback(16, "loopback_proxy");
-    listen_ = l.fd;
-    port_ = l.port;
     acceptor_ = std::thread([this] { accept_loop(); });
   }
   ~loopback_proxy() {
     stop_ = true;
     acceptor_.join();
     for (auto& t : pumps_) t.join();
-    ::close(listen_);
   }
   loopback_proxy(const loopback_proxy&) = delete;
   loopback_proxy& operator=(const loopback_proxy&) = delete;
 
-  [[nodiscard]] int port() const noexcept { return port_; }
+  [[nodiscard]] int port() const noexcept { return listen_.port(); }
   /// The proxy as a Redis URL.
-  [[nodiscard]] std::string url() const { return "redis://127.0.0.1:" + std::to_string(port_); }
+  [[nodiscard]] std::string url() const { return "redis://127.0.0.1:" + std::to_string(port()); }
 
   void lose_next_reply() { lose_next_ = true; }
   void delay_next_request(std::chrono::milliseconds by) {
@@ -105,9 +101,9 @@ class loopback_proxy {
 
   void accept_loop() {
     while (!stop_) {
-      pollfd p{listen_, POLLIN, 0};
+      pollfd p{listen_.fd(), POLLIN, 0};
       if (::poll(&p, 1, 20) <= 0) continue;
-      const int client = ::accept(listen_, nullptr, nullptr);
+      const int client = ::accept(listen_.fd(), nullptr, nullptr);
       if (client < 0) continue;
       ++accepted_;
       const int server = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -195,8 +191,7 @@ class loopback_proxy {
   }
 
   std::atomic<int> upstream_;
-  int listen_ = -1;
-  int port_ = 0;
+  loopback_listener listen_{16, "loopback_proxy"};
   std::atomic<bool> stop_{false};
   std::atomic<bool> lose_next_{false};
   std::atomic<bool> hold_next_{false};
