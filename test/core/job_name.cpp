@@ -25,7 +25,6 @@ std::string error_for(std::string_view name) {
   } catch (const std::invalid_argument& e) { return e.what(); }
 }
 
-
 }  // namespace
 
 TEST_CASE("Job names of UTF-8 text up to 200 bytes are accepted") {

@@ -34,7 +34,6 @@ using lease::run_status;
 
 namespace {
 
-
 /// A counted_store (every capability: StopStore, TriggerStore, pushes) whose
 /// next finish or get calls can be made to fail (before applying).
 class stop_faulty_store : public counted_store {

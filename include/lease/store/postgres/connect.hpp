@@ -176,8 +176,7 @@ struct host_list {
   const std::size_t line = m.rfind('\n');
   const std::string_view last = line == std::string::npos ? std::string_view(m) : std::string_view(m).substr(line + 1);
   if (last.size() >= 7 && last.substr(last.size() - 7) == "failed:") m.resize(line == std::string::npos ? 0 : line);
-  while (!m.empty() && (m.back() == '\n' || m.back() == ' ')) m.pop_back();
-  return m;
+  return trimmed(m.c_str());
 }
 
 /// The keywords of a connect to hosts[from...] only: the caller's conninfo
